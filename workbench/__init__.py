@@ -1,0 +1,33 @@
+"""Distributed Training Workbench: plan, estimate and prove distributed training layouts.
+
+Importing this package is light (no torch, no plotting): the data flow is
+``spec`` (scenario) -> ``estimate`` -> result -> ``report`` / widgets.
+"""
+from workbench.errors import Problem, ScenarioError
+
+__version__ = "0.1.0"
+
+
+def load_scenario(path, overrides=None):
+    """Read, override and validate a scenario file (see ``workbench.spec``)."""
+    from workbench.spec import load_scenario as _load
+
+    return _load(path, overrides)
+
+
+def parse_scenario(doc):
+    """Validate a scenario document (dict)."""
+    from workbench.spec import parse_scenario as _parse
+
+    return _parse(doc)
+
+
+def estimate(scenario):
+    """Estimate a validated scenario (see ``workbench.estimate``)."""
+    from workbench.estimate import estimate as _estimate
+
+    return _estimate(scenario)
+
+
+__all__ = ["Problem", "ScenarioError", "load_scenario", "parse_scenario", "estimate",
+           "__version__"]

@@ -1,0 +1,176 @@
+"""Activation memory saved for the backward pass, per layer and per microbatch.
+
+Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+(arXiv:2205.05198), Section 4, generalised term by term:
+
+- Their GPT layer (GELU MLP of 4h, LayerNorm, dropout, eager attention, 16-bit activations)
+  stores ``s·b·h·(34 + 5·a·s/h)`` bytes (Eq. 1): attention 11·sbh + 5·a·s²·b, MLP 19·sbh,
+  LayerNorms 4·sbh. This module reproduces that exactly for that layer and extends each term:
+  GQA (K and V have kv_heads·head_dim columns), SwiGLU (Megatron's fused swiglu saves the
+  2f-wide gate+up input and the f-wide product), RMSNorm, no dropout (modern pre-training),
+  FlashAttention (Dao 2022: saves the output and the fp32 log-sum-exp instead of the s² scores),
+  MoE (Megatron-Core MoE: tokens dispatched top_k times; per expert token count = k·tokens·
+  capacity_factor/E on average), FP8 (GEMM inputs saved as 1-byte FP8, Transformer Engine).
+- Tensor parallelism (Table 2): tensors inside the TP region divide by t; with sequence
+  parallelism the rest divides by t too (Megatron saves the *sharded* GEMM inputs and
+  all-gathers again in backward). ``gathered_sp_inputs=True`` counts instead what PyTorch's
+  ``parallelize_module`` keeps (the all-gathered input DTensor) for trials.
+- Context parallelism divides the sequence by cp (ring attention).
+- Recompute: ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
+  selective recomputation, ``sbh·34/t`` with SP); ``full`` stores only each layer's input
+  (2·sbh, /t with SP) and recomputes the rest; one layer's full set is alive during recompute.
+Small terms are kept (norm statistics in fp32) so trials can be matched; Korthikanti omits them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.catalog.types import ModelShape
+from workbench.spec.scenario import Parallel, Training
+
+
+@dataclass(frozen=True)
+class ActivationShape:
+    """The per-GPU quantities the formulas need."""
+
+    s: int            # local sequence length (seq_len / cp)
+    s_kv: int         # keys each query attends to (the full sequence under ring attention)
+    b: int            # micro-batch size
+    t: int            # tensor-parallel degree
+    sp: bool          # sequence parallelism
+    elem: int         # bytes of a saved activation (2 for 16-bit, 4 for fp32)
+    gemm_in: int      # bytes of a saved GEMM input (1 for fp8)
+    flash: bool
+    recompute: str
+    gathered_sp_inputs: bool = False
+
+
+def activation_shape(tr: Training, par: Parallel, gathered_sp_inputs: bool = False) -> ActivationShape:
+    """Collect the per-GPU activation quantities of a scenario."""
+    elem = 4 if tr.precision == "fp32" else 2
+    return ActivationShape(
+        s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
+        elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash_attention,
+        recompute=tr.recompute, gathered_sp_inputs=gathered_sp_inputs)
+
+
+def _norm_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:
+    """A norm saves its input and fp32 statistics (rstd; LayerNorm also the mean)."""
+    sb = x.s * x.b
+    stats = 2 if model.norm == "layernorm" else 1
+    return {"input": sb * model.hidden / r * x.elem, "stats": sb / r * 4 * stats}
+
+
+def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
+    """Bytes saved by one attention block (norm included), by tensor."""
+    sb, h, t = x.s * x.b, model.hidden, x.t
+    r = t if x.sp else 1                       # divisor of tensors outside the TP region
+    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    q, kv = model.heads * model.dim_per_head, model.kv_dim
+    a_loc = model.heads // t
+    norm = _norm_terms(model, x, r)
+    terms = {
+        "norm_input": norm["input"], "norm_stats": norm["stats"],
+        "qkv_input": sb * h / rg * x.gemm_in,
+        "q": sb * q / t * x.elem,
+        "k": sb * kv / t * x.elem,
+        "v": sb * kv / t * x.elem,
+    }
+    if x.flash:
+        terms["attn_out"] = sb * q / t * x.elem
+        terms["softmax_lse"] = sb * a_loc * 4
+        if x.gemm_in != x.elem:
+            terms["proj_input"] = sb * q / t * x.gemm_in
+    else:
+        scores = a_loc * x.s * x.s_kv * x.b
+        if x.recompute == "none":
+            terms["softmax"] = scores * x.elem
+            if model.dropout:
+                terms["attn_dropout_mask"] = scores * 1
+                terms["attn_dropout_out"] = scores * x.elem
+        terms["proj_input"] = sb * q / t * x.gemm_in
+    if model.dropout:
+        terms["dropout_mask"] = sb * h / r * 1
+    return terms
+
+
+def _mlp_inner(model: ModelShape, x: ActivationShape, tokens: float, ffn: int) -> dict[str, float]:
+    """Saved tensors inside one MLP of width ``ffn`` (already divided by TP) for ``tokens``."""
+    if model.mlp == "swiglu":
+        if x.gathered_sp_inputs:   # PyTorch eager: silu input, silu output, up, product
+            return {"act": tokens * ffn * 3 * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
+        return {"act": tokens * 2 * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
+    return {"act": tokens * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
+
+
+def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:
+    """Bytes saved by one MLP or MoE block (norm included), by tensor."""
+    sb, h, t = x.s * x.b, model.hidden, x.t
+    r = t if x.sp else 1
+    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    norm = _norm_terms(model, x, r)
+    terms = {"norm_input": norm["input"], "norm_stats": norm["stats"]}
+    if not moe_layer:
+        terms["fc1_input"] = sb * h / rg * x.gemm_in
+        terms.update(_mlp_inner(model, x, sb, model.ffn_hidden // t))
+    else:
+        m = model.moe
+        cf = m.capacity_factor or 1.0
+        terms["router_input"] = sb * h / r * x.elem
+        terms["router_probs"] = sb / r * m.experts * 4
+        # Tokens each GPU's experts process: k copies of its tokens (balanced routing); with TP
+        # the tokens of the TP group are gathered and each rank computes ffn/t of every expert.
+        routed = sb * m.top_k * cf
+        terms["expert_input"] = routed * h * x.gemm_in
+        inner = _mlp_inner(model, x, routed, m.expert_ffn_hidden // t)
+        terms["expert_act"] = inner["act"]
+        terms["expert_fc2_input"] = inner["fc2_input"]
+        terms["expert_output"] = routed * h * x.elem      # kept to weight by the router probs
+        if m.shared_experts:
+            terms["shared_fc1_input"] = sb * h / rg * x.gemm_in
+            inner = _mlp_inner(model, x, sb, m.shared_experts * m.expert_ffn_hidden // t)
+            terms["shared_act"] = inner["act"]
+            terms["shared_fc2_input"] = inner["fc2_input"]
+    if model.dropout:
+        terms["dropout_mask"] = sb * h / r * 1
+    return terms
+
+
+def layer_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:
+    """All saved tensors of one layer without recompute (keys prefixed attn./mlp.)."""
+    out = {f"attn.{k}": v for k, v in attention_terms(model, x).items()}
+    out.update({f"mlp.{k}": v for k, v in mlp_terms(model, x, moe_layer).items()})
+    return out
+
+
+def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
+    """Bytes one layer keeps for backward for one microbatch, under the recompute policy."""
+    if x.recompute == "full":
+        r = x.t if x.sp else 1
+        return x.s * x.b * model.hidden / r * x.elem   # the layer's input (checkpoint)
+    return sum(layer_terms(model, x, moe_layer).values())
+
+
+def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
+    """Under full recompute, one layer's complete activations are rebuilt during its backward."""
+    if x.recompute != "full":
+        return 0.0
+    return sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
+                           moe_layer).values())
+
+
+def embedding_bytes(model: ModelShape, x: ActivationShape) -> float:
+    """First stage, per microbatch: the embedding-output dropout mask (Korthikanti Sec. 4.3)."""
+    r = x.t if x.sp else 1
+    return x.s * x.b * model.hidden / r if model.dropout else 0.0
+
+
+def head_bytes(model: ModelShape, x: ActivationShape) -> float:
+    """Last stage, per microbatch: final norm input, head input and fp32 log-probabilities
+    (Korthikanti Sec. 4.3: 4·sbh/t·(1 + v/h) with SP, plus the norm statistics)."""
+    r = x.t if x.sp else 1
+    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    sb = x.s * x.b
+    norm = _norm_terms(model, x, r)
+    vocab_local = -(-model.vocab // x.t)
+    return norm["input"] + norm["stats"] + sb * model.hidden / rg * x.gemm_in + sb * vocab_local * 4

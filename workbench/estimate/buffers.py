@@ -1,0 +1,66 @@
+"""Transient buffers on one GPU: communication staging, working copies, and the allocator.
+
+Each term is the peak size of a buffer alive at the same time as the saved activations:
+- FSDP2 / ZeRO-3: unsharded parameters of the current unit and the prefetched next one (two
+  units in the compute dtype), plus one unit's unsharded gradient in the compute dtype and its
+  fp32 copy for the reduce-scatter (FSDP2 ``MixedPrecisionPolicy(reduce_dtype=fp32)``). Without
+  resharding after forward, every unit of the stage stays unsharded from forward to backward.
+  A unit is one transformer block, the embedding or the head (torchtitan wraps each).
+- DDP and ZeRO-1/2: none beyond the gradients. Gradients live in the communication buckets
+  (PyTorch DDP ``gradient_as_bucket_view=True``, Megatron-LM's contiguous grad buffer), so the
+  all-reduce / reduce-scatter works in place.
+- TP: the output of a row-parallel GEMM before its all-reduce (s·b·h); with SP, the all-gathered
+  input and the pre-reduce-scatter output (2·s·b·h) — Korthikanti et al. 2022 Sec. 4.2.2.
+- CP (ring attention): the K/V block being sent and the one being received (2 × 2·s/cp·kv/t).
+- EP: all-to-all send and receive buffers of the dispatched tokens (2 × k·s·b·h).
+- Loss: the logits in the compute dtype and their fp32 gradient on the stage holding the head.
+- FP8: the FP8 copies of the current unit's weights (1 B/param, two units in flight).
+- Allocator allowance: ``ALLOCATOR_FRACTION`` of everything else, for the caching allocator's
+  rounding and fragmentation (an assumption, not a measurement: PyTorch rounds blocks to 512 B
+  and splits 2 MiB/20 MiB segments; reserved exceeds allocated by a few percent in steady LLM
+  training). The CUDA context (~0.5 GB, outside PyTorch's statistics) is not counted.
+"""
+from __future__ import annotations
+
+from workbench.catalog.types import ModelShape
+from workbench.estimate.activations import ActivationShape
+from workbench.estimate.params import StageParams
+from workbench.spec.scenario import Parallel
+
+ALLOCATOR_FRACTION = 0.05
+
+
+def compute_dtype_bytes(precision: str) -> int:
+    """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
+    return 4 if precision == "fp32" else 2
+
+
+def buffer_terms(model: ModelShape, par: Parallel, stage: StageParams, x: ActivationShape,
+                 precision: str) -> dict[str, float]:
+    """Named transient buffers (bytes) on one GPU of pipeline rank ``stage.rank``."""
+    out: dict[str, float] = {}
+    cd = compute_dtype_bytes(precision)
+    unit = stage.largest_unit
+    if par.zero == 3 and par.dense_shard > 1:
+        if par.reshard_after_forward:
+            out["fsdp_unsharded_params"] = 2 * unit * cd
+        else:
+            out["fsdp_unsharded_params"] = (stage.dense + stage.expert) * cd
+        out["fsdp_unsharded_grads"] = unit * (cd + 4)
+    sb = x.s * x.b
+    if par.tp > 1:
+        out["tp_comm"] = (2 if par.sp else 1) * sb * model.hidden * x.elem
+    if par.cp > 1:
+        out["cp_kv_ring"] = 2 * 2 * sb * model.kv_dim / par.tp * x.elem
+    if par.ep > 1 and any(p.is_moe for p in stage.layer_params):
+        out["ep_all_to_all"] = 2 * sb * model.moe.top_k * model.hidden * x.elem
+    if stage.has_head:
+        out["logits"] = sb * -(-model.vocab // par.tp) * (x.elem + 4)
+    if precision == "fp8":
+        out["fp8_weights"] = 2 * unit * 1
+    return out
+
+
+def allocator_allowance(everything_else: float) -> float:
+    """The stated allocator allowance on top of all other bytes."""
+    return ALLOCATOR_FRACTION * everything_else

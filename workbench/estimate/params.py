@@ -1,0 +1,188 @@
+"""Parameter counts: per layer, per pipeline rank, and per GPU after TP/EP sharding.
+
+Counting follows the shape family of ``ModelShape`` (the same rules the presets' expected counts
+use, see catalog/models.py): q/k/v/o projections with GQA, MLP (SwiGLU: 3·h·f; GELU: 2·h·f),
+MoE layers with a router of h·E, routed and shared experts, norms, embeddings and an untied head.
+Tensor-parallel sharding follows Megatron-LM (Shoeybi et al. 2019): q/k/v and the first MLP
+matrix column-parallel, o and the second MLP matrix row-parallel, embedding and head
+vocab-parallel; norms, the row-parallel biases and the router are replicated. Experts are split
+over EP ranks (E/ep each) and each expert's MLP over TP ranks (expert TP = TP).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from workbench.catalog.types import ModelShape
+from workbench.spec.scenario import Parallel
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameters of one transformer layer as one GPU holds them (after TP/EP sharding)."""
+
+    dense: int     # replicated over data-parallel ranks: attention, norms, router, dense/shared MLP
+    expert: int    # routed experts held by this EP rank
+    is_moe: bool
+
+    @property
+    def total(self) -> int:
+        return self.dense + self.expert
+
+
+def _mlp(model: ModelShape, ffn: int, tp: int) -> tuple[int, int]:
+    """(tp-sharded, replicated) parameters of one MLP of hidden size ``ffn``."""
+    h = model.hidden
+    if model.mlp == "swiglu":
+        sharded = 3 * h * ffn
+        replicated = 0
+        if model.bias:
+            sharded += 2 * ffn
+            replicated += h
+    else:
+        sharded = 2 * h * ffn
+        replicated = 0
+        if model.bias:
+            sharded += ffn
+            replicated += h
+    return sharded // tp, replicated
+
+
+def _norm(model: ModelShape) -> int:
+    """One norm: RMSNorm has a weight; LayerNorm a weight and a bias."""
+    return model.hidden * (2 if model.norm == "layernorm" else 1)
+
+
+def attention_params(model: ModelShape, tp: int = 1) -> int:
+    """Attention projections (+ biases) held by one TP rank."""
+    h, q, kv = model.hidden, model.heads * model.dim_per_head, model.kv_dim
+    sharded = h * q + 2 * h * kv + q * h
+    replicated = 0
+    if model.bias:
+        sharded += q + 2 * kv
+        replicated += h  # the row-parallel output bias is added after the all-reduce
+    return sharded // tp + replicated
+
+
+def is_moe_layer(model: ModelShape, index: int) -> bool:
+    """Layer ``index`` (0-based) has an MoE block: all but the leading ``dense_layers``."""
+    return model.moe is not None and index >= model.moe.dense_layers
+
+
+def layer_params(model: ModelShape, index: int, tp: int = 1, ep: int = 1) -> LayerParams:
+    """Parameters of layer ``index`` held by one GPU of a (tp, ep) layout."""
+    dense = attention_params(model, tp) + 2 * _norm(model)
+    expert = 0
+    moe = is_moe_layer(model, index)
+    if moe:
+        m = model.moe
+        dense += model.hidden * m.experts  # router, replicated
+        if m.shared_experts:
+            s, r = _mlp(model, m.shared_experts * m.expert_ffn_hidden, tp)
+            dense += s + r
+        s, r = _mlp(model, m.expert_ffn_hidden, tp)
+        expert = (m.experts // ep) * (s + r)
+    else:
+        s, r = _mlp(model, model.ffn_hidden, tp)
+        dense += s + r
+    return LayerParams(dense=dense, expert=expert, is_moe=moe)
+
+
+def embedding_params(model: ModelShape, tp: int = 1) -> int:
+    """Input embedding on one TP rank (vocab-parallel, ceil(v/tp) rows) plus learned positions."""
+    positions = int(model.extra.get("position_embeddings", 0)) * model.hidden
+    return math.ceil(model.vocab / tp) * model.hidden + positions
+
+
+def head_params(model: ModelShape, tp: int = 1, separate_stage: bool = False) -> int:
+    """Final norm and output projection on one TP rank. A tied head costs nothing extra unless
+    it sits on another pipeline stage than the embedding (Megatron then keeps a copy there)."""
+    head = 0 if (model.tied_embeddings and not separate_stage) else \
+        math.ceil(model.vocab / tp) * model.hidden
+    return _norm(model) + head
+
+
+def total_params(model: ModelShape) -> int:
+    """All parameters of the model (unsharded; tied embeddings counted once)."""
+    layers = sum(layer_params(model, i).total for i in range(model.layers))
+    return layers + embedding_params(model) + head_params(model)
+
+
+def active_params(model: ModelShape) -> int:
+    """Parameters one token passes through: routed experts count top_k of E."""
+    total = total_params(model)
+    if model.moe is None:
+        return total
+    m = model.moe
+    s, r = _mlp(model, m.expert_ffn_hidden, 1)
+    moe_layers = sum(1 for i in range(model.layers) if is_moe_layer(model, i))
+    return total - moe_layers * (m.experts - m.top_k) * (s + r)
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """What one pipeline rank holds: its layers and the embedding/head when they are its."""
+
+    rank: int
+    layers: tuple[int, ...]          # global layer indices
+    chunks: tuple[int, ...]          # model chunks (virtual stages) of this rank
+    has_embedding: bool
+    has_head: bool
+    layer_params: tuple[LayerParams, ...] = field(default=())
+    embedding: int = 0
+    head: int = 0
+
+    @property
+    def dense(self) -> int:
+        return sum(p.dense for p in self.layer_params) + self.embedding + self.head
+
+    @property
+    def expert(self) -> int:
+        return sum(p.expert for p in self.layer_params)
+
+    @property
+    def largest_unit(self) -> int:
+        """Largest FSDP unit (one layer, the embedding or the head), in parameters."""
+        return max([p.total for p in self.layer_params] + [self.embedding, self.head])
+
+
+def chunk_layers(layers: int, chunks: int) -> list[range]:
+    """Split ``layers`` into ``chunks`` contiguous runs, the first ``layers % chunks`` one longer
+    (torchtitan's even split)."""
+    base, rem = divmod(layers, chunks)
+    out, start = [], 0
+    for j in range(chunks):
+        n = base + (1 if j < rem else 0)
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def rank_chunks(par: Parallel) -> list[tuple[int, ...]]:
+    """Model chunks of each pipeline rank: looped (chunk r, r+pp, ...) for interleaved schedules,
+    V-shaped (chunks r and 2pp-1-r) for DualPipeV (PyTorch pipelining's placements)."""
+    pp, v = par.pp, par.chunks_per_rank
+    if v == 1:
+        return [(r,) for r in range(pp)]
+    if par.pp_schedule == "dualpipev":
+        return [(r, 2 * pp - 1 - r) for r in range(pp)]
+    return [tuple(r + k * pp for k in range(v)) for r in range(pp)]
+
+
+def stage_params(model: ModelShape, par: Parallel) -> list[StageParams]:
+    """Per pipeline rank: its layers and parameters on one GPU of its TP/EP group."""
+    chunks = par.pp * par.chunks_per_rank
+    runs = chunk_layers(model.layers, chunks)
+    last = chunks - 1
+    head_rank = next(r for r, cs in enumerate(rank_chunks(par)) if last in cs)
+    out = []
+    for r, cs in enumerate(rank_chunks(par)):
+        idx = tuple(i for c in sorted(cs) for i in runs[c])
+        has_emb, has_head = 0 in cs, last in cs
+        out.append(StageParams(
+            rank=r, layers=idx, chunks=cs, has_embedding=has_emb, has_head=has_head,
+            layer_params=tuple(layer_params(model, i, par.tp, par.ep) for i in idx),
+            embedding=embedding_params(model, par.tp) if has_emb else 0,
+            head=head_params(model, par.tp, separate_stage=(head_rank != 0)) if has_head else 0,
+        ))
+    return out

@@ -1,0 +1,1 @@
+"""Human-readable renderings of backend results (text tables for the command line)."""

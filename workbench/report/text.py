@@ -1,0 +1,47 @@
+"""The estimate as a text table for the terminal (GB = 1e9 bytes)."""
+from __future__ import annotations
+
+from workbench.estimate.result import Estimate
+from workbench.units import GB, MB
+
+_ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
+
+
+def render_estimate(est: Estimate) -> str:
+    """Per-GPU memory of every pipeline rank, the worst GPU, capacity and offload use."""
+    s, m = est.scenario, est.memory
+    p, t, hw = s.parallel, s.training, s.hardware
+    lines = [
+        f"{s.model.name} on {hw.nodes} x {hw.gpus_per_node} x {hw.gpu.name} "
+        f"({hw.world} GPUs, {hw.gpu.memory_gb:g} GB each)",
+        f"layout: dp={p.dp} zero={p.zero}{f' shard_group={p.shard_group}' if p.shard_group else ''}"
+        f" tp={p.tp}{' +sp' if p.sp else ''} pp={p.pp}"
+        f"{f' ({p.pp_schedule}, {p.chunks_per_rank} chunk/rank)' if p.pp > 1 else ''}"
+        f" cp={p.cp} ep={p.ep}",
+        f"training: seq {t.seq_len}, micro-batch {t.micro_batch}, global batch {t.global_batch} "
+        f"({s.microbatches} microbatches/step), {t.precision}, recompute {t.recompute}, "
+        f"{t.optimizer}, offload {t.offload}",
+        "",
+    ]
+    unit, scale = ("GB (1e9 bytes)", GB) if m.per_gpu.total >= GB else ("MB (1e6 bytes)", MB)
+    lines.append(f"memory per GPU, {unit}")
+    shown = m.per_stage if len(m.per_stage) <= 8 else [m.per_stage[0], m.worst, m.per_stage[-1]]
+    shown = list({g.rank: g for g in shown}.values())
+    head = f"{'':14}" + "".join(f"{'pp rank ' + str(g.rank):>11}" for g in shown)
+    lines.append(head)
+    for row in _ROWS:
+        lines.append(f"{row:14}" + "".join(f"{g.memory.as_dict()[row] / scale:>11,.2f}" for g in shown))
+    w = m.per_gpu
+    verdict = "fits" if m.fits else "DOES NOT FIT"
+    lines += [
+        "",
+        f"worst GPU: pipeline rank {m.worst.rank}, {w.total / scale:,.2f} {unit[:2]} of "
+        f"{m.capacity / GB:,.0f} GB -> {verdict} ({(m.capacity - w.total) / GB:+,.2f} GB headroom)",
+    ]
+    if t.offload != "none":
+        lines.append(f"offload per node: host {m.host_per_node / GB:,.1f} GB of "
+                     f"{m.host_capacity_per_node / GB:,.0f} GB; NVMe {m.nvme_per_node / GB:,.1f} GB of "
+                     f"{m.nvme_capacity_per_node / GB:,.0f} GB")
+    for msg in est.warnings:
+        lines.append(f"warning: {msg}")
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""Read, write and override scenario documents (YAML or JSON)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import Problem, ScenarioError
+from workbench.spec.scenario import Scenario
+from workbench.spec.validate import parse_scenario
+
+
+def read_document(path: str | Path) -> dict:
+    """Load a YAML or JSON scenario file into a dict (no validation yet)."""
+    import yaml  # local: keeps `import workbench` light
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError([Problem("scenario", str(p), f"cannot read file: {exc.strerror}")])
+    try:
+        doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise ScenarioError([Problem("scenario", str(p), f"is not valid YAML/JSON{at}")])
+    if not isinstance(doc, dict):
+        raise ScenarioError([Problem("scenario", str(p), "must hold a table with hardware, model, "
+                                                         "parallel and training sections")])
+    return doc
+
+
+def parse_value(text: str) -> Any:
+    """Turn the right-hand side of ``--set key=value`` into a YAML scalar or table."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(doc: dict, overrides: list[str]) -> dict:
+    """Apply ``key.path=value`` overrides to a copy of ``doc``.
+
+    ``parallel.tp=8`` sets a field; ``model.moe={experts: 8, top_k: 2, expert_ffn_hidden: 1024}``
+    sets a table. A path through a catalog key (``hardware.gpu.memory_gb``) is an error: write
+    the whole inline table instead.
+    """
+    import copy
+
+    out = copy.deepcopy(doc)
+    problems = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            problems.append(Problem("--set", item, "must look like section.field=value, "
+                                                   "e.g. parallel.tp=8"))
+            continue
+        parts = key.split(".")
+        node = out
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.get(part) if isinstance(node, dict) else None
+            if nxt is None:
+                nxt = node[part] = {}
+            if not isinstance(nxt, dict):
+                problems.append(Problem(".".join(parts[: i + 1]), nxt,
+                                        "is a single value, not a table; set it whole"))
+                node = None
+                break
+            node = nxt
+        if node is not None:
+            node[parts[-1]] = parse_value(value)
+    if problems:
+        raise ScenarioError(problems)
+    return out
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override and validate a scenario file."""
+    doc = read_document(path)
+    if overrides:
+        doc = apply_overrides(doc, overrides)
+    return parse_scenario(doc)
+
+
+def dump_scenario(scenario: Scenario | dict, fmt: str = "yaml") -> str:
+    """Write a scenario's document form as YAML or JSON text (reads back to an equal Scenario)."""
+    import yaml
+
+    doc = scenario.to_dict() if isinstance(scenario, Scenario) else scenario
+    if fmt == "json":
+        return json.dumps(doc, indent=2)
+    return yaml.safe_dump(doc, sort_keys=False)

@@ -1,0 +1,501 @@
+"""Parse and validate a scenario document (contract 1 of ../shared/design.md).
+
+Every problem is collected, each naming the field path, the value and what is allowed; the
+caller gets one :class:`~workbench.errors.ScenarioError` carrying all of them. Unknown keys are
+errors. Catalog names are case-insensitive and any catalog entry may be an inline table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from workbench.catalog import CATALOGS
+from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
+from workbench.errors import Problem, ScenarioError
+from workbench.spec.scenario import (
+    MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
+    Hardware, Host, InterNode, Parallel, Scenario, Storage, Training,
+)
+
+_MISSING = object()
+
+# Defaults for the optional hardware parts, so a scenario may name only GPUs and counts.
+HARDWARE_DEFAULTS = {
+    "gpus_per_node": 8,
+    "nodes": 1,
+    "intra_node": "nvlink",
+    "inter_node": {"link": "400gbe-rdma", "nics_per_node": 8},
+    "host": {"cpu": "epyc-9654", "memory": "ddr5-4800", "memory_gb": 1536, "channels": 12,
+             "sockets": 2},
+    "storage": {"drive": "pcie5-nvme", "drives": 1},
+}
+
+# Inline forms: required fields and optional ones (with types) per catalog kind.
+_INLINE = {
+    "gpu": (GPU, ("memory_gb", "hbm_gb_per_s", "bf16_tflops", "fp8_tflops", "power_w")),
+    "link": (Link, ("gb_per_s", "latency_us")),
+    "cpu": (CPU, ("cores", "pcie_lanes", "memory_channels")),
+    "memory": (HostMemory, ("mt_per_s",)),
+    "drive": (Drive, ("capacity_tb", "read_gb_per_s", "write_gb_per_s")),
+}
+# Fields the inline form may omit, with the value used instead.
+_INLINE_DEFAULTS = {
+    "cpu": {"threads": None, "base_ghz": 0.0, "pcie_gen": 5, "max_memory_gb": 0.0,
+            "memory_type": "ddr5", "tdp_w": 0.0, "socket": "inline"},
+    "memory": {"kind": "ddr5"},
+    "drive": {"pcie_gen": 5},
+}
+
+
+class _Checker:
+    """Collects problems while reading one document."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, path: str, value: Any, message: str) -> None:
+        self.problems.append(Problem(path, value, message))
+
+    # -- containers ------------------------------------------------------------------------
+    def table(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict:
+        """A mapping whose keys must all be in ``allowed``; returns {} after reporting when not."""
+        if value is _MISSING or value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.add(path, value, "must be a table (mapping) of fields")
+            return {}
+        for key in value:
+            if key not in allowed:
+                self.add(f"{path}.{key}" if path else str(key), value[key],
+                         f"unknown key; allowed keys: {', '.join(allowed)}")
+        return value
+
+    # -- scalars ---------------------------------------------------------------------------
+    def integer(self, d: dict, key: str, path: str, default: Any = _MISSING, lo: int = 1,
+                hi: int | None = None) -> int | None:
+        value = d.get(key, default)
+        where = f"{path}.{key}"
+        if value is _MISSING:
+            self.add(where, None, "is required")
+            return None
+        if value is None and default is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and (not math.isfinite(value) or value != int(value))):
+            self.add(where, value, "must be a whole number")
+            return None
+        value = int(value)
+        if value < lo or (hi is not None and value > hi):
+            rng = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+            self.add(where, value, f"must be {rng}")
+            return None
+        return value
+
+    def number(self, d: dict, key: str, path: str, default: Any = _MISSING, lo: float = 0.0,
+               positive: bool = True) -> float | None:
+        value = d.get(key, default)
+        where = f"{path}.{key}"
+        if value is _MISSING:
+            self.add(where, None, "is required")
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.add(where, value, "must be a finite number")
+            return None
+        if value < lo or (positive and value <= 0):
+            self.add(where, value, f"must be {'> 0' if positive else f'>= {lo}'}")
+            return None
+        return float(value)
+
+    def boolean(self, d: dict, key: str, path: str, default: bool) -> bool | None:
+        value = d.get(key, default)
+        if not isinstance(value, bool):
+            self.add(f"{path}.{key}", value, "must be true or false")
+            return None
+        return value
+
+    def choice(self, d: dict, key: str, path: str, allowed: tuple, default: Any) -> Any:
+        value = d.get(key, default)
+        norm = value.strip().lower() if isinstance(value, str) else value
+        if norm not in allowed:
+            self.add(f"{path}.{key}", value, f"must be one of {', '.join(map(str, allowed))}")
+            return None
+        return norm
+
+    def catalog(self, kind: str, value: Any, path: str) -> tuple[Any, Any]:
+        """Resolve a catalog key or an inline table; returns (record, document form)."""
+        table = CATALOGS[kind]
+        if isinstance(value, str):
+            key = value.strip().lower()
+            if key in table:
+                return table[key], key
+            self.add(path, value, f"unknown {kind}; allowed: {', '.join(sorted(table))}, "
+                                  f"or an inline table")
+            return None, value
+        if isinstance(value, dict):
+            return self._inline(kind, value, path)
+        self.add(path, value, f"must be a {kind} catalog key ({', '.join(sorted(table))}) "
+                              "or an inline table")
+        return None, value
+
+    def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:
+        cls, required = _INLINE[kind]
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        self.table(value, path, tuple(fields))
+        kwargs: dict[str, Any] = {"name": str(value.get("name", f"inline {kind}")), "source": str(
+            value.get("source", "inline (user-supplied figures)"))}
+        ok = True
+        for name, f in fields.items():
+            if name in ("name", "source"):
+                continue
+            default = _INLINE_DEFAULTS.get(kind, {}).get(name, f.default)
+            if name in required:
+                default = _MISSING
+            elif default is dataclasses.MISSING:
+                default = _MISSING
+            if f.type in ("bool",) or isinstance(f.default, bool):
+                got = self.boolean(value, name, path, default if default is not _MISSING else True)
+            elif f.type in ("str",):
+                got = value.get(name, default)
+                if not isinstance(got, str):
+                    self.add(f"{path}.{name}", got, "must be text")
+                    got = None
+            elif f.type in ("int",):
+                got = self.integer(value, name, path, default, lo=0)
+            else:
+                got = self.number(value, name, path, default, positive=name in required)
+            if got is None and default is not None:
+                ok = False
+            kwargs[name] = got
+        if kind == "cpu" and kwargs.get("threads") is None and kwargs.get("cores"):
+            kwargs["threads"] = kwargs["cores"]
+        if not ok:
+            return None, value
+        record = cls(**kwargs)
+        return record, dict(value)
+
+
+# ------------------------------------------------------------------------------------------
+def parse_scenario(doc: Any) -> Scenario:
+    """Validate a scenario document (a dict from YAML/JSON) and return the resolved Scenario.
+
+    Raises ScenarioError listing every problem found.
+    """
+    c = _Checker()
+    top = c.table(doc, "", ("hardware", "model", "parallel", "training"))
+    if not isinstance(doc, dict):
+        raise ScenarioError(c.problems or [Problem("scenario", doc, "must be a table")])
+    for section in ("hardware", "model"):
+        if section not in top:
+            c.add(section, None, "is required")
+    hardware, hw_doc = _hardware(c, top.get("hardware", _MISSING))
+    model, model_doc = _model(c, top.get("model", _MISSING))
+    parallel, par_doc = _parallel(c, top.get("parallel", {}))
+    training, train_doc = _training(c, top.get("training", {}))
+    if c.problems:
+        raise ScenarioError(c.problems)
+    scenario = Scenario(hardware, model, parallel, training,
+                        document={"hardware": hw_doc, "model": model_doc,
+                                  "parallel": par_doc, "training": train_doc})
+    _cross_checks(c, scenario)
+    if c.problems:
+        raise ScenarioError(c.problems)
+    return scenario
+
+
+def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
+    p = "hardware"
+    d = c.table(raw, p, ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host",
+                         "storage"))
+    if raw is not _MISSING and "gpu" not in d and isinstance(raw, dict):
+        c.add("hardware.gpu", None, "is required (a GPU catalog key or an inline table)")
+    gpu, gpu_doc = c.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d else (None, None)
+    per_node = c.integer(d, "gpus_per_node", p, HARDWARE_DEFAULTS["gpus_per_node"], hi=1024)
+    nodes = c.integer(d, "nodes", p, HARDWARE_DEFAULTS["nodes"], hi=1_000_000)
+    intra, intra_doc = c.catalog("link", d.get("intra_node", HARDWARE_DEFAULTS["intra_node"]),
+                                 "hardware.intra_node")
+
+    inter_raw = d.get("inter_node", HARDWARE_DEFAULTS["inter_node"])
+    if isinstance(inter_raw, str):  # shorthand: just the link
+        inter_raw = {"link": inter_raw}
+    di = c.table(inter_raw, "hardware.inter_node", ("link", "nics_per_node"))
+    inter_link, inter_link_doc = c.catalog(
+        "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]), "hardware.inter_node.link")
+    nics = c.integer(di, "nics_per_node", "hardware.inter_node",
+                     HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], hi=64)
+
+    hd = c.table(d.get("host", {}), "hardware.host",
+                 ("cpu", "memory", "memory_gb", "channels", "sockets"))
+    hdef = HARDWARE_DEFAULTS["host"]
+    if "host" in d and "cpu" not in hd:
+        # A user who names the host must name its CPU: another CPU's defaults would mislead.
+        c.add("hardware.host.cpu", None, "is required when hardware.host is given")
+    cpu, cpu_doc = c.catalog("cpu", hd.get("cpu", hdef["cpu"]), "hardware.host.cpu")
+    mem, mem_doc = c.catalog("memory", hd.get("memory", hdef["memory"]), "hardware.host.memory")
+    mem_gb = c.number(hd, "memory_gb", "hardware.host", hdef["memory_gb"] if "host" not in d else
+                      _MISSING)
+    sockets = c.integer(hd, "sockets", "hardware.host", hdef["sockets"] if "host" not in d else 1,
+                        hi=8)
+    default_channels = (cpu.memory_channels if cpu else 1) if "host" in d else hdef["channels"]
+    channels = c.integer(hd, "channels", "hardware.host", default_channels, hi=24)
+    if cpu and channels and channels > cpu.memory_channels:
+        c.add("hardware.host.channels", channels,
+              f"{cpu.name} has {cpu.memory_channels} memory channels per socket")
+    if cpu and mem and mem.kind != cpu.memory_type:
+        c.add("hardware.host.memory", mem_doc,
+              f"{cpu.name} takes {cpu.memory_type.upper()}, not {mem.kind.upper()}")
+
+    sd = c.table(d.get("storage", HARDWARE_DEFAULTS["storage"]), "hardware.storage",
+                 ("drive", "drives"))
+    drive, drive_doc = c.catalog("drive", sd.get("drive", HARDWARE_DEFAULTS["storage"]["drive"]),
+                                 "hardware.storage.drive")
+    drives = c.integer(sd, "drives", "hardware.storage", 1, lo=0, hi=64)
+
+    doc = {"gpu": gpu_doc, "gpus_per_node": per_node, "nodes": nodes, "intra_node": intra_doc,
+           "inter_node": {"link": inter_link_doc, "nics_per_node": nics},
+           "host": {"cpu": cpu_doc, "memory": mem_doc, "memory_gb": mem_gb,
+                    "channels": channels, "sockets": sockets},
+           "storage": {"drive": drive_doc, "drives": drives}}
+    parts = (gpu, per_node, nodes, intra, inter_link, nics, cpu, mem, mem_gb, channels, sockets,
+             drive, drives)
+    if any(x is None for x in parts):
+        return None, doc
+    hw = Hardware(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_node=intra,
+                  inter_node=InterNode(inter_link, nics),
+                  host=Host(cpu, mem, mem_gb, channels, sockets), storage=Storage(drive, drives))
+    return hw, doc
+
+
+_MODEL_FIELDS = ("preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+                 "mlp", "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout")
+_MOE_FIELDS = ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
+               "capacity_factor")
+
+
+def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
+    p = "model"
+    if isinstance(raw, str):  # shorthand: just the preset
+        raw = {"preset": raw}
+    d = c.table(raw, p, _MODEL_FIELDS)
+    base = None
+    doc: dict[str, Any] = {}
+    if "preset" in d:
+        key = str(d["preset"]).strip().lower()
+        base = CATALOGS["model"].get(key)
+        if base is None:
+            c.add("model.preset", d["preset"],
+                  f"unknown model preset; allowed: {', '.join(sorted(CATALOGS['model']))}")
+            return None, dict(d)
+        doc["preset"] = key
+    elif raw is not _MISSING:
+        for need in ("layers", "hidden", "heads", "ffn_hidden", "vocab"):
+            if need not in d:
+                c.add(f"model.{need}", None, "is required when no model.preset is given")
+        if any(k not in d for k in ("layers", "hidden", "heads", "ffn_hidden", "vocab")):
+            return None, dict(d)
+
+    def dflt(name: str, fallback: Any) -> Any:
+        return getattr(base, name) if base is not None else fallback
+
+    vals: dict[str, Any] = {}
+    vals["layers"] = c.integer(d, "layers", p, dflt("layers", _MISSING), hi=100_000)
+    vals["hidden"] = c.integer(d, "hidden", p, dflt("hidden", _MISSING), hi=1_000_000)
+    vals["heads"] = c.integer(d, "heads", p, dflt("heads", _MISSING), hi=100_000)
+    vals["kv_heads"] = c.integer(d, "kv_heads", p, dflt("kv_heads", d.get("heads", 1)), hi=100_000)
+    vals["ffn_hidden"] = c.integer(d, "ffn_hidden", p, dflt("ffn_hidden", _MISSING), hi=10_000_000)
+    vals["vocab"] = c.integer(d, "vocab", p, dflt("vocab", _MISSING), hi=100_000_000)
+    vals["head_dim"] = c.integer(d, "head_dim", p, dflt("head_dim", 0), lo=0, hi=100_000)
+    vals["mlp"] = c.choice(d, "mlp", p, MLP_KINDS, dflt("mlp", "swiglu"))
+    vals["norm"] = c.choice(d, "norm", p, NORM_KINDS, dflt("norm", "rmsnorm"))
+    vals["tied_embeddings"] = c.boolean(d, "tied_embeddings", p, dflt("tied_embeddings", False))
+    vals["bias"] = c.boolean(d, "bias", p, dflt("bias", False))
+    vals["dropout"] = c.boolean(d, "dropout", p, dflt("dropout", False))
+    name = d.get("name", dflt("name", "custom"))
+    moe_doc = None
+    moe = None
+    if "moe" in d and d["moe"] is None:
+        moe = None
+    elif "moe" in d or (base is not None and base.moe is not None):
+        bm = base.moe if base is not None else None
+        md = c.table(d.get("moe", {}), "model.moe", _MOE_FIELDS)
+        if bm is None and "moe" in d:
+            for need in ("experts", "top_k", "expert_ffn_hidden"):
+                if need not in md:
+                    c.add(f"model.moe.{need}", None, "is required for an MoE model")
+
+        def mdef(name: str, fallback: Any) -> Any:
+            return getattr(bm, name) if bm is not None else fallback
+
+        mv = {
+            "experts": c.integer(md, "experts", "model.moe", mdef("experts", 1), hi=100_000),
+            "top_k": c.integer(md, "top_k", "model.moe", mdef("top_k", 1), hi=100_000),
+            "expert_ffn_hidden": c.integer(md, "expert_ffn_hidden", "model.moe",
+                                           mdef("expert_ffn_hidden", 1), hi=10_000_000),
+            "shared_experts": c.integer(md, "shared_experts", "model.moe",
+                                        mdef("shared_experts", 0), lo=0, hi=1000),
+            "dense_layers": c.integer(md, "dense_layers", "model.moe", mdef("dense_layers", 0),
+                                      lo=0, hi=100_000),
+            "capacity_factor": c.number(md, "capacity_factor", "model.moe",
+                                        mdef("capacity_factor", 0.0), positive=False),
+        }
+        if all(v is not None for v in mv.values()):
+            moe = MoE(**mv)
+            moe_doc = dict(mv)
+    if any(v is None for v in vals.values()):
+        return None, dict(d)
+    changed = base is None or any(vals[k] != getattr(base, k) for k in vals) or (
+        moe != base.moe)
+    model = ModelShape(
+        name=str(name) + (" (modified)" if base is not None and changed and "name" not in d else ""),
+        moe=moe, max_seq_len=base.max_seq_len if base is not None else 0,
+        source=base.source if base is not None and not changed else
+        (f"{base.source} -- modified by the scenario" if base is not None else "inline"),
+        extra=dict(base.extra) if base is not None and not changed else {},
+        **vals)
+    doc.update({k: v for k, v in vals.items()})
+    doc["moe"] = moe_doc
+    if "name" in d:
+        doc["name"] = str(d["name"])
+    return model, doc
+
+
+_PARALLEL_FIELDS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",
+                    "virtual_stages", "cp", "ep", "reshard_after_forward")
+
+
+def _parallel(c: _Checker, raw: Any) -> tuple[Parallel | None, dict]:
+    p = "parallel"
+    d = c.table(raw, p, _PARALLEL_FIELDS)
+    dfl = Parallel()
+    vals = {
+        "dp": c.integer(d, "dp", p, dfl.dp, hi=10_000_000),
+        "zero": c.choice(d, "zero", p, ZERO_STAGES, dfl.zero),
+        "tp": c.integer(d, "tp", p, dfl.tp, hi=1024),
+        "sequence_parallel": c.boolean(d, "sequence_parallel", p, dfl.sequence_parallel),
+        "pp": c.integer(d, "pp", p, dfl.pp, hi=1024),
+        "pp_schedule": c.choice(d, "pp_schedule", p, SCHEDULES, dfl.pp_schedule),
+        "virtual_stages": c.integer(d, "virtual_stages", p, dfl.virtual_stages, hi=1024),
+        "cp": c.integer(d, "cp", p, dfl.cp, hi=1024),
+        "ep": c.integer(d, "ep", p, dfl.ep, hi=100_000),
+        "reshard_after_forward": c.boolean(d, "reshard_after_forward", p,
+                                           dfl.reshard_after_forward),
+    }
+    sg = c.integer(d, "shard_group", p, None, hi=10_000_000)
+    if any(v is None for v in vals.values()) or ("shard_group" in d and d["shard_group"] is not None
+                                                  and sg is None):
+        return None, dict(d)
+    par = Parallel(shard_group=sg, **vals)
+    return par, dataclasses.asdict(par)
+
+
+def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
+    p = "training"
+    d = c.table(raw, p, tuple(f.name for f in dataclasses.fields(Training)))
+    dfl = Training()
+    vals = {
+        "seq_len": c.integer(d, "seq_len", p, dfl.seq_len, hi=100_000_000),
+        "micro_batch": c.integer(d, "micro_batch", p, dfl.micro_batch, hi=1_000_000),
+        "global_batch": c.integer(d, "global_batch", p, dfl.global_batch, hi=1_000_000_000),
+        "precision": c.choice(d, "precision", p, PRECISIONS, dfl.precision),
+        "recompute": c.choice(d, "recompute", p, RECOMPUTE, dfl.recompute),
+        "optimizer": c.choice(d, "optimizer", p, OPTIMIZERS, dfl.optimizer),
+        "offload": c.choice(d, "offload", p, OFFLOAD, dfl.offload),
+        "tokens": c.number(d, "tokens", p, dfl.tokens),
+        "flash_attention": c.boolean(d, "flash_attention", p, dfl.flash_attention),
+    }
+    if any(v is None for v in vals.values()):
+        return None, dict(d)
+    tr = Training(**vals)
+    return tr, dataclasses.asdict(tr)
+
+
+def _cross_checks(c: _Checker, s: Scenario) -> None:
+    """Rules that span fields. Each message states the rule in words."""
+    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
+    if par.world != hw.world:
+        c.add("parallel", {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp},
+              f"dp*tp*pp*cp = {par.dp}*{par.tp}*{par.pp}*{par.cp} = {par.world} must equal "
+              f"hardware.gpus_per_node*nodes = {hw.gpus_per_node}*{hw.nodes} = {hw.world}")
+    if m.heads % par.tp:
+        c.add("parallel.tp", par.tp, f"must divide model.heads = {m.heads}")
+    if m.kv_heads % par.tp:
+        c.add("parallel.tp", par.tp, f"must divide model.kv_heads = {m.kv_heads} "
+                                     "(each TP rank needs whole key/value heads)")
+    if m.heads % m.kv_heads:
+        c.add("model.kv_heads", m.kv_heads, f"must divide model.heads = {m.heads} (GQA groups)")
+    if m.ffn_hidden % par.tp:
+        c.add("parallel.tp", par.tp, f"must divide model.ffn_hidden = {m.ffn_hidden}")
+    if not m.head_dim and m.hidden % m.heads:
+        c.add("model.heads", m.heads, f"must divide model.hidden = {m.hidden} "
+                                      "(or set model.head_dim)")
+    if par.pp > 1 and par.pp_schedule == "interleaved-1f1b" and par.virtual_stages < 2:
+        c.add("parallel.virtual_stages", par.virtual_stages,
+              "interleaved-1f1b needs virtual_stages >= 2 (model chunks per pipeline rank)")
+    if par.virtual_stages > 1 and par.pp_schedule not in ("interleaved-1f1b", "zero-bubble"):
+        c.add("parallel.virtual_stages", par.virtual_stages,
+              f"must be 1 for pp_schedule {par.pp_schedule}; virtual stages need "
+              "interleaved-1f1b or zero-bubble")
+    if par.virtual_stages > 1 and par.pp == 1:
+        c.add("parallel.virtual_stages", par.virtual_stages, "needs pp > 1")
+    stages = par.pp * par.chunks_per_rank
+    if m.layers < stages:
+        c.add("model.layers", m.layers,
+              f"must be at least pp * chunks per rank = {par.pp} * {par.chunks_per_rank} = "
+              f"{stages} so every pipeline stage holds a layer")
+    if par.ep > 1 and m.moe is None:
+        c.add("parallel.ep", par.ep, "expert parallelism needs an MoE model (model.moe)")
+    if (par.dp * par.cp) % par.ep:
+        c.add("parallel.ep", par.ep, f"must divide dp*cp = {par.dp * par.cp} "
+                                     "(EP takes its ranks from the data/context-parallel ranks)")
+    if m.moe is not None:
+        if m.moe.experts % par.ep:
+            c.add("parallel.ep", par.ep, f"must divide model.moe.experts = {m.moe.experts}")
+        if m.moe.top_k > m.moe.experts:
+            c.add("model.moe.top_k", m.moe.top_k,
+                  f"must be <= model.moe.experts = {m.moe.experts}")
+        if m.moe.dense_layers > m.layers:
+            c.add("model.moe.dense_layers", m.moe.dense_layers,
+                  f"must be <= model.layers = {m.layers}")
+        if m.moe.expert_ffn_hidden % par.tp:
+            c.add("parallel.tp", par.tp,
+                  f"must divide model.moe.expert_ffn_hidden = {m.moe.expert_ffn_hidden}")
+    if par.shard_group is not None:
+        if par.zero == 0:
+            c.add("parallel.shard_group", par.shard_group,
+                  "needs zero >= 1 (it is the group ZeRO/FSDP shards over; HSDP = zero 3)")
+        if (par.dp * par.cp) % par.shard_group:
+            c.add("parallel.shard_group", par.shard_group,
+                  f"must divide dp*cp = {par.dp * par.cp}")
+    per_step = tr.micro_batch * par.dp
+    if tr.global_batch % per_step:
+        c.add("training.global_batch", tr.global_batch,
+              f"must be a multiple of micro_batch*dp = {tr.micro_batch}*{par.dp} = {per_step}")
+    elif par.pp > 1:
+        mb = s.microbatches
+        need = {"1f1b": par.pp, "interleaved-1f1b": par.pp, "zero-bubble": par.pp,
+                "dualpipev": 2 * par.pp, "gpipe": 1}[par.pp_schedule]
+        if mb < need:
+            c.add("training.global_batch", tr.global_batch,
+                  f"gives {mb} microbatches per pipeline (global_batch/(micro_batch*dp)); "
+                  f"{par.pp_schedule} with pp={par.pp} needs at least {need}")
+    if par.sp and tr.seq_len % par.tp:
+        c.add("training.seq_len", tr.seq_len,
+              f"must be divisible by tp = {par.tp} with sequence_parallel")
+    if par.cp > 1 and tr.seq_len % (2 * par.cp):
+        c.add("training.seq_len", tr.seq_len,
+              f"must be divisible by 2*cp = {2 * par.cp} (load-balanced ring attention chunks)")
+    if tr.precision == "fp8" and hw.gpu.fp8_tflops <= 0:
+        c.add("training.precision", "fp8", f"{hw.gpu.name} has no FP8 tensor cores; "
+                                           "use bf16 or fp16")
+    if tr.offload != "none" and par.zero == 0:
+        c.add("training.offload", tr.offload,
+              "needs zero >= 1 (ZeRO-Offload / FSDP2 CPUOffloadPolicy offload sharded states)")
+    if tr.offload == "nvme" and hw.storage.drives == 0:
+        c.add("training.offload", "nvme", "needs hardware.storage.drives >= 1")
+    if hw.nodes > 1 and hw.inter_node.nics_per_node < 1:
+        c.add("hardware.inter_node.nics_per_node", 0, "must be >= 1 when nodes > 1")

@@ -22,12 +22,13 @@ def parse_scenario(doc):
     return _parse(doc)
 
 
-def estimate(scenario):
-    """Estimate a validated scenario (see ``workbench.estimate``)."""
+def estimate_scenario(scenario):
+    """Estimate a validated scenario (``workbench.estimate.estimate``; the name differs because
+    ``workbench.estimate`` is the estimator's package)."""
     from workbench.estimate import estimate as _estimate
 
     return _estimate(scenario)
 
 
-__all__ = ["Problem", "ScenarioError", "load_scenario", "parse_scenario", "estimate",
+__all__ = ["Problem", "ScenarioError", "load_scenario", "parse_scenario", "estimate_scenario",
            "__version__"]

@@ -5,7 +5,9 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
   units in the compute dtype), plus one unit's unsharded gradient in the compute dtype and its
   fp32 copy for the reduce-scatter (FSDP2 ``MixedPrecisionPolicy(reduce_dtype=fp32)``). Without
   resharding after forward, every unit of the stage stays unsharded from forward to backward.
-  A unit is one transformer block, the embedding or the head (torchtitan wraps each).
+  A unit is one transformer block, the embedding or the head (torchtitan wraps each). With
+  pipeline parallelism the schedule skips gradient sync until the last microbatch, so the whole
+  stage's unsharded gradients (fp32) are alive (torch.distributed.pipelining's no-sync backward).
 - DDP and ZeRO-1/2: none beyond the gradients. Gradients live in the communication buckets
   (PyTorch DDP ``gradient_as_bucket_view=True``, Megatron-LM's contiguous grad buffer), so the
   all-reduce / reduce-scatter works in place.
@@ -46,7 +48,12 @@ def buffer_terms(model: ModelShape, par: Parallel, stage: StageParams, x: Activa
             out["fsdp_unsharded_params"] = 2 * unit * cd
         else:
             out["fsdp_unsharded_params"] = (stage.dense + stage.expert) * cd
-        out["fsdp_unsharded_grads"] = unit * (cd + 4)
+        if par.pp > 1:
+            # PyTorch's pipelining schedules run the backward of every microbatch but the last
+            # without gradient sync, so FSDP2 accumulates unsharded fp32 gradients of the stage.
+            out["fsdp_unsharded_grads"] = (stage.dense + stage.expert) * 4 + unit * cd
+        else:
+            out["fsdp_unsharded_grads"] = unit * (cd + 4)
     sb = x.s * x.b
     if par.tp > 1:
         out["tp_comm"] = (2 if par.sp else 1) * sb * model.hidden * x.elem

@@ -433,9 +433,11 @@ def _cross_checks(c: _Checker, s: Scenario) -> None:
     if not m.head_dim and m.hidden % m.heads:
         c.add("model.heads", m.heads, f"must divide model.hidden = {m.hidden} "
                                       "(or set model.head_dim)")
-    if par.pp > 1 and par.pp_schedule == "interleaved-1f1b" and par.virtual_stages < 2:
+    if par.pp > 1 and par.pp_schedule in ("interleaved-1f1b", "zero-bubble") and \
+            par.virtual_stages < 2:
         c.add("parallel.virtual_stages", par.virtual_stages,
-              "interleaved-1f1b needs virtual_stages >= 2 (model chunks per pipeline rank)")
+              f"{par.pp_schedule} needs virtual_stages >= 2 (model chunks per pipeline rank, as "
+              "PyTorch's interleaved schedules require); or use 1f1b / dualpipev")
     if par.virtual_stages > 1 and par.pp_schedule not in ("interleaved-1f1b", "zero-bubble"):
         c.add("parallel.virtual_stages", par.virtual_stages,
               f"must be 1 for pp_schedule {par.pp_schedule}; virtual stages need "

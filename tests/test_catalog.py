@@ -1,0 +1,83 @@
+"""Catalog figures: present, sourced, and not the brief's wrong numbers."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from workbench.catalog import CATALOGS, CPUS, DRIVES, GPUS, LINKS, MODELS, lookup
+from workbench.estimate.params import active_params, total_params
+
+REQUIRED = {
+    "gpu": ["h200-sxm", "h200-nvl", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "a100-sxm-40gb",
+            "b200", "rtx-4090"],
+    "link": ["nvlink3", "nvlink4", "nvlink5", "pcie-gen4", "pcie-gen5", "100gbe", "100gbe-rdma",
+             "200gbe", "200gbe-rdma", "400gbe", "400gbe-rdma", "ib-hdr", "ib-ndr"],
+    "cpu": ["ryzen-9-9950x3d", "threadripper-pro-7995wx", "epyc-9654"],
+    "memory": ["ddr4-3200", "ddr5-4800", "ddr5-5600", "ddr5-6000", "ddr5-6400"],
+    "drive": ["samsung-980-pro-2tb", "pcie4-nvme", "pcie5-nvme"],
+    "model": ["llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b", "mixtral-8x7b",
+              "deepseek-v3", "tiny-dense", "tiny-moe"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REQUIRED))
+def test_required_entries_exist_with_a_source(kind):
+    table = CATALOGS[kind]
+    for key in REQUIRED[kind]:
+        assert key in table, f"{kind} {key} missing"
+    for key, rec in table.items():
+        assert key == key.lower()
+        assert len(rec.source) > 20, f"{kind} {key} has no real source"
+        for f in dataclasses.fields(rec):
+            v = getattr(rec, f.name)
+            if isinstance(v, float):
+                assert v >= 0
+
+
+def test_lookup_is_case_insensitive_and_lists_allowed_keys():
+    assert lookup("gpu", "H200-SXM") is GPUS["h200-sxm"]
+    with pytest.raises(KeyError, match="allowed: .*h200-sxm"):
+        lookup("gpu", "h201")
+
+
+def test_h200_datasheet_figures_not_the_briefs():
+    g = GPUS["h200-sxm"]
+    assert g.memory_gb == 141 and g.hbm_gb_per_s == 4800 and g.power_w == 700
+    assert 980 <= g.bf16_tflops <= 990 and 1970 <= g.fp8_tflops <= 1980  # dense, not sparse
+    assert GPUS["h200-nvl"].power_w == 600
+    for gpu in GPUS.values():   # the brief's "32 GB, 1.2 TFLOP FP8, 450 W" H200 is not in it
+        if gpu.name.startswith("NVIDIA H200"):
+            assert gpu.memory_gb != 32 and gpu.fp8_tflops > 1000
+
+
+def test_links_are_per_direction():
+    assert LINKS["nvlink4"].gb_per_s == 450      # 900 GB/s is the bidirectional total
+    assert LINKS["400gbe-rdma"].gb_per_s == 50   # 400 Gbit/s
+    assert LINKS["400gbe-rdma"].rdma and not LINKS["400gbe"].rdma
+    assert LINKS["pcie-gen5"].gb_per_s == pytest.approx(63.0, rel=0.02)
+
+
+def test_host_parts_that_the_brief_gets_wrong():
+    assert DRIVES["samsung-980-pro-2tb"].pcie_gen == 4          # not PCIe 5.0
+    assert CPUS["ryzen-9-9950x3d"].pcie_lanes == 24              # not 8 x16 = 128
+    assert CPUS["ryzen-9-9950x3d"].memory_channels == 2
+    assert CPUS["threadripper-pro-7995wx"].pcie_lanes >= 128
+
+
+@pytest.mark.parametrize("key", [k for k, m in MODELS.items() if "expected_params" in m.extra])
+def test_model_parameter_counts_match_the_published_shapes(key):
+    m = MODELS[key]
+    positions = int(m.extra.get("position_embeddings", 0)) * m.hidden
+    assert total_params(m) - positions == m.extra["expected_params"]
+    if "expected_active_params" in m.extra:
+        assert active_params(m) == m.extra["expected_active_params"]
+
+
+@pytest.mark.parametrize("key,published,tol", [
+    ("llama3-8b", 8.03e9, 0.005), ("llama3-70b", 70.6e9, 0.005), ("llama3-405b", 405.9e9, 0.005),
+    ("gpt3-175b", 175e9, 0.01), ("mixtral-8x7b", 46.7e9, 0.005),
+    ("deepseek-v3", 671e9, 0.03),   # MLA approximated by MHA: +2.6 %, stated in its source
+])
+def test_totals_close_to_published(key, published, tol):
+    assert total_params(MODELS[key]) == pytest.approx(published, rel=tol)

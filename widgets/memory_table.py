@@ -1,0 +1,32 @@
+"""Render a memory estimate as an HTML table (per pipeline rank, GB = 1e9 bytes)."""
+from __future__ import annotations
+
+import html
+
+from workbench.estimate.result import Estimate
+from workbench.units import GB, MB
+
+ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
+
+
+def memory_table_html(est: Estimate) -> str:
+    """A table of per-GPU memory by component for each pipeline rank, plus the verdict."""
+    m = est.memory
+    scale, unit = (GB, "GB") if m.per_gpu.total >= GB else (MB, "MB")
+    cols = m.per_stage
+    head = "".join(f"<th>pp rank {g.rank}</th>" for g in cols)
+    body = []
+    for row in ROWS:
+        cells = "".join(f"<td style='text-align:right'>{g.memory.as_dict()[row] / scale:,.2f}</td>"
+                        for g in cols)
+        style = " style='font-weight:bold'" if row == "total" else ""
+        body.append(f"<tr{style}><td>{row}</td>{cells}</tr>")
+    verdict = ("fits" if m.fits else "does NOT fit")
+    color = "#1a7f37" if m.fits else "#cf222e"
+    summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
+               f"{m.worst.rank}): {m.per_gpu.total / GB:,.2f} GB of {m.capacity / GB:,.0f} GB "
+               f"&rarr; <b>{verdict}</b></p>")
+    warns = "".join(f"<li>{html.escape(w)}</li>" for w in est.warnings)
+    return (f"<table class='wb-memory'><thead><tr><th>per GPU, {unit}</th>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>{summary}"
+            + (f"<ul class='wb-warnings'>{warns}</ul>" if warns else ""))

@@ -1,0 +1,56 @@
+"""Serve the Voila dashboard on 127.0.0.1 (the README's first command ends here).
+
+Voila's safe defaults are kept: loopback only, sources stripped, tracebacks hidden, no code
+execution from the page. Kernels are preheated (the first visitor does not wait for a kernel
+start) and idle ones are culled, so abandoned tabs do not pile up processes.
+"""
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARD = ROOT / "notebooks" / "dashboard.ipynb"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS reports free on ``host`` right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900) -> list[str]:
+    """The Voila command line used by ``workbench dashboard`` and by the tests."""
+    return [
+        sys.executable, "-m", "voila", str(notebook),
+        "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
+        "--preheat_kernel=True", "--pool_size=1", "--show_tracebacks=False",
+        f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
+        "--MappingKernelManager.cull_interval=60",
+        "--MappingKernelManager.cull_connected=False",
+    ]
+
+
+def serve_dashboard(port: int = 0, open_browser: bool = False) -> int:
+    """Run Voila in the foreground until interrupted; returns its exit code."""
+    port = port or free_port()
+    print(f"Dashboard: http://127.0.0.1:{port}/  (Ctrl+C stops it)", flush=True)
+    proc = subprocess.Popen(voila_command(port), cwd=ROOT)
+
+    def stop(signum, frame):  # forward to Voila so it shuts its kernels down
+        proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()

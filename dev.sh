@@ -40,6 +40,10 @@ case "$job" in
     ;;
   test)
     setup
+    # The browser test drives Debian's chromium (never a downloaded browser build).
+    if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
     exec "$VENV/bin/python" -m pytest "$@"
     ;;
   *)

@@ -1,0 +1,57 @@
+"""Contract 2: `workbench estimate` text and JSON."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT
+
+MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total"}
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "workbench", *args], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_estimate_json_has_contract_memory_keys(path):
+    r = run("estimate", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    mem = out["memory"]
+    assert set(mem["per_gpu"]) == MEMORY_KEYS
+    for key in ("capacity", "fits", "host_per_node", "nvme_per_node"):
+        assert key in mem
+    assert isinstance(mem["fits"], bool) and isinstance(out["warnings"], list)
+    per = mem["per_gpu"]
+    assert per["total"] == pytest.approx(sum(per[k] for k in MEMORY_KEYS - {"total"}))
+    assert all(math.isfinite(v) and v >= 0 for v in per.values())
+    assert mem["fits"] == (per["total"] <= mem["capacity"])
+
+
+def test_estimate_text_table_names_components_and_verdict():
+    r = run("estimate", str(ROOT / "examples" / "brief-8xh200-70b.yaml"))
+    assert r.returncode == 0
+    for word in ("params", "grads", "optimizer", "activations", "buffers", "total",
+                 "DOES NOT FIT", "GB (1e9 bytes)"):
+        assert word in r.stdout
+
+
+def test_set_override_changes_the_estimate():
+    base = json.loads(run("estimate", str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--json").stdout)
+    tp = json.loads(run("estimate", str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--json",
+                        "--set", "parallel.tp=8", "--set", "parallel.dp=1").stdout)
+    assert tp["scenario"]["layout"]["tp"] == 8
+    assert tp["memory"]["per_gpu"]["params"] != base["memory"]["per_gpu"]["params"]
+
+
+def test_catalog_listing():
+    r = run("catalog", "gpu")
+    assert r.returncode == 0 and "h200-sxm" in r.stdout
+    r = run("catalog", "nonsense")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1

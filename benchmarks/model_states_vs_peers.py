@@ -5,7 +5,8 @@ independent tools: DeepSpeed's ZeRO-2/3 model-state estimators and llm-analysis.
 Run it with a Python that has the peers installed (they need torch; the workbench does not), e.g.
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install torch==2.13.0 \\
-        && DS_BUILD_OPS=0 /tmp/peers/bin/pip install --no-build-isolation deepspeed llm-analysis
+        && DS_BUILD_OPS=0 /tmp/peers/bin/pip install --no-build-isolation deepspeed llm-analysis \\
+        pyyaml
     /tmp/peers/bin/python benchmarks/model_states_vs_peers.py [--json]
 
 The workbench is imported from this checkout (its parent folder is put on sys.path); it needs
@@ -49,9 +50,21 @@ GB = 1e9
 
 # ------------------------------------------------------------------------------------------ ours
 # What llm-analysis's shape family can express: one (tied) embedding table, no biases, no learned
-# positions, two weight-only norms per layer and one final. Overriding preset fields makes a
-# "(modified)" shape whose extra (position_embeddings) is dropped, which is what we want here.
+# positions, two weight-only norms per layer and one final.
 LA_TWIN = {"tied_embeddings": True, "bias": False, "norm": "rmsnorm"}
+
+
+def twin_model_doc(key: str) -> dict:
+    """The preset written out as an inline model (inline models carry no learned positions)
+    with the ``LA_TWIN`` fields: the same shape as llm-analysis sees it."""
+    m = MODELS[key]
+    doc = {f: getattr(m, f) for f in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+                                      "vocab", "mlp", "head_dim", "dropout")}
+    if m.moe is not None:
+        doc["moe"] = {"experts": m.moe.experts, "top_k": m.moe.top_k,
+                      "expert_ffn_hidden": m.moe.expert_ffn_hidden,
+                      "shared_experts": m.moe.shared_experts, "dense_layers": m.moe.dense_layers}
+    return {"name": f"{key} (llm-analysis twin)", **doc, **LA_TWIN}
 
 
 def scenario_doc(model: str, dp: int, zero: int, tp: int = 1, ep: int = 1,
@@ -67,7 +80,7 @@ def scenario_doc(model: str, dp: int, zero: int, tp: int = 1, ep: int = 1,
                      "channels": 8, "sockets": 2},
             "storage": {"drive": "pcie4-nvme", "drives": 8},
         },
-        "model": {"preset": model, **(LA_TWIN if twin else {})},
+        "model": twin_model_doc(model) if twin else {"preset": model},
         "parallel": {"dp": dp, "zero": zero, "tp": tp, "ep": ep},
         "training": {"seq_len": SEQ_LEN, "micro_batch": 1, "global_batch": dp,
                      "precision": "bf16", "optimizer": "adamw", "recompute": "selective",

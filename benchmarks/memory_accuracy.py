@@ -102,7 +102,8 @@ CASES = [
           "parallel": {"dp": 8, "tp": 8, "pp": 8, "zero": 3},
           "training": {"seq_len": 8192, "micro_batch": 1, "global_batch": 256,
                        "recompute": "full", "precision": "fp8"}},
-         82.5, assumed="seq_len 8192 and micro-batch 1 (not stated)"),
+         82.5, assumed="seq_len 8192 and micro-batch 1 (not stated); no resharding after "
+                       "forward (torchtitan's FSDP default when PP is on)"),
 ]
 
 

@@ -161,3 +161,13 @@ def test_cli_missing_file_and_bad_yaml(tmp_path):
     r = _cli("estimate", str(bad))
     assert r.returncode == 2 and "not valid YAML/JSON at line" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_modified_preset_keeps_its_position_embeddings():
+    from workbench.estimate.params import total_params
+
+    base = parse_scenario(scenario_doc(model="gpt3-175b", parallel={"dp": 8}))
+    changed = parse_scenario(scenario_doc(model={"preset": "gpt3-175b", "vocab": 51200},
+                                          parallel={"dp": 8}))
+    assert total_params(changed.model) - total_params(base.model) == (51200 - 50257) * 12288
+    assert "expected_params" not in changed.model.extra

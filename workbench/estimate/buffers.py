@@ -44,7 +44,7 @@ def buffer_terms(model: ModelShape, par: Parallel, stage: StageParams, x: Activa
     cd = compute_dtype_bytes(precision)
     unit = stage.largest_unit
     if par.zero == 3 and par.dense_shard > 1:
-        if par.reshard_after_forward:
+        if par.reshards:
             out["fsdp_unsharded_params"] = 2 * unit * cd
         else:
             out["fsdp_unsharded_params"] = (stage.dense + stage.expert) * cd

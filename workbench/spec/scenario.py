@@ -73,11 +73,19 @@ class Parallel:
     virtual_stages: int = 1
     cp: int = 1
     ep: int = 1
-    reshard_after_forward: bool = True
+    reshard_after_forward: bool | None = None   # None: torchtitan's default, True unless pp > 1
 
     @property
     def world(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def reshards(self) -> bool:
+        """FSDP2 frees unsharded parameters after forward. torchtitan's default: yes, except
+        with pipeline parallelism (each microbatch would all-gather again)."""
+        if self.reshard_after_forward is None:
+            return self.pp == 1
+        return self.reshard_after_forward
 
     @property
     def sp(self) -> bool:

@@ -355,7 +355,10 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
         moe=moe, max_seq_len=base.max_seq_len if base is not None else 0,
         source=base.source if base is not None and not changed else
         (f"{base.source} -- modified by the scenario" if base is not None else "inline"),
-        extra=dict(base.extra) if base is not None and not changed else {},
+        # Structural extras (learned position rows) stay; published counts no longer apply.
+        extra={k: v for k, v in base.extra.items()
+               if not changed or not k.startswith(("expected", "published"))}
+        if base is not None else {},
         **vals)
     doc.update({k: v for k, v in vals.items()})
     doc["moe"] = moe_doc
@@ -382,14 +385,17 @@ def _parallel(c: _Checker, raw: Any) -> tuple[Parallel | None, dict]:
         "virtual_stages": c.integer(d, "virtual_stages", p, dfl.virtual_stages, hi=1024),
         "cp": c.integer(d, "cp", p, dfl.cp, hi=1024),
         "ep": c.integer(d, "ep", p, dfl.ep, hi=100_000),
-        "reshard_after_forward": c.boolean(d, "reshard_after_forward", p,
-                                           dfl.reshard_after_forward),
     }
+    raf = d.get("reshard_after_forward")
+    if raf is not None and not isinstance(raf, bool):
+        c.add("parallel.reshard_after_forward", raf,
+              "must be true, false, or null (null: true unless pp > 1, as torchtitan)")
+        raf = None
     sg = c.integer(d, "shard_group", p, None, hi=10_000_000)
     if any(v is None for v in vals.values()) or ("shard_group" in d and d["shard_group"] is not None
                                                   and sg is None):
         return None, dict(d)
-    par = Parallel(shard_group=sg, **vals)
+    par = Parallel(shard_group=sg, reshard_after_forward=raf, **vals)
     return par, dataclasses.asdict(par)
 
 

@@ -171,3 +171,18 @@ def test_modified_preset_keeps_its_position_embeddings():
                                           parallel={"dp": 8}))
     assert total_params(changed.model) - total_params(base.model) == (51200 - 50257) * 12288
     assert "expected_params" not in changed.model.extra
+
+
+def test_inline_host_parts_round_trip_and_name_missing_fields(doc):
+    doc["hardware"]["host"] = {"cpu": {"cores": 64, "pcie_lanes": 128, "memory_channels": 8},
+                               "memory": {"mt_per_s": 5200}, "memory_gb": 512, "channels": 8}
+    doc["hardware"]["storage"] = {"drive": {"capacity_tb": 4, "read_gb_per_s": 12,
+                                            "write_gb_per_s": 10}, "drives": 2}
+    s = parse_scenario(doc)
+    assert s.hardware.host.cpu.pcie_lanes == 128 and s.hardware.host.memory_gb_per_s == 8 * 41.6
+    assert parse_scenario(yaml.safe_load(dump_scenario(s))) == s
+    doc["hardware"]["host"] = {"cpu": {"cores": "x"}}
+    p = problems(doc)
+    assert p["hardware.host.cpu.cores"] == "must be a whole number"
+    assert p["hardware.host.cpu.pcie_lanes"] == "is required"
+    assert p["hardware.host.memory_gb"] == "is required"

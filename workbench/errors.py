@@ -13,6 +13,8 @@ class Problem:
     message: str    # what is allowed / why it is wrong
 
     def __str__(self) -> str:
+        if self.value is None:   # a missing field: nothing was given to show
+            return f"{self.path}: {self.message}"
         return f"{self.path}: {self.message} (got {self.value!r})"
 
 

@@ -81,23 +81,15 @@ def model_states(dense: int, expert: int, precision: str, optimizer: str, zero: 
     params = per(b.params, zero >= 3)
     grads = per(b.grads, zero >= 2)
     opt = per(b.optimizer, zero >= 1)
-    host = nvme = 0.0
-    if offload == "cpu":
-        host += opt
+    moved = {"host": 0.0, "nvme": 0.0}
+    if offload != "none":
+        far = "host" if offload == "cpu" else "nvme"   # where optimizer and ZeRO-3 params go
+        moved[far] += opt
         opt = 0.0
-        if zero >= 2:
-            host += grads
+        if zero >= 2:   # the gradient shard lives in host memory under both kinds of offload
+            moved["host"] += grads
             grads = 0.0
         if zero >= 3:
-            host += params
+            moved[far] += params
             params = 0.0
-    elif offload == "nvme":
-        nvme += opt
-        opt = 0.0
-        if zero >= 2:
-            host += grads
-            grads = 0.0
-        if zero >= 3:
-            nvme += params
-            params = 0.0
-    return ModelStates(params, grads, opt, host, nvme)
+    return ModelStates(params, grads, opt, moved["host"], moved["nvme"])

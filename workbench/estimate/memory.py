@@ -153,11 +153,6 @@ def _warnings(s: Scenario, est: MemoryEstimate) -> list[str]:
         out.append(f"model.layers = {s.model.layers} does not split evenly over "
                    f"{s.parallel.pp * s.parallel.chunks_per_rank} pipeline chunks; the first "
                    "chunks get one layer more")
-    host = s.hardware.host
-    if host.cpu.max_memory_gb and host.memory_gb > host.cpu.max_memory_gb * host.sockets:
-        out.append(f"hardware.host.memory_gb = {host.memory_gb:g} GB is more than "
-                   f"{host.cpu.name} officially supports ({host.cpu.max_memory_gb:g} GB per "
-                   "socket); check the board vendor's validated configurations")
     if s.model.max_seq_len and s.training.seq_len > s.model.max_seq_len:
         out.append(f"training.seq_len = {s.training.seq_len} exceeds the model's context "
                    f"length {s.model.max_seq_len}")

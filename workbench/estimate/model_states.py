@@ -68,6 +68,14 @@ def _sharded(n: int, k: int) -> int:
     return math.ceil(n / k)
 
 
+def optimizer_params(dense: int, expert: int, zero: int, dense_shard: int,
+                     expert_shard: int) -> int:
+    """Parameters whose optimizer state one GPU updates (all of them, or its ZeRO shard)."""
+    if zero == 0:
+        return dense + expert
+    return _sharded(dense, dense_shard) + _sharded(expert, expert_shard)
+
+
 def model_states(dense: int, expert: int, precision: str, optimizer: str, zero: int,
                  dense_shard: int, expert_shard: int, offload: str = "none") -> ModelStates:
     """Model-state bytes on one GPU holding ``dense`` and ``expert`` parameters (after TP/EP/PP)."""

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench.estimate.build_checks import Check
 from workbench.estimate.memory import MemoryEstimate
 from workbench.estimate.model_states import bytes_per_param
 from workbench.estimate.params import active_params, total_params
+from workbench.estimate.run_level import RunEstimate
+from workbench.estimate.step_time import StepTime
 from workbench.spec.scenario import Scenario
 
 
@@ -15,12 +18,14 @@ class Estimate:
 
     scenario: Scenario
     memory: MemoryEstimate
+    time: StepTime
+    run: RunEstimate
+    checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """Contract-2 keys (bytes and seconds). Time and throughput keys arrive with the step-time
-        model; until then they are absent rather than made up."""
-        s, m = self.scenario, self.memory
+        """Contract-2 keys (bytes and seconds)."""
+        s, m, t, r = self.scenario, self.memory, self.time, self.run
         b = bytes_per_param(s.training.precision, s.training.optimizer, s.parallel.zero)
         return {
             "scenario": {"model": s.model.name, "gpu": s.hardware.gpu.name,
@@ -50,5 +55,24 @@ class Estimate:
                 "bytes_per_param": {"params": b.params, "grads": b.grads,
                                     "optimizer": b.optimizer},
             },
+            "time": {
+                "step": t.step, "compute": t.compute, "recompute": t.recompute,
+                "bubble": t.bubble, "offload": t.offload, "optimizer": t.optimizer,
+                "comm_exposed": dict(t.comm_exposed),
+                "per_stage": [{"pipeline_rank": g.rank, "forward": g.fwd, "backward": g.bwd,
+                               "weight_grad": g.wgrad, "recompute": g.recompute,
+                               "comm_exposed": dict(g.comm)} for g in t.stages],
+                "per_microbatch_note": "per_stage figures are per microbatch",
+            },
+            "comm": {"volume_per_gpu_per_step": t.volume},
+            "throughput": {"tokens_per_s": r.tokens_per_s,
+                           "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+                           "model_tflops_per_gpu": r.model_tflops_per_gpu,
+                           "mfu": r.mfu, "hfu": r.hfu},
+            "run": {"time_to_train_s": r.time_to_train_s, "energy_kwh": r.energy_kwh,
+                    "power_w": r.power_w, "gpu_power_w": r.gpu_power_w,
+                    "host_power_w_per_node": r.host_power_w, "cost": dict(r.cost)},
+            "build_checks": [{"name": c.name, "status": c.status, "reason": c.reason}
+                             for c in self.checks],
             "warnings": list(self.warnings),
         }

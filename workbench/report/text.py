@@ -42,6 +42,33 @@ def render_estimate(est: Estimate) -> str:
         lines.append(f"offload per node: host {m.host_per_node / GB:,.1f} GB of "
                      f"{m.host_capacity_per_node / GB:,.0f} GB; NVMe {m.nvme_per_node / GB:,.1f} GB of "
                      f"{m.nvme_capacity_per_node / GB:,.0f} GB")
+    lines += ["", *_time_lines(est), "", "build checks (one node):"]
+    lines += [f"  [{c.status.upper():4}] {c.name}: {c.reason}" for c in est.checks]
     for msg in est.warnings:
         lines.append(f"warning: {msg}")
     return "\n".join(lines)
+
+
+def human_duration(seconds: float) -> str:
+    """Seconds as the largest sensible unit (s, min, h, days, years of 365 days)."""
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.2f} s"
+
+
+def _time_lines(est: Estimate) -> list[str]:
+    t, r, tr = est.time, est.run, est.scenario.training
+    comm = ", ".join(f"{k} {v:.3f}" for k, v in t.comm_exposed.items() if v > 0) or "none"
+    lines = [
+        f"step time {t.step:,.3f} s = compute {t.compute:,.3f} + recompute {t.recompute:,.3f} "
+        f"+ bubble {t.bubble:,.3f} + exposed comm ({comm}) + optimizer {t.optimizer:,.3f}"
+        f" + offload {t.offload:,.3f}",
+        f"throughput {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} per GPU), "
+        f"{r.model_tflops_per_gpu:,.0f} model TFLOP/s per GPU, MFU {r.mfu:.1%}, HFU {r.hfu:.1%}",
+        f"run: {tr.tokens:.3g} tokens in {human_duration(r.time_to_train_s)}; average power "
+        f"{r.power_w / 1000:,.1f} kW; energy {r.energy_kwh:,.0f} kWh",
+    ]
+    if r.cost:
+        lines.append("cost: " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items()))
+    return lines

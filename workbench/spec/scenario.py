@@ -133,6 +133,8 @@ class Training:
     offload: str = "none"
     tokens: float = 1e12
     flash_attention: bool = True
+    price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
+    price_per_kwh: float | None = None        # optional, currency units per kWh
 
 
 @dataclass(frozen=True)

@@ -414,7 +414,12 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         "tokens": c.number(d, "tokens", p, dfl.tokens),
         "flash_attention": c.boolean(d, "flash_attention", p, dfl.flash_attention),
     }
-    if any(v is None for v in vals.values()):
+    for price in ("price_per_gpu_hour", "price_per_kwh"):
+        vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
+            else None
+    if any(v is None for k, v in vals.items() if not k.startswith("price")) or any(
+            d.get(k) is not None and vals[k] is None for k in ("price_per_gpu_hour",
+                                                               "price_per_kwh")):
         return None, dict(d)
     tr = Training(**vals)
     return tr, dataclasses.asdict(tr)

@@ -1,0 +1,62 @@
+"""Floating-point work of one training step, per layer and per GPU.
+
+Counts follow the standard matmul accounting (2 FLOPs per multiply-add; Kaplan et al. 2020,
+Narayanan et al. 2021 Eq. 2): a GEMM of (m x k) by (k x n) is 2·m·k·n FLOPs forward, and its
+backward is twice that (input gradient + weight gradient).
+
+Attention convention: *model* FLOPs (for MFU, as reported by Megatron-LM, PaLM and torchtitan)
+count the full s x s score matrix — 4·s·h_q FLOPs per token per layer forward (QK^T and AV),
+12·s·h_q forward + backward. *Executed* FLOPs for a causal FlashAttention kernel skip the masked
+upper triangle, about half; FlashAttention's backward recomputes the scores, so it runs 5 matmuls
+to the forward's 2 (Dao 2023, FlashAttention-2 Sec. 3), i.e. 2.5 x the forward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.catalog.types import ModelShape
+
+
+@dataclass(frozen=True)
+class LayerFlops:
+    """Forward FLOPs of one layer for ``tokens`` tokens with ``s_kv`` keys each (whole layer,
+    before any parallel split)."""
+
+    gemm: float            # q/k/v/o projections, MLP or router + experts, all matmuls
+    attention: float       # QK^T and AV, full (non-causal) count
+    expert_gemm: float     # the part of ``gemm`` done by routed experts (split by EP)
+
+
+def layer_flops(model: ModelShape, tokens: float, s_kv: float, moe_layer: bool) -> LayerFlops:
+    """Forward FLOPs of one transformer layer."""
+    h, q, kv = model.hidden, model.heads * model.dim_per_head, model.kv_dim
+    mats = 3 if model.mlp == "swiglu" else 2
+    gemm = 2 * tokens * (h * (q + 2 * kv) + q * h)
+    expert = 0.0
+    if moe_layer:
+        m = model.moe
+        gemm += 2 * tokens * h * m.experts                                   # router
+        expert = 2 * tokens * m.top_k * mats * h * m.expert_ffn_hidden
+        gemm += expert + 2 * tokens * m.shared_experts * mats * h * m.expert_ffn_hidden
+    else:
+        gemm += 2 * tokens * mats * h * model.ffn_hidden
+    attention = 2 * 2 * tokens * s_kv * q
+    return LayerFlops(gemm=gemm, attention=attention, expert_gemm=expert)
+
+
+def logits_flops(model: ModelShape, tokens: float) -> float:
+    """Forward FLOPs of the output projection."""
+    return 2 * tokens * model.hidden * model.vocab
+
+
+def model_flops_per_step(model: ModelShape, seq_len: int, global_batch: int) -> float:
+    """Model FLOPs of one optimizer step (forward + backward = 3 x forward, no recompute,
+    full attention): the numerator of MFU."""
+    from workbench.estimate.params import is_moe_layer
+
+    tokens = seq_len * global_batch
+    fwd = logits_flops(model, tokens)
+    for i in range(model.layers):
+        lf = layer_flops(model, tokens, seq_len, is_moe_layer(model, i))
+        fwd += lf.gemm + lf.attention
+    return 3 * fwd

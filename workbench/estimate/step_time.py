@@ -1,0 +1,334 @@
+"""Step time: compute per pipeline stage, exposed communication per parallel dimension, the
+pipeline bubble, the optimizer step and offload traffic.
+
+Per microbatch and pipeline rank (one GPU; all GPUs of a rank are alike):
+- forward F = GEMMs + FlashAttention + memory-bound ops + exposed TP / EP / CP communication;
+- backward B = 2 x the GEMMs (input and weight gradients; W is the weight half), 2.5 x the
+  attention forward (FlashAttention-2's backward), 2 x the memory-bound bytes, the same TP / EP
+  collectives again, plus recompute (full: the whole forward again; selective without
+  FlashAttention: the core attention again).
+What overlaps (stated, as the engines do it): DP gradient reduction overlaps the backward of the
+last microbatch (Megatron-LM ``overlap_grad_reduce``, DDP buckets, FSDP2 reduce-scatter per
+unit); ZeRO parameter all-gathers overlap the forward (prefetch); CP ring passes overlap the
+attention blocks they feed; PP sends are exposed only in the fill and drain. TP and EP
+collectives are exposed (no async-TP / comm-overlap modelled).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.estimate import efficiency as eff
+from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.flops import layer_flops
+from workbench.estimate.params import StageParams, stage_params
+from workbench.spec.scenario import Scenario
+
+DIMS = ("dp", "tp", "pp", "cp", "ep")
+
+
+@dataclass
+class StageTime:
+    """One pipeline rank, per microbatch (seconds)."""
+
+    rank: int
+    fwd: float = 0.0          # forward compute
+    bwd: float = 0.0          # backward compute (input + weight gradients)
+    wgrad: float = 0.0        # the weight-gradient part of ``bwd``
+    recompute: float = 0.0
+    comm: dict = field(default_factory=lambda: {d: 0.0 for d in DIMS})   # exposed, per mb
+
+    @property
+    def f(self) -> float:
+        """Forward block length on the timeline (compute + exposed comm of the forward)."""
+        return self.fwd + self._fwd_comm
+
+    @property
+    def b(self) -> float:
+        return self.bwd + self.recompute + self._bwd_comm
+
+    @property
+    def _fwd_comm(self) -> float:
+        return sum(self.comm.values()) / 2
+
+    @property
+    def _bwd_comm(self) -> float:
+        return sum(self.comm.values()) / 2
+
+
+@dataclass
+class StepTime:
+    step: float
+    compute: float
+    recompute: float
+    bubble: float
+    optimizer: float
+    offload: float
+    comm_exposed: dict
+    stages: list[StageTime]
+    volume: dict          # bytes and counts per dimension and collective, per GPU per step
+
+
+def _dtype_bytes(precision: str) -> int:
+    return 4 if precision == "fp32" else 2
+
+
+class _Volume:
+    """Accumulates communication volume per dimension and collective (per GPU, per step)."""
+
+    def __init__(self) -> None:
+        self.data: dict = {}
+
+    def add(self, dim: str, kind: str, nbytes: float, count: float) -> None:
+        d = self.data.setdefault(dim, {}).setdefault(kind, {"bytes": 0.0, "count": 0.0})
+        d["bytes"] += nbytes * count
+        d["count"] += count
+
+
+def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> StageTime:
+    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
+    gpu, prec = hw.gpu, tr.precision
+    t, cp = par.tp, par.cp
+    e = _dtype_bytes(prec)
+    tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
+    h, q, kv = m.hidden, m.heads * m.dim_per_head, m.kv_dim
+    r = t if par.sp else 1
+    gpn = hw.gpus_per_node
+    tp_span = group_span(t, 1, gpn)
+    cp_span = group_span(cp, t, gpn)
+    ep_span = group_span(par.ep, t, gpn)
+    out = StageTime(rank=st.rank)
+    mats = 3 if m.mlp == "swiglu" else 2
+    mb = s.microbatches if record else 0
+
+    def tp_passes(count_layers: float, passes: int) -> float:
+        """TP collectives of ``passes`` forward/backward passes over ``count_layers`` layers:
+        two per layer per pass (Korthikanti et al. 2022 Sec. 4.2)."""
+        if t == 1:
+            return 0.0
+        nbytes = tokens * h * e
+        n = 2 * count_layers * passes
+        if par.sp:
+            one = (collective_time("all_gather", nbytes, tp_span, hw)
+                   + collective_time("reduce_scatter", nbytes, tp_span, hw))
+            vol.add("tp", "all_gather", nbytes, n * mb)
+            vol.add("tp", "reduce_scatter", nbytes, n * mb)
+        else:
+            one = collective_time("all_reduce", nbytes, tp_span, hw)
+            vol.add("tp", "all_reduce", nbytes, n * mb)
+        return n * one
+
+    n_layers = len(st.layer_params)
+    for lp in st.layer_params:
+        lf = layer_flops(m, tokens, tr.seq_len, lp.is_moe)
+        g = 0.0
+        g += eff.gemm_time(tokens, (q + 2 * kv) / t, h, gpu, prec)
+        g += eff.gemm_time(tokens, h, q / t, gpu, prec)
+        mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (q + kv) / t * e
+        if lp.is_moe:
+            mo = m.moe
+            routed = tokens * mo.top_k * (mo.capacity_factor or 1.0)
+            local_experts = mo.experts // par.ep
+            rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
+            fe = mo.expert_ffn_hidden / t
+            g += eff.gemm_time(tokens, mo.experts, h, gpu, prec)
+            g += eff.gemm_time(rows, (mats - 1) * fe, h, gpu, prec, local_experts)
+            g += eff.gemm_time(rows, h, fe, gpu, prec, local_experts)
+            if mo.shared_experts:
+                sf = mo.shared_experts * mo.expert_ffn_hidden / t
+                g += eff.gemm_time(tokens, (mats - 1) * sf, h, gpu, prec)
+                g += eff.gemm_time(tokens, h, sf, gpu, prec)
+                mem += mats * tokens * sf * e
+            mem += 4 * routed * h * e + mats * routed * fe * e   # permute/unpermute, activation
+            if par.ep > 1:
+                a2a = routed * h * e
+                one = collective_time("all_to_all", a2a, ep_span, hw)
+                out.comm["ep"] += 4 * one      # dispatch + combine, forward and backward
+                vol.add("ep", "all_to_all", a2a, 4 * mb)
+        else:
+            f = m.ffn_hidden / t
+            g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
+            g += eff.gemm_time(tokens, h, f, gpu, prec)
+            mem += mats * tokens * f * e
+        if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit
+            mem += 3 * tokens * (h + q / t + h + m.ffn_hidden / t) * (e + 1)
+        causal = 0.5 if tr.flash_attention else 1.0
+        attn_fwd = lf.attention / t * causal
+        a_f = eff.attention_time(attn_fwd, gpu, "fwd")
+        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd")
+        if not tr.flash_attention:   # eager softmax: scores written and read in 16 bits
+            mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
+        mem_t = eff.memory_time(mem, gpu, kernels=12)
+        out.fwd += g + a_f + mem_t
+        out.bwd += 2 * g + a_b + 2 * mem_t
+        out.wgrad += g
+        if tr.recompute == "full":
+            out.recompute += g + a_f + mem_t
+        elif tr.recompute == "selective" and not tr.flash_attention:
+            out.recompute += a_f
+        if cp > 1:   # ring attention: cp-1 K/V block passes forward, K/V + dK/dV backward
+            block = 2 * tokens * kv / t * e
+            step_t = collective_time("send_recv", block, cp_span, hw)
+            ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
+            out.comm["cp"] += max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
+            vol.add("cp", "send_recv", block, 3 * (cp - 1) * mb)
+    # Forward and backward, plus the recomputed forward under full recompute.
+    out.comm["tp"] += tp_passes(n_layers, 3 if tr.recompute == "full" else 2)
+    if st.has_head:
+        g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
+        mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
+        out.fwd += g + mem_t
+        out.bwd += 2 * g + mem_t
+        out.wgrad += g
+    if st.has_embedding and t > 1:   # vocab-parallel embedding: one all-reduce each way
+        nbytes = tokens * h * e
+        out.comm["tp"] += 2 * collective_time("all_reduce", nbytes, tp_span, hw)
+        vol.add("tp", "all_reduce", nbytes, 2 * mb)
+    return out
+
+
+def _pipeline_time(s: Scenario, stages: list[StageTime], p2p: float) -> tuple[float, float]:
+    """(time of all microbatches through the pipeline, bubble part). Closed forms of the
+    schedules; stage times enter as the slowest stage (steady state) and the mean (fill/drain).
+    - GPipe and 1F1B: (m + p - 1)(F + B) (Huang et al. 2019; Narayanan et al. 2021)
+    - interleaved 1F1B: bubble (p - 1)(F + B)/v (Narayanan et al. 2021)
+    - zero-bubble (interleaved): bubble (p - 1)(F + B - 2W)/v (Qi et al. 2023, ZB-H1)
+    - DualPipeV: bubble (p/2 - 1)(F&B + B - 3W) of DualPipe with 2p chunk-stages; chunk
+      times are half the rank's (DeepSeek-AI 2025, DualPipe README), F&B ~ F + B.
+    """
+    par, m = s.parallel, s.microbatches
+    p, v = par.pp, par.chunks_per_rank
+    steady = max(g.f + g.b for g in stages)
+    if p == 1:
+        return m * steady, 0.0
+    f = sum(g.f for g in stages) / p
+    b = sum(g.b for g in stages) / p
+    w = sum(g.wgrad for g in stages) / p
+    sched = par.pp_schedule
+    if sched in ("gpipe", "1f1b"):
+        bubble = (p - 1) * (f + b)
+    elif sched == "interleaved-1f1b":
+        bubble = (p - 1) * (f + b) / v
+    elif sched == "zero-bubble":
+        bubble = (p - 1) * max(0.0, f + b - 2 * w) / v
+    else:  # dualpipev
+        bubble = (p - 1) * max(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
+    bubble += 2 * (p - 1) * p2p
+    return m * steady + bubble, bubble
+
+
+def estimate_step_time(s: Scenario) -> StepTime:
+    """Seconds per optimizer step and its breakdown."""
+    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
+    vol = _Volume()
+    params = stage_params(m, par)
+    stages = [_stage_time(s, st, vol, record=(i == 0)) for i, st in enumerate(params)]
+    mbs = s.microbatches
+    gpn = hw.gpus_per_node
+    e = _dtype_bytes(tr.precision)
+
+    # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary.
+    p2p = 0.0
+    if par.pp > 1:
+        nbytes = tr.seq_len * tr.micro_batch / par.cp * m.hidden * e / (par.tp if par.sp else 1)
+        span = group_span(par.pp, par.tp * par.cp * par.dp, gpn)
+        p2p = collective_time("send_recv", nbytes, span, hw)
+        vol.add("pp", "send_recv", nbytes, 2 * mbs * par.chunks_per_rank)
+    pipe, bubble = _pipeline_time(s, stages, p2p)
+
+    # Data parallel (per stage; the worst stage's exposure counts).
+    dp_exposed = 0.0
+    dp_span = group_span(par.dp * par.cp, par.tp, gpn)
+    for st, g in zip(params, stages):
+        dense, expert = st.dense, st.expert
+        exp = _dp_exposed(s, dense, expert, g, dp_span, vol, record=(st.rank == 0))
+        dp_exposed = max(dp_exposed, exp)
+
+    optimizer, offload = _optimizer_and_offload(s, params)
+    compute = mbs * max(g.fwd + g.bwd for g in stages)
+    recompute = mbs * max(g.recompute for g in stages)
+    worst = max(stages, key=lambda g: g.f + g.b)
+    exposed = {d: mbs * worst.comm[d] for d in DIMS}
+    exposed["dp"] = dp_exposed
+    exposed["pp"] = 2 * (par.pp - 1) * p2p
+    step = pipe + dp_exposed + optimizer + offload
+    return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
+                    optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
+                    volume=vol.data)
+
+
+def _dp_exposed(s: Scenario, dense: int, expert: int, g: StageTime, span, vol: _Volume,
+                record: bool) -> float:
+    """Exposed data-parallel communication of one pipeline rank per step."""
+    par, tr, hw = s.parallel, s.training, s.hardware
+    n = par.dp * par.cp
+    if n == 1:
+        return 0.0
+    grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
+    param_b = _dtype_bytes(tr.precision)
+    mbs = s.microbatches
+    nparams = dense + expert * par.ep / n if n else dense   # experts reduce over dp*cp/ep
+    shard = par.dense_shard
+    rep = n // shard
+    shard_span = group_span(shard, par.tp, hw.gpus_per_node)
+    rep_span = group_span(rep, par.tp * shard, hw.gpus_per_node)
+    add = (lambda *a: vol.add(*a)) if record else (lambda *a: None)
+    if par.zero == 0:
+        t_red = collective_time("all_reduce", nparams * grad_b, span, hw)
+        add("dp", "all_reduce", nparams * grad_b, 1)
+        return max(0.0, t_red - g.bwd)
+    if par.zero in (1, 2):
+        t_rs = collective_time("reduce_scatter", nparams * grad_b, shard_span, hw)
+        t_ag = collective_time("all_gather", nparams * param_b, shard_span, hw)
+        t_ar = collective_time("all_reduce", nparams * grad_b / shard, rep_span, hw)
+        add("dp", "reduce_scatter", nparams * grad_b, 1)
+        add("dp", "all_gather", nparams * param_b, 1)
+        if rep > 1:
+            add("dp", "all_reduce", nparams * grad_b / shard, 1)
+        return max(0.0, t_rs + t_ar - g.bwd) + max(0.0, t_ag - g.fwd)
+    # ZeRO-3 / FSDP2: all-gather per microbatch forward (and backward when resharding);
+    # reduce-scatter per microbatch, or once per step under pipelining (no-sync until the last).
+    ag = collective_time("all_gather", nparams * param_b, shard_span, hw)
+    rs = collective_time("reduce_scatter", nparams * grad_b, shard_span, hw)
+    ar = collective_time("all_reduce", nparams * grad_b / shard, rep_span, hw)
+    gathers_fwd = mbs if par.reshards or par.pp == 1 else 1
+    gathers_bwd = mbs if par.reshards else 0
+    scatters = 1 if par.pp > 1 else mbs
+    add("dp", "all_gather", nparams * param_b, gathers_fwd + gathers_bwd)
+    add("dp", "reduce_scatter", nparams * grad_b, scatters)
+    if rep > 1:
+        add("dp", "all_reduce", nparams * grad_b / shard, 1)
+    exposed = gathers_fwd * max(0.0, ag - g.fwd) + gathers_bwd * max(0.0, ag - g.bwd / 2)
+    exposed += scatters * max(0.0, rs - g.bwd / 2) + ar
+    return exposed
+
+
+def _optimizer_and_offload(s: Scenario, params: list[StageParams]) -> tuple[float, float]:
+    """Optimizer step on the GPU (memory-bound) or on the host, plus offload traffic."""
+    from workbench.estimate.model_states import optimizer_params
+
+    par, tr, hw = s.parallel, s.training, s.hardware
+    worst = 0.0
+    off = 0.0
+    for st in params:
+        local = optimizer_params(st.dense, st.expert, par.zero, par.dense_shard,
+                                 par.expert_shard)
+        # Adam reads master, grad, m, v and writes master, m, v (+ the 16-bit copy): 30 B/param.
+        moved = 30 * local if tr.optimizer == "adamw" else 22 * local
+        if tr.offload == "none":
+            worst = max(worst, eff.memory_time(moved, hw.gpu, kernels=4))
+            continue
+        # ZeRO-Offload: 16-bit gradients down and parameters up over the GPU's PCIe link; the
+        # host's DDR streams the optimizer for every GPU of the node.
+        pcie = hw.gpu.pcie_lanes / 16 * (31.5e9 if hw.gpu.pcie_gen == 4 else 63e9) * 0.8
+        t_pcie = 2 * 2 * local / pcie
+        ddr = hw.host.memory_gb_per_s * 1e9 * 0.7
+        t_cpu = hw.gpus_per_node * moved / ddr
+        t_nvme = 0.0
+        if tr.offload == "nvme":
+            drives = max(1, hw.storage.drives)
+            d = hw.storage.drive
+            per_gpu = 12 * local * hw.gpus_per_node
+            t_nvme = per_gpu / (drives * d.read_gb_per_s * 1e9) + per_gpu / (
+                drives * d.write_gb_per_s * 1e9)
+        off = max(off, t_pcie + t_cpu + t_nvme)
+    return worst, off

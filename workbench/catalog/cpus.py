@@ -95,6 +95,7 @@ CPUS: dict[str, CPU] = {
         threads=192,
         base_ghz=2.4,
         pcie_lanes=128,
+        pcie_lanes_2p=160,  # AMD: the 2P platform exposes up to 160 lanes (3 xGMI links)
         pcie_gen=5,
         memory_channels=12,
         max_memory_gb=6144,

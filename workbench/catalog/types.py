@@ -56,6 +56,13 @@ class CPU:
     tdp_w: float
     socket: str
     source: str = "inline"
+    pcie_lanes_2p: int = 0    # usable lanes of a two-socket system (0 = 2 x pcie_lanes)
+
+    def usable_pcie_lanes(self, sockets: int) -> int:
+        """PCIe lanes left for devices in a system of ``sockets`` CPUs."""
+        if sockets >= 2 and self.pcie_lanes_2p:
+            return self.pcie_lanes_2p * sockets // 2
+        return self.pcie_lanes * sockets
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
                                        if status == "warn" else "")))
 
     cpu = hw.host.cpu
-    lanes_have = cpu.pcie_lanes * hw.host.sockets
+    lanes_have = cpu.usable_pcie_lanes(hw.host.sockets)
     gpu_lanes = hw.gpu.pcie_lanes * hw.gpus_per_node
     nic_lanes = hw.inter_node.link.pcie_lanes * hw.inter_node.nics_per_node
     nvme_lanes = NVME_LANES * hw.storage.drives

@@ -67,7 +67,7 @@ CASES = [
          {"hardware": {"gpu": "a100-sxm-80gb", "gpus_per_node": 8}, "model": MEGATRON_SMALL,
           "parallel": {"dp": 2, "tp": 2, "pp": 2, "sequence_parallel": False},
           "training": {"seq_len": 1024, "micro_batch": 4, "global_batch": 32,
-                       "recompute": "none", "flash_attention": False}},
+                       "recompute": "none", "attention": "eager"}},
          1900158464 / GiB, stage="last",
          assumed="vocab padded to 50432 (Megatron: multiple of 128*tp); unfused attention"),
     *[Case(f"torchtitan-2412-t2-8b-fsdp{8 // cp}-cp{cp}",

@@ -54,7 +54,7 @@ scenarios = st.fixed_dictionaries(
             "precision": _maybe(st.sampled_from(["fp32", "bf16", "fp16", "fp8"])),
             "recompute": st.sampled_from(["none", "selective", "full"]),
             "offload": st.sampled_from(["none", "cpu", "nvme"]),
-            "flash_attention": st.booleans(),
+            "attention": st.sampled_from(["flash2", "flash3", "cudnn", "eager"]),
         }),
     }
 )

@@ -30,6 +30,7 @@ GPUS: dict[str, GPU] = {
     # Max TDP "up to 700 W (configurable)". NVLink 4: 18 links, 900 GB/s bidirectional
     # = 450 GB/s per direction (see links.py "nvlink4"). Host: PCIe Gen5 x16, 128 GB/s bidirectional.
     "h200-sxm": GPU(
+        arch="hopper",
         name="NVIDIA H200 SXM 141GB",
         memory_gb=141,
         hbm_gb_per_s=4800,
@@ -54,6 +55,7 @@ GPUS: dict[str, GPU] = {
     # Max TDP "up to 600 W (configurable)". NVLink bridge 2- or 4-way, 900 GB/s per GPU
     # (450 per direction) within the bridged group; PCIe Gen5 x16 128 GB/s bidirectional.
     "h200-nvl": GPU(
+        arch="hopper",
         name="NVIDIA H200 NVL 141GB",
         memory_gb=141,
         hbm_gb_per_s=4800,
@@ -78,6 +80,7 @@ GPUS: dict[str, GPU] = {
     # The datasheet's 3.35 TB/s is the shipping figure; the 2022 Hopper whitepaper's
     # preliminary table said 3,000 GB/s and 1000/2000 TFLOPS (not final clocks).
     "h100-sxm": GPU(
+        arch="hopper",
         name="NVIDIA H100 SXM5 80GB",
         memory_gb=80,
         hbm_gb_per_s=3350,
@@ -103,6 +106,7 @@ GPUS: dict[str, GPU] = {
     # the product brief says it "operates unconstrained up to its maximum TDP level of 350 W".
     # NVLink bridge pairs two cards at 600 GB/s bidirectional. Not the later H100 NVL (94 GB).
     "h100-pcie": GPU(
+        arch="hopper",
         name="NVIDIA H100 PCIe 80GB",
         memory_gb=80,
         hbm_gb_per_s=2000,
@@ -128,6 +132,7 @@ GPUS: dict[str, GPU] = {
     # SKU supports up to 500 W, a different SKU, so 400 W is kept. No FP8 tensor cores.
     # NVLink 3: 12 links, 600 GB/s bidirectional = 300 per direction. Host PCIe Gen4 x16.
     "a100-sxm-80gb": GPU(
+        arch="ampere",
         name="NVIDIA A100 SXM4 80GB",
         memory_gb=80,
         hbm_gb_per_s=2039,
@@ -150,6 +155,7 @@ GPUS: dict[str, GPU] = {
     ),
     # A100 SXM4 40GB: the launch part, HBM2; same compute and power as the 80GB SXM.
     "a100-sxm-40gb": GPU(
+        arch="ampere",
         name="NVIDIA A100 SXM4 40GB",
         memory_gb=40,
         hbm_gb_per_s=1555,
@@ -171,6 +177,7 @@ GPUS: dict[str, GPU] = {
     ),
     # A100 PCIe 80GB: 300 W card; NVLink bridge for up to two GPUs (600 GB/s bidirectional).
     "a100-pcie-80gb": GPU(
+        arch="ampere",
         name="NVIDIA A100 PCIe 80GB",
         memory_gb=80,
         hbm_gb_per_s=1935,
@@ -194,6 +201,7 @@ GPUS: dict[str, GPU] = {
     # Max TDP "configurable up to 1,000 W". Earlier announcements quoted 192 GB / 8 TB/s.
     # NVLink 5: 18 links x 50 GB/s per direction = 1.8 TB/s bidirectional per GPU.
     "b200": GPU(
+        arch="blackwell",
         name="NVIDIA B200 (HGX B200, SXM6) 180GB",
         memory_gb=180,
         hbm_gb_per_s=7700,
@@ -222,6 +230,7 @@ GPUS: dict[str, GPU] = {
     # the whitepaper corrected the FP8/FP32-acc row in v2.02). Training accumulates in FP32, so the
     # FP32-accumulate figures are used. TGP 450 W. No NVLink. PCIe 4.0 x16.
     "rtx-4090": GPU(
+        arch="ada",
         name="NVIDIA GeForce RTX 4090 24GB",
         memory_gb=24,
         hbm_gb_per_s=1008,
@@ -247,6 +256,7 @@ GPUS: dict[str, GPU] = {
     # RTX 5090 (consumer, GB202, 170 SMs): same GeForce half-rate-with-FP32-accumulate rule.
     # TGP 575 W. No NVLink. PCIe 5.0 x16.
     "rtx-5090": GPU(
+        arch="blackwell",
         name="NVIDIA GeForce RTX 5090 32GB",
         memory_gb=32,
         hbm_gb_per_s=1792,
@@ -274,6 +284,7 @@ GPUS: dict[str, GPU] = {
     # figures assume; its dense BF16 figure (362.05) is printed directly and is NOT exactly half of
     # the sparse 733. Treat the tensor peaks as optimistic for FP32-accumulate training.
     "l40s": GPU(
+        arch="ada",
         name="NVIDIA L40S 48GB",
         memory_gb=48,
         hbm_gb_per_s=864,
@@ -298,6 +309,7 @@ GPUS: dict[str, GPU] = {
     # "with structured sparsity" figures (2x). GPU-GPU: 7 Infinity Fabric links of 128 GB/s
     # (bidirectional) each, i.e. 896 GB/s aggregate per GPU in a fully connected 8-GPU node.
     "mi300x": GPU(
+        arch="cdna3",
         name="AMD Instinct MI300X 192GB (OAM)",
         memory_gb=192,
         hbm_gb_per_s=5300,

@@ -25,6 +25,7 @@ class GPU:
     pcie_lanes: int = 16      # host interface width
     form_factor: str = "sxm"  # sxm | pcie | consumer
     source: str = "inline"
+    arch: str = ""            # ampere | ada | hopper | blackwell | cdna3 (kernel efficiencies)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def activation_shape(tr: Training, par: Parallel, gathered_sp_inputs: bool = Fal
     elem = 4 if tr.precision == "fp32" else 2
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
-        elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash_attention,
+        elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
         recompute=tr.recompute, gathered_sp_inputs=gathered_sp_inputs)
 
 

@@ -4,8 +4,8 @@
   with bytes = the three operands once. Large training GEMMs are compute-bound at the best
   *achievable* fraction of the dense peak (measured "maximum achievable matmul FLOPS"); small
   local shapes (high TP, small micro-batches) fall to the memory roof and the launch overhead.
-- Attention (FlashAttention): executed FLOPs at ATTENTION_EFFICIENCY of the bf16 peak, forward
-  and backward separately (FlashAttention-2/3 papers' measured TFLOP/s).
+- Attention: executed FLOPs at the measured efficiency of the chosen kernel (FlashAttention-2,
+  FlashAttention-3, cuDNN fused attention) on the GPU's architecture, forward and backward.
 - Memory-bound operations (norms, activations, residual adds, RoPE, casts, softmax of the loss,
   the optimizer step): bytes / (HBM peak x HBM_EFFICIENCY).
 Every constant below cites its measurement in benchmarks/data/published_kernels.yaml.
@@ -14,14 +14,46 @@ from __future__ import annotations
 
 from workbench.catalog.types import GPU
 
-# Best achievable fraction of the dense peak for large GEMMs, by precision.
-MATMUL_EFFICIENCY = {"bf16": 0.80, "fp16": 0.80, "fp8": 0.70, "fp32": 0.80}
-# FlashAttention executed TFLOP/s as a fraction of the bf16 dense peak (forward, backward).
-ATTENTION_EFFICIENCY = {"fwd": 0.60, "bwd": 0.45}
-# Sustained fraction of the HBM peak for streaming kernels.
+# Measured figures, by GPU architecture. Each is a measurement divided by the datasheet dense
+# peak; the record ids are in benchmarks/data/published_kernels.yaml.
+#   matmul: maximum achievable matmul FLOP/s (Bekman's MAMF finder): A100 bf16 271.2/312
+#     (mamf-a100-sxm-80gb-bf16), H100 bf16 794.5/989.5 (mamf-h100-sxm-bf16), H100 fp8
+#     1402.6/1979 (mamf-h100-sxm-fp8), B200 bf16 1745/2250 (mamf-b200-bf16), B200 fp8
+#     3432.5/4500 (mamf-b200-fp8).
+#   attention, (forward, backward) per kernel, causal, head_dim 128, 8k tokens:
+#     H100 FlashAttention-2 333/318, FlashAttention-3 602/559, cuDNN 529/518 TFLOP/s
+#     (fa3paper-h100-*-s8192, Shah et al. 2024 Fig. 5-7); A100 FlashAttention-2 forward+backward
+#     179.5 (azure-fa2-a100-sxm-80gb-fwdbwd); GB200 FlashAttention-2 373.9 of 2,500
+#     (azure-fa2-gb200-fwdbwd: FA2 does not use Blackwell's tensor-core path).
+# Where no measurement exists the nearest architecture's fraction is used, and it says so.
+ARCH = {
+    "ampere": {"matmul": {"bf16": 0.869, "fp8": 0.869},
+               "attention": {"flash2": (0.575, 0.575), "flash3": (0.575, 0.575),
+                             "cudnn": (0.575, 0.575)}},      # FA3 is Hopper-only; cuDNN ~ FA2
+    "hopper": {"matmul": {"bf16": 0.803, "fp8": 0.709},
+               "attention": {"flash2": (0.337, 0.321), "flash3": (0.608, 0.565),
+                             "cudnn": (0.535, 0.523)}},
+    "blackwell": {"matmul": {"bf16": 0.776, "fp8": 0.763},
+                  "attention": {"flash2": (0.150, 0.150), "flash3": (0.535, 0.523),
+                                "cudnn": (0.535, 0.523)}},   # cuDNN/FA3: Hopper's fractions
+}
+ARCH["ada"] = ARCH["hopper"]       # no measurement: Hopper's fractions (stated assumption)
+ARCH["cdna3"] = ARCH["hopper"]
+ARCH[""] = ARCH["hopper"]          # an inline GPU without ``arch``
+# Eager attention (no fused kernel) runs the scores as batched GEMMs and a softmax pass.
+EAGER_ATTENTION = (0.5, 0.5)
+# Sustained fraction of the HBM peak for streaming kernels: BabelStream triad H100 2,970 of
+# 3,350 GB/s, H200 4,150 of 4,800, A100 1,700 of 2,039 (azure-babelstream-*-triad).
 HBM_EFFICIENCY = 0.85
-# Launch and tail cost of one kernel (CUDA launch latency plus the partial last wave).
+# Launch and tail cost of one kernel (CUDA launch latency plus the partial last wave); an
+# assumption of the order of published launch latencies, not a measurement here.
 KERNEL_OVERHEAD_S = 4e-6
+
+
+def matmul_efficiency(gpu: GPU, precision: str) -> float:
+    """Best achievable fraction of the dense peak for large GEMMs of this GPU and precision."""
+    table = ARCH.get(gpu.arch, ARCH["hopper"])["matmul"]
+    return table["fp8"] if precision == "fp8" else table["bf16"]
 
 
 def peak_flops(gpu: GPU, precision: str) -> float:
@@ -40,16 +72,18 @@ def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: flo
     flops = 2.0 * m * n * k
     elem = 1 if precision == "fp8" else (4 if precision == "fp32" else 2)
     nbytes = elem * (m * k + k * n) + 2 * m * n   # fp8 inputs, 16-bit output
-    compute = flops / (peak_flops(gpu, precision) * MATMUL_EFFICIENCY[precision])
+    compute = flops / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * HBM_EFFICIENCY)
     return count * (max(compute, memory) + KERNEL_OVERHEAD_S)
 
 
-def attention_time(flops: float, gpu: GPU, direction: str) -> float:
-    """Seconds for FlashAttention kernels executing ``flops`` (bf16 even under fp8 training)."""
+def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2") -> float:
+    """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training)."""
     if flops <= 0:
         return 0.0
-    return flops / (gpu.bf16_tflops * 1e12 * ATTENTION_EFFICIENCY[direction])
+    fwd_bwd = EAGER_ATTENTION if kernel == "eager" else \
+        ARCH.get(gpu.arch, ARCH["hopper"])["attention"][kernel]
+    return flops / (gpu.bf16_tflops * 1e12 * fwd_bwd[0 if direction == "fwd" else 1])
 
 
 def memory_time(nbytes: float, gpu: GPU, kernels: float = 0) -> float:

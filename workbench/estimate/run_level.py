@@ -54,7 +54,7 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
     recompute_flops = 0.0
     if tr.recompute == "full":
         recompute_flops = model_flops / 3
-    elif tr.recompute == "selective" and not tr.flash_attention:
+    elif tr.recompute == "selective" and not tr.flash:
         from workbench.estimate.flops import layer_flops
         recompute_flops = s.model.layers * layer_flops(
             s.model, tokens_step, tr.seq_len, False).attention

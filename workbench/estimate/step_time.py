@@ -151,11 +151,11 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
             mem += mats * tokens * f * e
         if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit
             mem += 3 * tokens * (h + q / t + h + m.ffn_hidden / t) * (e + 1)
-        causal = 0.5 if tr.flash_attention else 1.0
+        causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
-        a_f = eff.attention_time(attn_fwd, gpu, "fwd")
-        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd")
-        if not tr.flash_attention:   # eager softmax: scores written and read in 16 bits
+        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention)
+        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention)
+        if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)
         out.fwd += g + a_f + mem_t
@@ -163,7 +163,7 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
         out.wgrad += g
         if tr.recompute == "full":
             out.recompute += g + a_f + mem_t
-        elif tr.recompute == "selective" and not tr.flash_attention:
+        elif tr.recompute == "selective" and not tr.flash:
             out.recompute += a_f
         if cp > 1:   # ring attention: cp-1 K/V block passes forward, K/V + dK/dV backward
             block = 2 * tokens * kv / t * e

@@ -18,6 +18,7 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev")
 ZERO_STAGES = (0, 1, 2, 3)
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
+ATTENTION_KERNELS = ("flash2", "flash3", "cudnn", "eager")
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,14 @@ class Training:
     optimizer: str = "adamw"
     offload: str = "none"
     tokens: float = 1e12
-    flash_attention: bool = True
+    attention: str = "flash2"                 # attention kernel: flash2 | flash3 | cudnn | eager
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
+
+    @property
+    def flash(self) -> bool:
+        """A fused attention kernel (FlashAttention / cuDNN): no s x s scores are stored."""
+        return self.attention != "eager"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
 from workbench.errors import Problem, ScenarioError
 from workbench.spec.scenario import (
-    MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
+    ATTENTION_KERNELS, MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
     Hardware, Host, InterNode, Parallel, Scenario, Storage, Training,
 )
 
@@ -412,7 +412,7 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         "optimizer": c.choice(d, "optimizer", p, OPTIMIZERS, dfl.optimizer),
         "offload": c.choice(d, "offload", p, OFFLOAD, dfl.offload),
         "tokens": c.number(d, "tokens", p, dfl.tokens),
-        "flash_attention": c.boolean(d, "flash_attention", p, dfl.flash_attention),
+        "attention": c.choice(d, "attention", p, ATTENTION_KERNELS, dfl.attention),
     }
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \

@@ -16,10 +16,11 @@ from workbench.catalog.types import GPU
 
 # Measured figures, by GPU architecture. Each is a measurement divided by the datasheet dense
 # peak; the record ids are in benchmarks/data/published_kernels.yaml.
-#   matmul: maximum achievable matmul FLOP/s (Bekman's MAMF finder): A100 bf16 271.2/312
-#     (mamf-a100-sxm-80gb-bf16), H100 bf16 794.5/989.5 (mamf-h100-sxm-bf16), H100 fp8
-#     1402.6/1979 (mamf-h100-sxm-fp8), B200 bf16 1745/2250 (mamf-b200-bf16), B200 fp8
-#     3432.5/4500 (mamf-b200-fp8).
+#   matmul: a large square GEMM through cuBLAS(Lt), 8192^3 — the shape class of LLM layers,
+#     not the best shape a search finds: A100 fp16 253.7/312 (azure-cublaslt-a100-sxm-80gb-
+#     fp16-8192x8192x8192), H100 bf16 797.8/989.5 (fastcu-h100-bf16-cublas-8192), H100 fp8
+#     1290.1/1979 (azure-cublaslt-h100-sxm-fp8-8192x8192x8192). B200 has no such record: its
+#     maximum achievable figures, bf16 1745/2250 and fp8 3432.5/4500 (mamf-b200-*), are used.
 #   attention, (forward, backward) per kernel, causal, head_dim 128, 8k tokens:
 #     H100 FlashAttention-2 333/318, FlashAttention-3 602/559, cuDNN 529/518 TFLOP/s
 #     (fa3paper-h100-*-s8192, Shah et al. 2024 Fig. 5-7); A100 FlashAttention-2 forward+backward
@@ -27,10 +28,10 @@ from workbench.catalog.types import GPU
 #     (azure-fa2-gb200-fwdbwd: FA2 does not use Blackwell's tensor-core path).
 # Where no measurement exists the nearest architecture's fraction is used, and it says so.
 ARCH = {
-    "ampere": {"matmul": {"bf16": 0.869, "fp8": 0.869},
+    "ampere": {"matmul": {"bf16": 0.813, "fp8": 0.813},
                "attention": {"flash2": (0.575, 0.575), "flash3": (0.575, 0.575),
                              "cudnn": (0.575, 0.575)}},      # FA3 is Hopper-only; cuDNN ~ FA2
-    "hopper": {"matmul": {"bf16": 0.803, "fp8": 0.709},
+    "hopper": {"matmul": {"bf16": 0.806, "fp8": 0.652},
                "attention": {"flash2": (0.337, 0.321), "flash3": (0.608, 0.565),
                              "cudnn": (0.535, 0.523)}},
     "blackwell": {"matmul": {"bf16": 0.776, "fp8": 0.763},

@@ -123,7 +123,11 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
         g = 0.0
         g += eff.gemm_time(tokens, (q + 2 * kv) / t, h, gpu, prec)
         g += eff.gemm_time(tokens, h, q / t, gpu, prec)
-        mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (q + kv) / t * e
+        # Memory-bound bytes, fused kernels (Megatron-LM / Transformer Engine style), forward:
+        # 2 norms (read x, write y), 2 residual adds (read 2, write 1), RoPE on q and k, and the
+        # q/k/v layout copy; the backward reads and writes about twice as much (norm backward
+        # reads x and dy and writes dx; RoPE and layout again; gradient adds at branch merges).
+        mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * q + 3 * kv) / t * e
         if lp.is_moe:
             mo = m.moe
             routed = tokens * mo.top_k * (mo.capacity_factor or 1.0)
@@ -148,7 +152,7 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
             f = m.ffn_hidden / t
             g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
             g += eff.gemm_time(tokens, h, f, gpu, prec)
-            mem += mats * tokens * f * e
+            mem += (mats + 1) * tokens * f * e     # activation: read gate/up, write product
         if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit
             mem += 3 * tokens * (h + q / t + h + m.ffn_hidden / t) * (e + 1)
         causal = 0.5 if tr.flash else 1.0
@@ -158,8 +162,9 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)
+        mem_b = eff.memory_time(2 * mem, gpu, kernels=16)
         out.fwd += g + a_f + mem_t
-        out.bwd += 2 * g + a_b + 2 * mem_t
+        out.bwd += 2 * g + a_b + mem_b
         out.wgrad += g
         if tr.recompute == "full":
             out.recompute += g + a_f + mem_t

@@ -182,3 +182,15 @@ def test_a_two_socket_epyc_server_feeds_eight_pcie_gpus():
     checks = {c.name: c for c in estimate(parse_scenario(scenario_doc(hardware=hw))).checks}
     assert checks["pcie_lanes"].status == "fail" and "provides 160" in checks[
         "pcie_lanes"].reason
+
+
+def test_estimate_timeline_draws_every_microbatch_on_every_rank():
+    s = parse_scenario(scenario_doc(parallel={"dp": 2, "pp": 4, "pp_schedule": "zero-bubble",
+                                              "virtual_stages": 2},
+                                    training={"global_batch": 16}))
+    est = estimate(s)
+    blocks = est.timeline()
+    assert {b.rank for b in blocks} == {0, 1, 2, 3}
+    assert sum(1 for b in blocks if b.kind == "F") == 4 * 2 * s.microbatches
+    assert {b.kind for b in blocks} == {"F", "I", "W"}
+    assert len(est.timeline(microbatches=4)) == 4 * 2 * 4 * 3

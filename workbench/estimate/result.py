@@ -23,6 +23,17 @@ class Estimate:
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    def timeline(self, microbatches: int | None = None) -> list:
+        """Per-rank F/B/W blocks of one step's pipeline (``timeline.Block``), from this
+        estimate's per-stage times; ``microbatches`` caps the count for drawing."""
+        from workbench.estimate.timeline import simulate
+
+        t, par = self.time, self.scenario.parallel
+        m = min(self.scenario.microbatches, microbatches or self.scenario.microbatches)
+        split = par.pp_schedule in ("zero-bubble", "dualpipev")
+        return simulate(par, m, [g.f for g in t.stages], [g.b for g in t.stages],
+                        [g.wgrad for g in t.stages] if split else None)
+
     def to_dict(self) -> dict:
         """Contract-2 keys (bytes and seconds)."""
         s, m, t, r = self.scenario, self.memory, self.time, self.run

@@ -194,3 +194,15 @@ def test_estimate_timeline_draws_every_microbatch_on_every_rank():
     assert sum(1 for b in blocks if b.kind == "F") == 4 * 2 * s.microbatches
     assert {b.kind for b in blocks} == {"F", "I", "W"}
     assert len(est.timeline(microbatches=4)) == 4 * 2 * 4 * 3
+
+
+@pytest.mark.parametrize("parallel", [
+    {"dp": 2, "pp": 4, "zero": 1}, {"dp": 2, "pp": 4, "zero": 3},
+    {"dp": 1, "pp": 4, "tp": 2, "pp_schedule": "interleaved-1f1b", "virtual_stages": 2},
+    {"dp": 4, "cp": 2, "zero": 3}, {"dp": 8, "zero": 2}])
+def test_breakdown_adds_up_for_every_layout(parallel):
+    t = estimate_step_time(parse_scenario(scenario_doc(parallel=parallel,
+                                                       training={"global_batch": 32})))
+    parts = t.compute + t.recompute + t.bubble + t.optimizer + t.offload + sum(
+        t.comm_exposed.values())
+    assert parts == pytest.approx(t.step, rel=1e-9)

@@ -192,7 +192,8 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
 
 
 def _pipeline_time(s: Scenario, stages: list[StageTime], p2p: float) -> tuple[float, float]:
-    """(time of all microbatches through the pipeline, bubble part). Closed forms of the
+    """(time of all microbatches through the pipeline, bubble part without the fill/drain
+    sends, which are reported as exposed PP communication). Closed forms of the
     schedules; stage times enter as the slowest stage (steady state) and the mean (fill/drain).
     - GPipe and 1F1B: (m + p - 1)(F + B) (Huang et al. 2019; Narayanan et al. 2021)
     - interleaved 1F1B: bubble (p - 1)(F + B)/v (Narayanan et al. 2021)
@@ -217,8 +218,7 @@ def _pipeline_time(s: Scenario, stages: list[StageTime], p2p: float) -> tuple[fl
         bubble = (p - 1) * max(0.0, f + b - 2 * w) / v
     else:  # dualpipev
         bubble = (p - 1) * max(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
-    bubble += 2 * (p - 1) * p2p
-    return m * steady + bubble, bubble
+    return m * steady + bubble + 2 * (p - 1) * p2p, bubble
 
 
 def estimate_step_time(s: Scenario) -> StepTime:
@@ -241,17 +241,13 @@ def estimate_step_time(s: Scenario) -> StepTime:
     pipe, bubble = _pipeline_time(s, stages, p2p)
 
     # Data parallel (per stage; the worst stage's exposure counts).
-    dp_exposed = 0.0
-    dp_span = group_span(par.dp * par.cp, par.tp, gpn)
-    for st, g in zip(params, stages):
-        dense, expert = st.dense, st.expert
-        exp = _dp_exposed(s, dense, expert, g, dp_span, vol, record=(st.rank == 0))
-        dp_exposed = max(dp_exposed, exp)
+    dp_exposed = max(_dp_exposed(s, st.dense, st.expert, g, vol, record=(st.rank == 0))
+                     for st, g in zip(params, stages))
 
     optimizer, offload = _optimizer_and_offload(s, params)
-    compute = mbs * max(g.fwd + g.bwd for g in stages)
-    recompute = mbs * max(g.recompute for g in stages)
-    worst = max(stages, key=lambda g: g.f + g.b)
+    worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
+    compute = mbs * (worst.fwd + worst.bwd)
+    recompute = mbs * worst.recompute
     exposed = {d: mbs * worst.comm[d] for d in DIMS}
     exposed["dp"] = dp_exposed
     exposed["pp"] = 2 * (par.pp - 1) * p2p
@@ -261,50 +257,70 @@ def estimate_step_time(s: Scenario) -> StepTime:
                     volume=vol.data)
 
 
-def _dp_exposed(s: Scenario, dense: int, expert: int, g: StageTime, span, vol: _Volume,
+def _dp_exposed(s: Scenario, dense: int, expert: int, g: StageTime, vol: _Volume,
                 record: bool) -> float:
-    """Exposed data-parallel communication of one pipeline rank per step."""
+    """Exposed data-parallel communication of one pipeline rank per step. Dense parameters
+    reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas all-reduce the shards);
+    expert parameters over their expert-data-parallel group (dp x cp / ep)."""
     par, tr, hw = s.parallel, s.training, s.hardware
-    n = par.dp * par.cp
-    if n == 1:
-        return 0.0
+    gpn = hw.gpus_per_node
     grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
     param_b = _dtype_bytes(tr.precision)
     mbs = s.microbatches
-    nparams = dense + expert * par.ep / n if n else dense   # experts reduce over dp*cp/ep
-    shard = par.dense_shard
-    rep = n // shard
-    shard_span = group_span(shard, par.tp, hw.gpus_per_node)
-    rep_span = group_span(rep, par.tp * shard, hw.gpus_per_node)
-    add = (lambda *a: vol.add(*a)) if record else (lambda *a: None)
-    if par.zero == 0:
-        t_red = collective_time("all_reduce", nparams * grad_b, span, hw)
-        add("dp", "all_reduce", nparams * grad_b, 1)
-        return max(0.0, t_red - g.bwd)
-    if par.zero in (1, 2):
-        t_rs = collective_time("reduce_scatter", nparams * grad_b, shard_span, hw)
-        t_ag = collective_time("all_gather", nparams * param_b, shard_span, hw)
-        t_ar = collective_time("all_reduce", nparams * grad_b / shard, rep_span, hw)
-        add("dp", "reduce_scatter", nparams * grad_b, 1)
-        add("dp", "all_gather", nparams * param_b, 1)
-        if rep > 1:
-            add("dp", "all_reduce", nparams * grad_b / shard, 1)
-        return max(0.0, t_rs + t_ar - g.bwd) + max(0.0, t_ag - g.fwd)
-    # ZeRO-3 / FSDP2: all-gather per microbatch forward (and backward when resharding);
-    # reduce-scatter per microbatch, or once per step under pipelining (no-sync until the last).
-    ag = collective_time("all_gather", nparams * param_b, shard_span, hw)
-    rs = collective_time("reduce_scatter", nparams * grad_b, shard_span, hw)
-    ar = collective_time("all_reduce", nparams * grad_b / shard, rep_span, hw)
-    gathers_fwd = mbs if par.reshards or par.pp == 1 else 1
+    groups = [(dense, par.dp * par.cp, par.dense_shard, par.tp),
+              (expert, par.expert_data_parallel, par.expert_shard, par.tp * par.ep)]
+    ag = rs = ar = 0.0
+    for nparams, n, shard, stride in groups:
+        if n <= 1 or nparams == 0:
+            continue
+        shard = shard if par.zero else n
+        rep = n // shard
+        shard_span = group_span(shard, stride, gpn)
+        rep_span = group_span(rep, stride * shard, gpn)
+        counts = _dp_counts(par, mbs)
+        for kind, nbytes, count in (("all_gather", nparams * param_b, counts["all_gather"]),
+                                    ("reduce_scatter", nparams * grad_b, counts["reduce_scatter"]),
+                                    ("all_reduce", nparams * grad_b / shard if rep > 1 else 0,
+                                     counts["all_reduce"])):
+            if count == 0 or nbytes == 0:
+                continue
+            span = rep_span if (kind == "all_reduce" and par.zero) else shard_span
+            one = collective_time(kind, nbytes, span, hw)
+            if record:
+                vol.add("dp", kind, nbytes, count)
+            if kind == "all_gather":
+                ag += one
+            elif kind == "reduce_scatter":
+                rs += one
+            else:
+                ar += one
+    if par.zero == 0:                          # DDP: bucketed all-reduce under the last backward
+        return max(0.0, ar - g.bwd)
+    if par.zero in (1, 2):                     # gradients under the backward, params under forward
+        return max(0.0, rs + ar - g.bwd) + max(0.0, ag - g.fwd)
+    # ZeRO-3 / FSDP2: each all-gather hides behind its microbatch's forward (backward gathers
+    # behind the backward), each reduce-scatter behind the backward.
+    c = _dp_counts(par, mbs)
     gathers_bwd = mbs if par.reshards else 0
-    scatters = 1 if par.pp > 1 else mbs
-    add("dp", "all_gather", nparams * param_b, gathers_fwd + gathers_bwd)
-    add("dp", "reduce_scatter", nparams * grad_b, scatters)
-    if rep > 1:
-        add("dp", "all_reduce", nparams * grad_b / shard, 1)
+    gathers_fwd = c["all_gather"] - gathers_bwd
     exposed = gathers_fwd * max(0.0, ag - g.fwd) + gathers_bwd * max(0.0, ag - g.bwd / 2)
-    exposed += scatters * max(0.0, rs - g.bwd / 2) + ar
-    return exposed
+    return exposed + c["reduce_scatter"] * max(0.0, rs - g.bwd / 2) + ar
+
+
+def _dp_counts(par, mbs: int) -> dict[str, int]:
+    """Data-parallel collectives per step: DDP one all-reduce; ZeRO-1/2 one reduce-scatter and
+    one all-gather (plus the HSDP-style replica all-reduce); ZeRO-3 (FSDP2) an all-gather per
+    microbatch forward (once under pipelining without resharding) and per microbatch backward
+    when resharding, a reduce-scatter per microbatch (once under pipelining: no-sync until the
+    last microbatch)."""
+    if par.zero == 0:
+        return {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 1}
+    if par.zero in (1, 2):
+        return {"all_gather": 1, "reduce_scatter": 1, "all_reduce": 1}
+    fwd = mbs if (par.reshards or par.pp == 1) else 1
+    bwd = mbs if par.reshards else 0
+    return {"all_gather": fwd + bwd, "reduce_scatter": 1 if par.pp > 1 else mbs,
+            "all_reduce": 1}
 
 
 def _optimizer_and_offload(s: Scenario, params: list[StageParams]) -> tuple[float, float]:

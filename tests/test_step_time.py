@@ -9,7 +9,7 @@ from tests.conftest import ROOT, scenario_doc
 from workbench.catalog import MODELS
 from workbench.estimate import estimate
 from workbench.estimate import comm
-from workbench.estimate.efficiency import gemm_time, peak_flops
+from workbench.estimate.efficiency import gemm_time
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.params import active_params
 from workbench.estimate.step_time import estimate_step_time
@@ -112,8 +112,11 @@ def test_interleaving_and_zero_bubble_shrink_the_bubble():
 # -- compute ----------------------------------------------------------------------------------
 def test_large_gemm_runs_at_the_stated_efficiency_and_small_ones_at_the_memory_roof():
     gpu = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml").hardware.gpu
+    from workbench.estimate.efficiency import SUSTAINED_FRACTION
+
     big = gemm_time(8192, 8192, 8192, gpu, "bf16")
-    assert 2 * 8192**3 / big == pytest.approx(peak_flops(gpu, "bf16") * 0.80, rel=0.01)
+    # the measured cuBLAS 8192^3 rate on an H100 (797.8 of 989.5), at sustained clocks
+    assert 2 * 8192**3 / big == pytest.approx(797.8e12 * SUSTAINED_FRACTION, rel=0.01)
     tiny = gemm_time(1, 4096, 4096, gpu, "bf16")       # a GEMV: bound by reading the weights
     assert tiny > 2 * 4096 * 4096 / gpu.hbm_gb_per_s / 1e9
 

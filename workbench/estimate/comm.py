@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.catalog.types import Link
 from workbench.spec.scenario import Hardware
 
@@ -62,47 +64,60 @@ def inter_tier(hw: Hardware) -> Tier:
 
 @dataclass(frozen=True)
 class Span:
-    """How a group of ``size`` ranks sits on the machine."""
+    """How a group of ``size`` ranks sits on the machine (numbers, or numpy arrays of them for a
+    grid of layouts)."""
 
-    size: int
-    per_node: int     # members inside one node
-    nodes: int        # nodes the group spans
-
-
-def group_span(size: int, stride: int, gpus_per_node: int) -> Span:
-    """Placement of a group of ``size`` ranks spaced ``stride`` apart."""
-    per_node = max(1, min(size, gpus_per_node // stride)) if stride < gpus_per_node else 1
-    return Span(size, per_node, -(-size // per_node))
+    size: object
+    per_node: object     # members inside one node
+    nodes: object        # nodes the group spans
 
 
-def _flat(kind: str, nbytes: float, n: int, tier: Tier) -> float:
-    if n <= 1 or nbytes <= 0:
-        return 0.0
-    return STEPS[kind](n) * tier.latency_s + nbytes * FACTORS[kind](n) / tier.gb_per_s
+def group_span(size, stride, gpus_per_node: int) -> Span:
+    """Placement of a group of ``size`` ranks spaced ``stride`` apart (scalars or arrays)."""
+    size, stride = np.asarray(size), np.asarray(stride)
+    per_node = np.where(stride < gpus_per_node,
+                        np.maximum(1, np.minimum(size, gpus_per_node // np.maximum(stride, 1))), 1)
+    return Span(_out(size), _out(per_node), _out(-(-size // per_node)))
 
 
-def collective_time(kind: str, nbytes: float, span: Span, hw: Hardware) -> float:
+def _out(x):
+    """A plain number for scalar inputs, the array otherwise."""
+    return x.item() if np.ndim(x) == 0 else x
+
+
+def _flat(kind: str, nbytes, n, bw, lat):
+    """One flat (ring) collective over ``n`` ranks on one tier; 0 when n <= 1."""
+    n = np.maximum(n, 1)
+    t = STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw
+    return np.where(n > 1, t, 0.0)
+
+
+def collective_time(kind: str, nbytes, span: Span, hw: Hardware):
     """Seconds for one collective of ``nbytes`` (the full buffer: the all-reduce input, the
     all-gather output, the reduce-scatter input, the all-to-all send buffer; one message for
-    send/recv) over a group placed as ``span``."""
-    if span.size <= 1 or nbytes <= 0:
-        return 0.0
+    send/recv) over a group placed as ``span``. Works element-wise on numpy arrays."""
     intra, inter = intra_tier(hw), inter_tier(hw)
-    k, nn = span.per_node, span.nodes
-    if kind == "send_recv":
-        return _flat(kind, nbytes, 2, inter if nn > 1 else intra)
-    if nn == 1:
-        return _flat(kind, nbytes, k, intra)
-    if k == 1:
-        return _flat(kind, nbytes, nn, inter)
-    if kind == "all_to_all":
-        # A share (n-k)/n of every rank's buffer leaves the node; both links run at once.
-        n = span.size
-        t_inter = nbytes * (n - k) / n / inter.gb_per_s + (nn - 1) * inter.latency_s
-        t_intra = nbytes * (k - 1) / n / intra.gb_per_s + (k - 1) * intra.latency_s
-        return max(t_inter, t_intra)
-    if kind == "all_reduce":   # reduce-scatter in the node, all-reduce across, all-gather back
-        return (_flat("reduce_scatter", nbytes, k, intra) + _flat("all_reduce", nbytes / k, nn, inter)
-                + _flat("all_gather", nbytes, k, intra))
-    # all-gather / reduce-scatter: the inter-node part moves 1/k of the buffer per rank
-    return _flat(kind, nbytes, k, intra) + _flat(kind, nbytes / k, nn, inter)
+    a_bw, a_lat, e_bw, e_lat = intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s
+    nbytes = np.asarray(nbytes, dtype=float)
+    n, k, nn = np.asarray(span.size), np.asarray(span.per_node), np.asarray(span.nodes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "send_recv":
+            t = np.where(nn > 1, _flat(kind, nbytes, 2, e_bw, e_lat),
+                         _flat(kind, nbytes, 2, a_bw, a_lat))
+        else:
+            if kind == "all_to_all":
+                # A share (n-k)/n of every rank's buffer leaves the node; both links run at once.
+                hier = np.maximum(nbytes * (n - k) / n / e_bw + (nn - 1) * e_lat,
+                                  nbytes * (k - 1) / n / a_bw + (k - 1) * a_lat)
+            elif kind == "all_reduce":
+                # reduce-scatter in the node, all-reduce across nodes, all-gather back
+                hier = (_flat("reduce_scatter", nbytes, k, a_bw, a_lat)
+                        + _flat("all_reduce", nbytes / k, nn, e_bw, e_lat)
+                        + _flat("all_gather", nbytes, k, a_bw, a_lat))
+            else:   # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
+                hier = (_flat(kind, nbytes, k, a_bw, a_lat)
+                        + _flat(kind, nbytes / k, nn, e_bw, e_lat))
+            t = np.where(nn == 1, _flat(kind, nbytes, k, a_bw, a_lat),
+                         np.where(k == 1, _flat(kind, nbytes, nn, e_bw, e_lat), hier))
+        t = np.where((n <= 1) | (nbytes <= 0), 0.0, t)
+    return _out(t)

@@ -84,7 +84,22 @@ class _Volume:
         d["count"] += count
 
 
-def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> StageTime:
+@dataclass(frozen=True)
+class BlockCost:
+    """Per-microbatch cost of one building block on one GPU: a dense layer, an MoE layer, the
+    output head, or the embedding. ``volume`` lists (dim, collective, bytes, count) per pass."""
+
+    fwd: float = 0.0
+    bwd: float = 0.0
+    wgrad: float = 0.0
+    recompute: float = 0.0
+    comm: tuple = ()          # (dim, exposed seconds per microbatch)
+    volume: tuple = ()
+
+
+def block_costs(s: Scenario) -> dict[str, BlockCost]:
+    """Costs of the blocks a pipeline stage is made of, for this scenario's TP/CP/EP degrees and
+    micro-batch (they do not depend on DP, PP or the schedule)."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     gpu, prec = hw.gpu, tr.precision
     t, cp = par.tp, par.cp
@@ -96,39 +111,21 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
     tp_span = group_span(t, 1, gpn)
     cp_span = group_span(cp, t, gpn)
     ep_span = group_span(par.ep, t, gpn)
-    out = StageTime(rank=st.rank)
     mats = 3 if m.mlp == "swiglu" else 2
-    mb = s.microbatches if record else 0
+    passes = 3 if tr.recompute == "full" else 2          # forward, backward, recomputed forward
 
-    def tp_passes(count_layers: float, passes: int) -> float:
-        """TP collectives of ``passes`` forward/backward passes over ``count_layers`` layers:
-        two per layer per pass (Korthikanti et al. 2022 Sec. 4.2)."""
-        if t == 1:
-            return 0.0
-        nbytes = tokens * h * e
-        n = 2 * count_layers * passes
-        if par.sp:
-            one = (collective_time("all_gather", nbytes, tp_span, hw)
-                   + collective_time("reduce_scatter", nbytes, tp_span, hw))
-            vol.add("tp", "all_gather", nbytes, n * mb)
-            vol.add("tp", "reduce_scatter", nbytes, n * mb)
-        else:
-            one = collective_time("all_reduce", nbytes, tp_span, hw)
-            vol.add("tp", "all_reduce", nbytes, n * mb)
-        return n * one
-
-    n_layers = len(st.layer_params)
-    for lp in st.layer_params:
-        lf = layer_flops(m, tokens, tr.seq_len, lp.is_moe)
-        g = 0.0
-        g += eff.gemm_time(tokens, (q + 2 * kv) / t, h, gpu, prec)
+    def layer(moe: bool) -> BlockCost:
+        comm = {"tp": 0.0, "cp": 0.0, "ep": 0.0}
+        volume = []
+        lf = layer_flops(m, tokens, tr.seq_len, moe)
+        g = eff.gemm_time(tokens, (q + 2 * kv) / t, h, gpu, prec)
         g += eff.gemm_time(tokens, h, q / t, gpu, prec)
         # Memory-bound bytes, fused kernels (Megatron-LM / Transformer Engine style), forward:
         # 2 norms (read x, write y), 2 residual adds (read 2, write 1), RoPE on q and k, and the
         # q/k/v layout copy; the backward reads and writes about twice as much (norm backward
         # reads x and dy and writes dx; RoPE and layout again; gradient adds at branch merges).
         mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * q + 3 * kv) / t * e
-        if lp.is_moe:
+        if moe:
             mo = m.moe
             routed = tokens * mo.top_k * (mo.capacity_factor or 1.0)
             local_experts = mo.experts // par.ep
@@ -143,11 +140,10 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
                 g += eff.gemm_time(tokens, h, sf, gpu, prec)
                 mem += mats * tokens * sf * e
             mem += 4 * routed * h * e + mats * routed * fe * e   # permute/unpermute, activation
-            if par.ep > 1:
+            if par.ep > 1:   # dispatch + combine, forward and backward
                 a2a = routed * h * e
-                one = collective_time("all_to_all", a2a, ep_span, hw)
-                out.comm["ep"] += 4 * one      # dispatch + combine, forward and backward
-                vol.add("ep", "all_to_all", a2a, 4 * mb)
+                comm["ep"] = 4 * collective_time("all_to_all", a2a, ep_span, hw)
+                volume.append(("ep", "all_to_all", a2a, 4))
         else:
             f = m.ffn_hidden / t
             g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
@@ -163,31 +159,60 @@ def _stage_time(s: Scenario, st: StageParams, vol: _Volume, record: bool) -> Sta
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)
         mem_b = eff.memory_time(2 * mem, gpu, kernels=16)
-        out.fwd += g + a_f + mem_t
-        out.bwd += 2 * g + a_b + mem_b
-        out.wgrad += g
+        recompute = 0.0
         if tr.recompute == "full":
-            out.recompute += g + a_f + mem_t
+            recompute = g + a_f + mem_t
         elif tr.recompute == "selective" and not tr.flash:
-            out.recompute += a_f
+            recompute = a_f
         if cp > 1:   # ring attention: cp-1 K/V block passes forward, K/V + dK/dV backward
             block = 2 * tokens * kv / t * e
             step_t = collective_time("send_recv", block, cp_span, hw)
             ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
-            out.comm["cp"] += max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
-            vol.add("cp", "send_recv", block, 3 * (cp - 1) * mb)
-    # Forward and backward, plus the recomputed forward under full recompute.
-    out.comm["tp"] += tp_passes(n_layers, 3 if tr.recompute == "full" else 2)
-    if st.has_head:
-        g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
-        mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
-        out.fwd += g + mem_t
-        out.bwd += 2 * g + mem_t
-        out.wgrad += g
-    if st.has_embedding and t > 1:   # vocab-parallel embedding: one all-reduce each way
+            comm["cp"] = max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
+            volume.append(("cp", "send_recv", block, 3 * (cp - 1)))
+        if t > 1:   # two TP collectives per layer per pass (Korthikanti et al. 2022 Sec. 4.2)
+            nbytes = tokens * h * e
+            kinds = ("all_gather", "reduce_scatter") if par.sp else ("all_reduce",)
+            comm["tp"] = 2 * passes * sum(collective_time(k, nbytes, tp_span, hw) for k in kinds)
+            volume += [("tp", k, nbytes, 2 * passes) for k in kinds]
+        return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
+                         recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
+
+    g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
+    mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
+    head = BlockCost(fwd=g + mem_t, bwd=2 * g + mem_t, wgrad=g)
+    embedding = BlockCost()
+    if t > 1:   # vocab-parallel embedding: one all-reduce each way
         nbytes = tokens * h * e
-        out.comm["tp"] += 2 * collective_time("all_reduce", nbytes, tp_span, hw)
-        vol.add("tp", "all_reduce", nbytes, 2 * mb)
+        embedding = BlockCost(comm=(("tp", 2 * collective_time("all_reduce", nbytes, tp_span,
+                                                                hw)),),
+                              volume=(("tp", "all_reduce", nbytes, 2),))
+    out = {"dense": layer(False), "head": head, "embedding": embedding}
+    if m.moe is not None:
+        out["moe"] = layer(True)
+    return out
+
+
+def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: _Volume,
+                record: bool) -> StageTime:
+    """One pipeline rank's per-microbatch times: the sum of its blocks."""
+    n_moe = sum(1 for lp in st.layer_params if lp.is_moe)
+    counts = {"dense": len(st.layer_params) - n_moe, "moe": n_moe,
+              "head": int(st.has_head), "embedding": int(st.has_embedding)}
+    out = StageTime(rank=st.rank)
+    for name, n in counts.items():
+        if not n:
+            continue
+        c = costs[name]
+        out.fwd += n * c.fwd
+        out.bwd += n * c.bwd
+        out.wgrad += n * c.wgrad
+        out.recompute += n * c.recompute
+        for dim, secs in c.comm:
+            out.comm[dim] += n * secs
+        if record:
+            for dim, kind, nbytes, count in c.volume:
+                vol.add(dim, kind, nbytes, n * count * s.microbatches)
     return out
 
 
@@ -226,7 +251,8 @@ def estimate_step_time(s: Scenario) -> StepTime:
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     vol = _Volume()
     params = stage_params(m, par)
-    stages = [_stage_time(s, st, vol, record=(i == 0)) for i, st in enumerate(params)]
+    costs = block_costs(s)
+    stages = [_stage_time(s, st, costs, vol, record=(i == 0)) for i, st in enumerate(params)]
     mbs = s.microbatches
     gpn = hw.gpus_per_node
     e = _dtype_bytes(tr.precision)

@@ -24,9 +24,10 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
 """
 from __future__ import annotations
 
+import numpy as np
+
 from workbench.catalog.types import ModelShape
 from workbench.estimate.activations import ActivationShape
-from workbench.estimate.params import StageParams
 from workbench.spec.scenario import Parallel
 
 ALLOCATOR_FRACTION = 0.05
@@ -37,35 +38,32 @@ def compute_dtype_bytes(precision: str) -> int:
     return 4 if precision == "fp32" else 2
 
 
-def buffer_terms(model: ModelShape, par: Parallel, stage: StageParams, x: ActivationShape,
-                 precision: str) -> dict[str, float]:
-    """Named transient buffers (bytes) on one GPU of pipeline rank ``stage.rank``."""
-    out: dict[str, float] = {}
+def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
+                 stage_params, unit, has_head, has_moe_layer) -> dict:
+    """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
+    parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
+    layouts (then every term is present, zero where it does not apply)."""
     cd = compute_dtype_bytes(precision)
-    unit = stage.largest_unit
-    if par.zero == 3 and par.dense_shard > 1:
-        if par.reshards:
-            out["fsdp_unsharded_params"] = 2 * unit * cd
-        else:
-            out["fsdp_unsharded_params"] = (stage.dense + stage.expert) * cd
-        if par.pp > 1:
-            # PyTorch's pipelining schedules run the backward of every microbatch but the last
-            # without gradient sync, so FSDP2 accumulates unsharded fp32 gradients of the stage.
-            out["fsdp_unsharded_grads"] = (stage.dense + stage.expert) * 4 + unit * cd
-        else:
-            out["fsdp_unsharded_grads"] = unit * (cd + 4)
-    sb = x.s * x.b
-    if par.tp > 1:
-        out["tp_comm"] = (2 if par.sp else 1) * sb * model.hidden * x.elem
-    if par.cp > 1:
-        out["cp_kv_ring"] = 2 * 2 * sb * model.kv_dim / par.tp * x.elem
-    if par.ep > 1 and any(p.is_moe for p in stage.layer_params):
-        out["ep_all_to_all"] = 2 * sb * model.moe.top_k * model.hidden * x.elem
-    if stage.has_head:
-        out["logits"] = sb * -(-model.vocab // par.tp) * (x.elem + 4)
-    if precision == "fp8":
-        out["fp8_weights"] = 2 * unit * 1
-    return out
+    tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
+    fsdp = (np.asarray(par.zero) == 3) & (np.asarray(par.dense_shard) > 1)
+    sb = np.asarray(x.s) * x.b
+    terms = {
+        "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * cd,
+                                                         stage_params * cd), 0),
+        # PyTorch's pipelining schedules run the backward of every microbatch but the last
+        # without gradient sync, so FSDP2 accumulates unsharded fp32 gradients of the stage.
+        "fsdp_unsharded_grads": np.where(fsdp, np.where(pp > 1, stage_params * 4 + unit * cd,
+                                                        unit * (cd + 4)), 0),
+        "tp_comm": np.where(tp > 1, np.where(par.sp, 2, 1) * sb * model.hidden * x.elem, 0),
+        "cp_kv_ring": np.where(cp > 1, 2 * 2 * sb * model.kv_dim / tp * x.elem, 0),
+        "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
+            model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
+        "logits": np.where(has_head, sb * -(-model.vocab // tp) * (x.elem + 4), 0),
+        "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
+    }
+    if all(np.ndim(v) == 0 for v in terms.values()):
+        return {k: float(v) for k, v in terms.items() if v}
+    return terms
 
 
 def allocator_allowance(everything_else: float) -> float:

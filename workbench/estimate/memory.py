@@ -112,7 +112,8 @@ def estimate_memory(s: Scenario, gathered_sp_inputs: bool = False) -> MemoryEsti
         ms = model_states(st.dense, st.expert, tr.precision, tr.optimizer, par.zero,
                           par.dense_shard, par.expert_shard, tr.offload)
         activ, inflight = _stage_activations(s, st, x)
-        bufs = buffer_terms(s.model, par, st, x, tr.precision)
+        bufs = buffer_terms(s.model, par, x, tr.precision, st.dense + st.expert, st.largest_unit,
+                            st.has_head, any(lp.is_moe for lp in st.layer_params))
         rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
         bufs["allocator_allowance"] = allocator_allowance(rest)
         mem = GPUMemory(ms.params, ms.grads, ms.optimizer, activ, sum(bufs.values()))

@@ -29,8 +29,9 @@ and for stage 3 the parameters, on NVMe; gradients stay in host memory.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -63,41 +64,50 @@ class ModelStates:
     nvme: float = 0.0   # bytes this GPU's states occupy on NVMe
 
 
-def _sharded(n: int, k: int) -> int:
+def _out(x):
+    return x.item() if np.ndim(x) == 0 else x
+
+
+def _sharded(n, k):
     """Elements of an ``n``-element state on one of ``k`` shards (padded up, as FSDP2 does)."""
-    return math.ceil(n / k)
+    return -(-np.asarray(n) // np.asarray(k))
 
 
-def optimizer_params(dense: int, expert: int, zero: int, dense_shard: int,
-                     expert_shard: int) -> int:
-    """Parameters whose optimizer state one GPU updates (all of them, or its ZeRO shard)."""
-    if zero == 0:
-        return dense + expert
-    return _sharded(dense, dense_shard) + _sharded(expert, expert_shard)
+def optimizer_params(dense, expert, zero, dense_shard, expert_shard):
+    """Parameters whose optimizer state one GPU updates (all of them, or its ZeRO shard).
+    Scalars, or numpy arrays for a grid of layouts."""
+    return _out(np.where(np.asarray(zero) == 0, np.asarray(dense) + expert,
+                         _sharded(dense, dense_shard) + _sharded(expert, expert_shard)))
 
 
-def model_states(dense: int, expert: int, precision: str, optimizer: str, zero: int,
-                 dense_shard: int, expert_shard: int, offload: str = "none") -> ModelStates:
-    """Model-state bytes on one GPU holding ``dense`` and ``expert`` parameters (after TP/EP/PP)."""
-    b = bytes_per_param(precision, optimizer, zero)
+def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shard,
+                 expert_shard, offload: str = "none") -> ModelStates:
+    """Model-state bytes on one GPU holding ``dense`` and ``expert`` parameters (after TP/EP/PP).
+    The numeric arguments may be numpy arrays (one entry per layout)."""
+    zero = np.asarray(zero)
+    full = np.asarray(dense) + expert
+    shard = _sharded(dense, dense_shard) + _sharded(expert, expert_shard)
 
-    def per(nbytes: int, stage_shards: bool) -> float:
-        if not stage_shards:
-            return nbytes * (dense + expert)
-        return nbytes * (_sharded(dense, dense_shard) + _sharded(expert, expert_shard))
+    def column(stage: int, field: str) -> np.ndarray:
+        nbytes = np.choose(np.clip(zero, 0, 3), [getattr(bytes_per_param(precision, optimizer, z),
+                                                         field) for z in range(4)])
+        return nbytes * np.where(zero >= stage, shard, full)
 
-    params = per(b.params, zero >= 3)
-    grads = per(b.grads, zero >= 2)
-    opt = per(b.optimizer, zero >= 1)
-    moved = {"host": 0.0, "nvme": 0.0}
+    params, grads, opt = column(3, "params"), column(2, "grads"), column(1, "optimizer")
+    host = np.zeros_like(params, dtype=float)
+    nvme = np.zeros_like(params, dtype=float)
     if offload != "none":
-        far = "host" if offload == "cpu" else "nvme"   # where optimizer and ZeRO-3 params go
-        moved[far] += opt
-        opt = 0.0
-        if zero >= 2:   # the gradient shard lives in host memory under both kinds of offload
-            moved["host"] += grads
-            grads = 0.0
-        if zero >= 3:
-            moved[far] += params
-            params = 0.0
-    return ModelStates(params, grads, opt, moved["host"], moved["nvme"])
+        far_is_host = offload == "cpu"     # where optimizer and ZeRO-3 params go
+        (host if far_is_host else nvme)[...] += opt
+        opt = opt * 0
+        moved = np.where(zero >= 2, grads, 0)   # the gradient shard lives in host memory
+        host = host + moved
+        grads = grads - moved
+        moved = np.where(zero >= 3, params, 0)
+        if far_is_host:
+            host = host + moved
+        else:
+            nvme = nvme + moved
+        params = params - moved
+    return ModelStates(*(_out(np.asarray(x, dtype=float)) for x in (params, grads, opt, host,
+                                                                    nvme)))

@@ -18,48 +18,44 @@ Counts are in *chunk units*: one microbatch's activations through one model chun
 """
 from __future__ import annotations
 
-from workbench.spec.scenario import Parallel
+import numpy as np
 
 
-def inflight_chunks(par: Parallel, microbatches: int, rank: int) -> int:
-    """Peak number of (microbatch, chunk) activation sets alive on pipeline ``rank``."""
-    p, m, v = par.pp, microbatches, par.chunks_per_rank
-    if p == 1:
-        return 1
+def _out(x):
+    return x.item() if np.ndim(x) == 0 else x
+
+
+def inflight_chunks(par, microbatches, rank):
+    """Peak number of (microbatch, chunk) activation sets alive on pipeline ``rank``.
+    ``par`` is a Parallel, or a grid of layouts with array fields (workbench.estimate.grid)."""
+    p, m, v = np.asarray(par.pp), np.asarray(microbatches), np.asarray(par.chunks_per_rank)
+    rank = np.asarray(rank)
     sched = par.pp_schedule
     if sched == "gpipe":
-        return m * v
-    if sched == "dualpipev":
-        return min(2 * p + (1 if rank == p - 1 else 0), 2 * m)
-    if sched == "zero-bubble":
-        return min(p, m) * v
-    if v > 1:  # interleaved-1f1b
-        return min(2 * (p - rank - 1) + (v - 1) * p + 1, m * v)
-    return min(m, max(p - rank, 2))
+        n = m * v
+    elif sched == "dualpipev":
+        n = np.minimum(2 * p + (rank == p - 1), 2 * m)
+    elif sched == "zero-bubble":
+        n = np.minimum(p, m) * v
+    else:   # 1f1b (v = 1) and interleaved-1f1b (v > 1)
+        n = np.where(v > 1, np.minimum(2 * (p - rank - 1) + (v - 1) * p + 1, m * v),
+                     np.minimum(m, np.maximum(p - rank, 2)))
+    return _out(np.where(p == 1, 1, n))
 
 
-def inflight_first_chunk(par: Parallel, microbatches: int) -> int:
+def inflight_first_chunk(par, microbatches):
     """Microbatches alive in the first model chunk (the one with the embedding) on rank 0."""
-    p, m = par.pp, microbatches
-    if p == 1:
-        return 1
+    p, m = np.asarray(par.pp), np.asarray(microbatches)
     if par.pp_schedule == "gpipe":
-        return m
-    if par.pp_schedule == "dualpipev" or par.chunks_per_rank > 1:
-        return min(2 * p - 1, m)
-    return min(p, m)
+        n = m
+    else:
+        n = np.where((par.pp_schedule == "dualpipev") | (np.asarray(par.chunks_per_rank) > 1),
+                     np.minimum(2 * p - 1, m), np.minimum(p, m))
+    return _out(np.where(p == 1, 1, n))
 
 
-def inflight_last_chunk(par: Parallel, microbatches: int) -> int:
+def inflight_last_chunk(par, microbatches):
     """Microbatches alive in the last model chunk (the one with the head and loss)."""
-    if par.pp == 1:
-        return 1
-    return microbatches if par.pp_schedule == "gpipe" else min(2, microbatches)
-
-
-def bubble_fraction(par: Parallel, microbatches: int) -> float:
-    """Idle fraction of a step, (p-1)/(v·m) for 1F1B-family schedules (Narayanan et al. 2021)."""
-    p, m, v = par.pp, microbatches, par.chunks_per_rank
-    if p == 1:
-        return 0.0
-    return (p - 1) / (v * m + p - 1)
+    p, m = np.asarray(par.pp), np.asarray(microbatches)
+    n = m if par.pp_schedule == "gpipe" else np.minimum(2, m)
+    return _out(np.where(p == 1, 1, n))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from workbench.estimate import efficiency as eff
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
@@ -216,34 +218,29 @@ def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: 
     return out
 
 
-def _pipeline_time(s: Scenario, stages: list[StageTime], p2p: float) -> tuple[float, float]:
-    """(time of all microbatches through the pipeline, bubble part without the fill/drain
-    sends, which are reported as exposed PP communication). Closed forms of the
-    schedules; stage times enter as the slowest stage (steady state) and the mean (fill/drain).
-    - GPipe and 1F1B: (m + p - 1)(F + B) (Huang et al. 2019; Narayanan et al. 2021)
-    - interleaved 1F1B: bubble (p - 1)(F + B)/v (Narayanan et al. 2021)
-    - zero-bubble (interleaved): bubble (p - 1)(F + B - 2W)/v (Qi et al. 2023, ZB-H1)
-    - DualPipeV: bubble (p/2 - 1)(F&B + B - 3W) of DualPipe with 2p chunk-stages; chunk
-      times are half the rank's (DeepSeek-AI 2025, DualPipe README), F&B ~ F + B.
-    """
-    par, m = s.parallel, s.microbatches
-    p, v = par.pp, par.chunks_per_rank
-    steady = max(g.f + g.b for g in stages)
-    if p == 1:
-        return m * steady, 0.0
-    f = sum(g.f for g in stages) / p
-    b = sum(g.b for g in stages) / p
-    w = sum(g.wgrad for g in stages) / p
-    sched = par.pp_schedule
-    if sched in ("gpipe", "1f1b"):
+def pipeline_bubble(schedule: str, p, v, f, b, w):
+    """Idle time of one step (fill and drain) from the mean per-microbatch forward ``f``,
+    backward ``b`` and weight-gradient ``w`` times of a rank (arrays allowed):
+    - GPipe and 1F1B: (p - 1)(F + B) (Huang et al. 2019; Narayanan et al. 2021)
+    - interleaved 1F1B: (p - 1)(F + B)/v (Narayanan et al. 2021)
+    - zero-bubble (interleaved): (p - 1)(F + B - 2W)/v (Qi et al. 2023, ZB-H1)
+    - DualPipeV: (p/2 - 1)(F&B + B - 3W) of DualPipe with 2p chunk-stages; chunk times are half
+      the rank's (DeepSeek-AI 2025, DualPipe README), F&B ~ F + B.
+    ``timeline.simulate`` reproduces these for uniform stages (tests/test_step_time.py)."""
+    p = np.asarray(p)
+    if schedule in ("gpipe", "1f1b"):
         bubble = (p - 1) * (f + b)
-    elif sched == "interleaved-1f1b":
+    elif schedule == "interleaved-1f1b":
         bubble = (p - 1) * (f + b) / v
-    elif sched == "zero-bubble":
-        bubble = (p - 1) * max(0.0, f + b - 2 * w) / v
+    elif schedule == "zero-bubble":
+        bubble = (p - 1) * np.maximum(0.0, f + b - 2 * w) / v
     else:  # dualpipev
-        bubble = (p - 1) * max(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
-    return m * steady + bubble + 2 * (p - 1) * p2p, bubble
+        bubble = (p - 1) * np.maximum(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
+    return _out(np.where(p == 1, 0.0, bubble))
+
+
+def _out(x):
+    return x.item() if np.ndim(x) == 0 else x
 
 
 def estimate_step_time(s: Scenario) -> StepTime:
@@ -264,118 +261,117 @@ def estimate_step_time(s: Scenario) -> StepTime:
         span = group_span(par.pp, par.tp * par.cp * par.dp, gpn)
         p2p = collective_time("send_recv", nbytes, span, hw)
         vol.add("pp", "send_recv", nbytes, 2 * mbs * par.chunks_per_rank)
-    pipe, bubble = _pipeline_time(s, stages, p2p)
+    steady = max(g.f + g.b for g in stages)
+    p = par.pp
+    bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
+                             sum(g.f for g in stages) / p, sum(g.b for g in stages) / p,
+                             sum(g.wgrad for g in stages) / p)
+    pipe = mbs * steady + bubble + 2 * (p - 1) * p2p
 
     # Data parallel (per stage; the worst stage's exposure counts).
-    dp_exposed = max(_dp_exposed(s, st.dense, st.expert, g, vol, record=(st.rank == 0))
-                     for st, g in zip(params, stages))
+    exposed_dp = max(dp_exposed(par, hw, tr.precision, mbs, st.dense, st.expert, g.fwd, g.bwd,
+                                vol if st.rank == 0 else None) for st, g in zip(params, stages))
 
-    optimizer, offload = _optimizer_and_offload(s, params)
+    from workbench.estimate.model_states import optimizer_params
+
+    optimizer, offload = (max(x) for x in zip(*(
+        optimizer_and_offload(hw, tr, optimizer_params(st.dense, st.expert, par.zero,
+                                                       par.dense_shard, par.expert_shard))
+        for st in params)))
     worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
     compute = mbs * (worst.fwd + worst.bwd)
     recompute = mbs * worst.recompute
     exposed = {d: mbs * worst.comm[d] for d in DIMS}
-    exposed["dp"] = dp_exposed
+    exposed["dp"] = exposed_dp
     exposed["pp"] = 2 * (par.pp - 1) * p2p
-    step = pipe + dp_exposed + optimizer + offload
+    step = pipe + exposed_dp + optimizer + offload
     return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
                     optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
                     volume=vol.data)
 
 
-def _dp_exposed(s: Scenario, dense: int, expert: int, g: StageTime, vol: _Volume,
-                record: bool) -> float:
-    """Exposed data-parallel communication of one pipeline rank per step. Dense parameters
-    reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas all-reduce the shards);
-    expert parameters over their expert-data-parallel group (dp x cp / ep)."""
-    par, tr, hw = s.parallel, s.training, s.hardware
+def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
+               vol: _Volume | None = None):
+    """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
+    Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
+    all-reduce the shards); expert parameters over their expert-data-parallel group
+    (dp x cp / ep). Gradients hide behind the last microbatch's backward, parameter gathers
+    behind the forward (ZeRO-3: behind each microbatch's forward and backward)."""
     gpn = hw.gpus_per_node
+    zero = np.asarray(par.zero)
     grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
-    param_b = _dtype_bytes(tr.precision)
-    mbs = s.microbatches
-    groups = [(dense, par.dp * par.cp, par.dense_shard, par.tp),
-              (expert, par.expert_data_parallel, par.expert_shard, par.tp * par.ep)]
+    param_b = _dtype_bytes(precision)
+    counts = _dp_counts(par, mbs)
+    tp, ep = np.asarray(par.tp), np.asarray(par.ep)
+    groups = [(dense, np.asarray(par.dp) * par.cp, par.dense_shard, tp),
+              (expert, np.asarray(par.expert_data_parallel), par.expert_shard, tp * ep)]
     ag = rs = ar = 0.0
     for nparams, n, shard, stride in groups:
-        if n <= 1 or nparams == 0:
-            continue
-        shard = shard if par.zero else n
+        shard = np.where(zero > 0, shard, n)
         rep = n // shard
         shard_span = group_span(shard, stride, gpn)
         rep_span = group_span(rep, stride * shard, gpn)
-        counts = _dp_counts(par, mbs)
-        for kind, nbytes, count in (("all_gather", nparams * param_b, counts["all_gather"]),
-                                    ("reduce_scatter", nparams * grad_b, counts["reduce_scatter"]),
-                                    ("all_reduce", nparams * grad_b / shard if rep > 1 else 0,
-                                     counts["all_reduce"])):
-            if count == 0 or nbytes == 0:
-                continue
-            span = rep_span if (kind == "all_reduce" and par.zero) else shard_span
-            one = collective_time(kind, nbytes, span, hw)
-            if record:
-                vol.add("dp", kind, nbytes, count)
+        for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
+                                   ("reduce_scatter", nparams * grad_b, shard_span),
+                                   ("all_reduce", np.where(rep > 1, nparams * grad_b / shard, 0),
+                                    np.where(zero > 0, 0, 1))):
+            if kind == "all_reduce":   # DDP reduces over the group, HSDP over the replicas
+                span = type(shard_span)(*(np.where(zero > 0, a, b) for a, b in zip(
+                    (rep_span.size, rep_span.per_node, rep_span.nodes),
+                    (shard_span.size, shard_span.per_node, shard_span.nodes))))
+                nbytes = np.where(zero > 0, nbytes, nparams * grad_b)
+            one = np.where((counts[kind] > 0) & (n > 1), collective_time(kind, nbytes, span, hw),
+                           0.0)
+            if vol is not None and np.ndim(one) == 0 and one > 0:
+                vol.add("dp", kind, float(nbytes), int(counts[kind]))
             if kind == "all_gather":
-                ag += one
+                ag = ag + one
             elif kind == "reduce_scatter":
-                rs += one
+                rs = rs + one
             else:
-                ar += one
-    if par.zero == 0:                          # DDP: bucketed all-reduce under the last backward
-        return max(0.0, ar - g.bwd)
-    if par.zero in (1, 2):                     # gradients under the backward, params under forward
-        return max(0.0, rs + ar - g.bwd) + max(0.0, ag - g.fwd)
-    # ZeRO-3 / FSDP2: each all-gather hides behind its microbatch's forward (backward gathers
-    # behind the backward), each reduce-scatter behind the backward.
-    c = _dp_counts(par, mbs)
-    gathers_bwd = mbs if par.reshards else 0
-    gathers_fwd = c["all_gather"] - gathers_bwd
-    exposed = gathers_fwd * max(0.0, ag - g.fwd) + gathers_bwd * max(0.0, ag - g.bwd / 2)
-    return exposed + c["reduce_scatter"] * max(0.0, rs - g.bwd / 2) + ar
+                ar = ar + one
+    ddp = np.maximum(0.0, ar - bwd)
+    zero12 = np.maximum(0.0, rs + ar - bwd) + np.maximum(0.0, ag - fwd)
+    gathers_bwd = np.where(par.reshards, mbs, 0)
+    gathers_fwd = counts["all_gather"] - gathers_bwd
+    zero3 = (gathers_fwd * np.maximum(0.0, ag - fwd) + gathers_bwd * np.maximum(0.0, ag - bwd / 2)
+             + counts["reduce_scatter"] * np.maximum(0.0, rs - bwd / 2) + ar)
+    return _out(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
 
 
-def _dp_counts(par, mbs: int) -> dict[str, int]:
+def _dp_counts(par, mbs) -> dict:
     """Data-parallel collectives per step: DDP one all-reduce; ZeRO-1/2 one reduce-scatter and
     one all-gather (plus the HSDP-style replica all-reduce); ZeRO-3 (FSDP2) an all-gather per
     microbatch forward (once under pipelining without resharding) and per microbatch backward
     when resharding, a reduce-scatter per microbatch (once under pipelining: no-sync until the
     last microbatch)."""
-    if par.zero == 0:
-        return {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 1}
-    if par.zero in (1, 2):
-        return {"all_gather": 1, "reduce_scatter": 1, "all_reduce": 1}
-    fwd = mbs if (par.reshards or par.pp == 1) else 1
-    bwd = mbs if par.reshards else 0
-    return {"all_gather": fwd + bwd, "reduce_scatter": 1 if par.pp > 1 else mbs,
-            "all_reduce": 1}
+    zero, pp = np.asarray(par.zero), np.asarray(par.pp)
+    fwd = np.where(np.asarray(par.reshards) | (pp == 1), mbs, 1)
+    bwd = np.where(par.reshards, mbs, 0)
+    return {"all_gather": np.where(zero == 0, 0, np.where(zero < 3, 1, fwd + bwd)),
+            "reduce_scatter": np.where(zero == 0, 0, np.where(zero < 3, 1,
+                                                              np.where(pp > 1, 1, mbs))),
+            "all_reduce": np.asarray(1)}
 
 
-def _optimizer_and_offload(s: Scenario, params: list[StageParams]) -> tuple[float, float]:
-    """Optimizer step on the GPU (memory-bound) or on the host, plus offload traffic."""
-    from workbench.estimate.model_states import optimizer_params
-
-    par, tr, hw = s.parallel, s.training, s.hardware
-    worst = 0.0
-    off = 0.0
-    for st in params:
-        local = optimizer_params(st.dense, st.expert, par.zero, par.dense_shard,
-                                 par.expert_shard)
-        # Adam reads master, grad, m, v and writes master, m, v (+ the 16-bit copy): 30 B/param.
-        moved = 30 * local if tr.optimizer == "adamw" else 22 * local
-        if tr.offload == "none":
-            worst = max(worst, eff.memory_time(moved, hw.gpu, kernels=4))
-            continue
-        # ZeRO-Offload: 16-bit gradients down and parameters up over the GPU's PCIe link; the
-        # host's DDR streams the optimizer for every GPU of the node.
-        pcie = hw.gpu.pcie_lanes / 16 * (31.5e9 if hw.gpu.pcie_gen == 4 else 63e9) * 0.8
-        t_pcie = 2 * 2 * local / pcie
-        ddr = hw.host.memory_gb_per_s * 1e9 * 0.7
-        t_cpu = hw.gpus_per_node * moved / ddr
-        t_nvme = 0.0
-        if tr.offload == "nvme":
-            drives = max(1, hw.storage.drives)
-            d = hw.storage.drive
-            per_gpu = 12 * local * hw.gpus_per_node
-            t_nvme = per_gpu / (drives * d.read_gb_per_s * 1e9) + per_gpu / (
-                drives * d.write_gb_per_s * 1e9)
-        off = max(off, t_pcie + t_cpu + t_nvme)
-    return worst, off
+def optimizer_and_offload(hw, tr, local_params) -> tuple:
+    """(optimizer step on the GPU, offload traffic) in seconds for one GPU updating
+    ``local_params`` parameters (arrays allowed).
+    On the GPU, Adam reads master, grad, m, v and writes master, m, v and the 16-bit copy:
+    30 B/param (SGD: 22), at HBM speed. With ZeRO-Offload, 16-bit gradients go down and
+    parameters up over the GPU's PCIe link (80 % of its x16 rate: PCIe 4.0 31.5 GB/s, 5.0 63 GB/s
+    per direction), the CPU streams the optimizer for every GPU of the node through DDR (70 % of
+    channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param on the NVMe drives."""
+    moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
+    if tr.offload == "none":
+        return _out(eff.memory_time(moved, hw.gpu, kernels=4)), 0.0
+    pcie = hw.gpu.pcie_lanes / 16 * (31.5e9 if hw.gpu.pcie_gen == 4 else 63e9) * 0.8
+    t_pcie = 2 * 2 * np.asarray(local_params) / pcie
+    t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)
+    t_nvme = 0.0
+    if tr.offload == "nvme":
+        drives, d = max(1, hw.storage.drives), hw.storage.drive
+        per_node = 12 * np.asarray(local_params) * hw.gpus_per_node
+        t_nvme = per_node / (drives * d.read_gb_per_s * 1e9) + per_node / (
+            drives * d.write_gb_per_s * 1e9)
+    return 0.0, _out(t_pcie + t_cpu + t_nvme)

@@ -89,10 +89,11 @@ class MemoryEstimate:
 def _stage_activations(s: Scenario, stage: StageParams, x: act.ActivationShape) -> tuple[float, float]:
     """(activation bytes at the rank's peak, in-flight microbatches in whole-stage units)."""
     par, model, m = s.parallel, s.model, s.microbatches
-    per_layer = [act.layer_bytes(model, x, lp.is_moe) for lp in stage.layer_params]
+    per_kind = {moe: act.layer_bytes(model, x, moe) for moe in {lp.is_moe
+                                                                 for lp in stage.layer_params}}
     chunks = par.chunks_per_rank
     units = inflight_chunks(par, m, stage.rank)
-    total = units * sum(per_layer) / chunks
+    total = units * sum(per_kind[lp.is_moe] for lp in stage.layer_params) / chunks
     if stage.has_embedding:
         total += inflight_first_chunk(par, m) * act.embedding_bytes(model, x)
     if stage.has_head:

@@ -269,15 +269,19 @@ def estimate_step_time(s: Scenario) -> StepTime:
     pipe = mbs * steady + bubble + 2 * (p - 1) * p2p
 
     # Data parallel (per stage; the worst stage's exposure counts).
-    exposed_dp = max(dp_exposed(par, hw, tr.precision, mbs, st.dense, st.expert, g.fwd, g.bwd,
-                                vol if st.rank == 0 else None) for st, g in zip(params, stages))
+    # One array call over the pipeline ranks (the worst counts), one for rank 0's volume.
+    dense = np.array([st.dense for st in params], dtype=float)
+    expert = np.array([st.expert for st in params], dtype=float)
+    exposed_dp = float(np.max(dp_exposed(par, hw, tr.precision, mbs, dense, expert,
+                                         np.array([g.fwd for g in stages]),
+                                         np.array([g.bwd for g in stages]))))
+    dp_exposed(par, hw, tr.precision, mbs, params[0].dense, params[0].expert, stages[0].fwd,
+               stages[0].bwd, vol)
 
     from workbench.estimate.model_states import optimizer_params
 
-    optimizer, offload = (max(x) for x in zip(*(
-        optimizer_and_offload(hw, tr, optimizer_params(st.dense, st.expert, par.zero,
-                                                       par.dense_shard, par.expert_shard))
-        for st in params)))
+    optimizer, offload = (float(np.max(x)) for x in optimizer_and_offload(
+        hw, tr, optimizer_params(dense, expert, par.zero, par.dense_shard, par.expert_shard)))
     worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
     compute = mbs * (worst.fwd + worst.bwd)
     recompute = mbs * worst.recompute

@@ -32,6 +32,14 @@ def test_estimate_json_has_contract_memory_keys(path):
     assert per["total"] == pytest.approx(sum(per[k] for k in MEMORY_KEYS - {"total"}))
     assert all(math.isfinite(v) and v >= 0 for v in per.values())
     assert mem["fits"] == (per["total"] <= mem["capacity"])
+    for key in ("step", "compute", "recompute", "bubble", "offload"):
+        assert out["time"][key] >= 0
+    assert set(out["time"]["comm_exposed"]) == {"dp", "tp", "pp", "cp", "ep"}
+    for key in ("tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu"):
+        assert out["throughput"][key] > 0
+    for key in ("time_to_train_s", "energy_kwh", "power_w"):
+        assert out["run"][key] > 0
+    assert {c["status"] for c in out["build_checks"]} <= {"pass", "warn", "fail"}
 
 
 def test_estimate_text_table_names_components_and_verdict():

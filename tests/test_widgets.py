@@ -48,3 +48,11 @@ def test_yaml_export_round_trips():
     from workbench.spec import parse_scenario
 
     assert parse_scenario(yaml.safe_load(ed.yaml())) == ed.scenario
+
+
+def test_table_shows_step_time_and_build_checks_from_the_backend():
+    ed = ScenarioEditor()
+    ed.picker.value = "brief-8xh200-70b"
+    est = ed.estimate
+    assert f"Step {est.time.step:,.2f} s" in ed.table.value
+    assert "FAIL pcie_lanes" in ed.table.value

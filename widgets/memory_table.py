@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 
 from workbench.estimate.result import Estimate
+from workbench.report.text import human_duration
 from workbench.units import GB, MB
 
 ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
@@ -26,7 +27,15 @@ def memory_table_html(est: Estimate) -> str:
     summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
                f"{m.worst.rank}): {m.per_gpu.total / GB:,.2f} GB of {m.capacity / GB:,.0f} GB "
                f"&rarr; <b>{verdict}</b></p>")
+    t, r = est.time, est.run
+    timing = (f"<p class='wb-time'>Step {t.step:,.2f} s &middot; {r.tokens_per_s:,.0f} tokens/s "
+              f"&middot; MFU {r.mfu:.0%} &middot; {est.scenario.training.tokens:.3g} tokens in "
+              f"{html.escape(human_duration(r.time_to_train_s))} &middot; "
+              f"{r.power_w / 1000:,.1f} kW, {r.energy_kwh:,.0f} kWh</p>")
+    checks = "".join(f"<li class='wb-check-{c.status}'>{c.status.upper()} {html.escape(c.name)}: "
+                     f"{html.escape(c.reason)}</li>" for c in est.checks)
     warns = "".join(f"<li>{html.escape(w)}</li>" for w in est.warnings)
     return (f"<table class='wb-memory'><thead><tr><th>per GPU, {unit}</th>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>{summary}"
+            f"<tbody>{''.join(body)}</tbody></table>{summary}{timing}"
+            f"<p><b>Build checks (one node)</b></p><ul class='wb-checks'>{checks}</ul>"
             + (f"<ul class='wb-warnings'>{warns}</ul>" if warns else ""))

@@ -2,11 +2,11 @@
 pipeline bubble, the optimizer step and offload traffic.
 
 Per microbatch and pipeline rank (one GPU; all GPUs of a rank are alike):
-- forward F = GEMMs + FlashAttention + memory-bound ops + exposed TP / EP / CP communication;
+- forward F = GEMMs + attention kernel + memory-bound ops + exposed TP / EP / CP communication;
 - backward B = 2 x the GEMMs (input and weight gradients; W is the weight half), 2.5 x the
-  attention forward (FlashAttention-2's backward), 2 x the memory-bound bytes, the same TP / EP
-  collectives again, plus recompute (full: the whole forward again; selective without
-  FlashAttention: the core attention again).
+  attention forward (FlashAttention's backward), 2 x the memory-bound bytes, the same TP / EP
+  collectives again, plus recompute (full: the whole forward again; selective with eager
+  attention: the core attention again).
 What overlaps (stated, as the engines do it): DP gradient reduction overlaps the backward of the
 last microbatch (Megatron-LM ``overlap_grad_reduce``, DDP buckets, FSDP2 reduce-scatter per
 unit); ZeRO parameter all-gathers overlap the forward (prefetch); CP ring passes overlap the
@@ -41,20 +41,14 @@ class StageTime:
 
     @property
     def f(self) -> float:
-        """Forward block length on the timeline (compute + exposed comm of the forward)."""
-        return self.fwd + self._fwd_comm
+        """Forward block on the timeline: compute plus half the exposed communication (the
+        collectives are split evenly between the passes, as TP and EP issue them)."""
+        return self.fwd + sum(self.comm.values()) / 2
 
     @property
     def b(self) -> float:
-        return self.bwd + self.recompute + self._bwd_comm
-
-    @property
-    def _fwd_comm(self) -> float:
-        return sum(self.comm.values()) / 2
-
-    @property
-    def _bwd_comm(self) -> float:
-        return sum(self.comm.values()) / 2
+        """Backward block on the timeline: compute, recompute and the other half."""
+        return self.bwd + self.recompute + sum(self.comm.values()) / 2
 
 
 @dataclass
@@ -315,15 +309,16 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
         rep = n // shard
         shard_span = group_span(shard, stride, gpn)
         rep_span = group_span(rep, stride * shard, gpn)
+        # DDP all-reduces the whole gradient over the group; under ZeRO the shard group
+        # reduce-scatters it and, with HSDP replicas, the replicas all-reduce their shard.
+        ar_span = type(shard_span)(*(np.where(zero > 0, a, b) for a, b in zip(
+            (rep_span.size, rep_span.per_node, rep_span.nodes),
+            (shard_span.size, shard_span.per_node, shard_span.nodes))))
+        ar_bytes = np.where(zero > 0, np.where(rep > 1, nparams * grad_b / shard, 0),
+                            nparams * grad_b)
         for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
                                    ("reduce_scatter", nparams * grad_b, shard_span),
-                                   ("all_reduce", np.where(rep > 1, nparams * grad_b / shard, 0),
-                                    np.where(zero > 0, 0, 1))):
-            if kind == "all_reduce":   # DDP reduces over the group, HSDP over the replicas
-                span = type(shard_span)(*(np.where(zero > 0, a, b) for a, b in zip(
-                    (rep_span.size, rep_span.per_node, rep_span.nodes),
-                    (shard_span.size, shard_span.per_node, shard_span.nodes))))
-                nbytes = np.where(zero > 0, nbytes, nparams * grad_b)
+                                   ("all_reduce", ar_bytes, ar_span)):
             one = np.where((counts[kind] > 0) & (n > 1), collective_time(kind, nbytes, span, hw),
                            0.0)
             if vol is not None and np.ndim(one) == 0 and one > 0:

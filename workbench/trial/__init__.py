@@ -1,0 +1,106 @@
+"""Real multi-process training trials of a scenario's layout on a scaled-down model.
+
+This package imports torch; ``import workbench`` does not import it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from workbench.errors import Problem, ScenarioError
+from workbench.spec.scenario import Scenario
+from workbench.trial.launcher import MAX_PROCESSES, stream
+from workbench.trial.result import TrialResult
+from workbench.trial.shrink import trial_scenario
+
+NOT_YET = {"cp": "context parallelism", "ep": "expert parallelism"}
+
+
+def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
+    """The scenario's layout, or a sub-layout of ``world_size`` processes: data parallelism is
+    reduced first, then pipeline, then tensor parallelism."""
+    par = s.parallel
+    target = world_size or par.world
+    if target > MAX_PROCESSES:
+        raise ScenarioError([Problem("trial.world_size", target,
+                                     f"this machine runs at most {MAX_PROCESSES} trial processes")])
+    dims = {"dp": par.dp, "pp": par.pp, "tp": par.tp, "cp": par.cp}
+    for name in ("dp", "cp", "pp", "tp"):
+        while dims["dp"] * dims["pp"] * dims["tp"] * dims["cp"] > target and dims[name] > 1:
+            dims[name] //= 2
+    world = dims["dp"] * dims["pp"] * dims["tp"] * dims["cp"]
+    if world != target:
+        raise ScenarioError([Problem("trial.world_size", target,
+                                     f"no sub-layout of dp={par.dp} tp={par.tp} pp={par.pp} "
+                                     f"cp={par.cp} has exactly {target} ranks; try {world}")])
+    ep = par.ep if (dims["dp"] * dims["cp"]) % par.ep == 0 else 1
+    new_par = dataclasses.replace(par, ep=ep, shard_group=None, **dims)
+    hw = dataclasses.replace(s.hardware, gpus_per_node=world, nodes=1)
+    return dataclasses.replace(s, parallel=new_par, hardware=hw)
+
+
+def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
+    """Validate that the layout can run here and return the scaled-down trial scenario."""
+    s = sub_layout(s, world_size)
+    problems = [Problem(f"parallel.{k}", getattr(s.parallel, k),
+                        f"{v} trials are not implemented yet; set it to 1 for a trial")
+                for k, v in NOT_YET.items() if getattr(s.parallel, k) > 1]
+    par = s.parallel
+    if par.dp > 1 and par.zero < 3 and (par.tp > 1 or par.pp > 1):
+        problems.append(Problem(
+            "parallel.zero", par.zero, "trials combine data parallelism with tensor or pipeline "
+            "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
+            "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
+            "in flight"))
+    if problems:
+        raise ScenarioError(problems)
+    return trial_scenario(s)
+
+
+def predicted_bytes(trial: Scenario) -> dict[int, dict]:
+    """The estimator's per-pipeline-rank prediction for the trial (PyTorch's conventions:
+    sequence-parallel GEMMs keep the gathered input)."""
+    from workbench.estimate.activations import activation_shape, embedding_bytes, head_bytes, layer_bytes
+    from workbench.estimate.model_states import model_states
+    from workbench.estimate.params import stage_params
+
+    par, tr, m = trial.parallel, trial.training, trial.model
+    x = activation_shape(tr, par, gathered_sp_inputs=True)
+    out = {}
+    for st in stage_params(m, par):
+        ms = model_states(st.dense, st.expert, tr.precision, tr.optimizer, par.zero,
+                          par.dense_shard, par.expert_shard)
+        act = sum(layer_bytes(m, x, lp.is_moe) for lp in st.layer_params)
+        act += embedding_bytes(m, x) * st.has_embedding + head_bytes(m, x) * st.has_head
+        out[st.rank] = {"params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
+                        "activations": act / len(st.chunks),
+                        "peak": ms.params + ms.grads + ms.optimizer + act / len(st.chunks)}
+    return out
+
+
+def stream_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
+                 backend: str = "auto", **kw) -> Iterator[dict]:
+    """Yield the trial's events while it runs (for live charts)."""
+    yield from stream(prepare(s, world_size), steps=steps, backend=backend, **kw)
+
+
+def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
+              backend: str = "auto", on_event=None, **kw) -> TrialResult:
+    """Run a trial to the end and return its result (``on_event`` sees every event)."""
+    trial = prepare(s, world_size)
+    result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,
+                         predicted=predicted_bytes(trial))
+    for ev in stream(trial, steps=steps, backend=backend, **kw):
+        if on_event is not None:
+            on_event(ev)
+        if ev["type"] == "start":
+            result.backend = ev["backend"]
+        elif ev["type"] == "step":
+            result.steps.append(ev)
+        elif ev["type"] == "end":
+            result.error = ev["error"]
+            result.wall_s = ev["wall_s"]
+    return result
+
+
+__all__ = ["TrialResult", "prepare", "run_trial", "stream_trial", "sub_layout"]

@@ -1,0 +1,112 @@
+"""Apply a parallel layout to the trial model on a DeviceMesh, with PyTorch's own APIs.
+
+Recipe order as torchtitan's ``parallelize_llama``: tensor (+ sequence) parallelism with
+``parallelize_module``, then data parallelism — DDP, ZeRO-1 (``ZeroRedundancyOptimizer``, in
+``make_optimizer``) or FSDP2 ``fully_shard`` per transformer block (ZeRO-2 keeps parameters
+unsharded between forward and backward: ``reshard_after_forward=False``; ZeRO-3 reshards).
+Pipeline stages are cut before this step (``pipeline.build_stage``).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
+
+from workbench.spec.scenario import Parallel
+
+
+def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:
+    """The TP plan as data: module path -> style (Megatron-LM's column/row split)."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel, PrepareModuleInput, PrepareModuleOutput, RowwiseParallel,
+        SequenceParallel,
+    )
+
+    sp = sequence_parallel
+    plan: dict = {}
+    seq_in = Shard(1) if sp else Replicate()
+    for name, layer in model.layers.items():
+        p = f"layers.{name}"
+        if sp:
+            plan[f"{p}.attention_norm"] = SequenceParallel()
+            plan[f"{p}.ffn_norm"] = SequenceParallel()
+        plan[f"{p}.attention"] = PrepareModuleInput(input_layouts=(seq_in,),
+                                                    desired_input_layouts=(Replicate(),))
+        for w in ("wq", "wk", "wv"):
+            plan[f"{p}.attention.{w}"] = ColwiseParallel()
+        plan[f"{p}.attention.wo"] = RowwiseParallel(output_layouts=seq_in)
+        ff = layer.feed_forward
+        if hasattr(ff, "w1"):
+            plan[f"{p}.feed_forward"] = PrepareModuleInput(input_layouts=(seq_in,),
+                                                           desired_input_layouts=(Replicate(),))
+            plan[f"{p}.feed_forward.w1"] = ColwiseParallel()
+            if ff.w3 is not None:
+                plan[f"{p}.feed_forward.w3"] = ColwiseParallel()
+            plan[f"{p}.feed_forward.w2"] = RowwiseParallel(output_layouts=seq_in)
+    tied = model.shape.tied_embeddings   # one weight cannot carry two shardings: replicate it
+    if getattr(model, "tok_embeddings", None) is not None:
+        plan["tok_embeddings"] = (PrepareModuleOutput(output_layouts=Replicate(),
+                                                      desired_output_layouts=seq_in)
+                                  if tied and sp else None) if tied else RowwiseParallel(
+            input_layouts=Replicate(), output_layouts=seq_in)
+    if getattr(model, "norm", None) is not None and sp:
+        plan["norm"] = SequenceParallel()
+    if getattr(model, "output", None) is not None:
+        plan["output"] = (PrepareModuleInput(input_layouts=(seq_in,),
+                                             desired_input_layouts=(Replicate(),),
+                                             use_local_output=True) if tied else
+                          ColwiseParallel(input_layouts=seq_in, output_layouts=Replicate(),
+                                          use_local_output=True))
+    return {k: v for k, v in plan.items() if v is not None}
+
+
+def apply_tp(model: nn.Module, mesh: DeviceMesh, sequence_parallel: bool) -> None:
+    """Tensor (+ sequence) parallelism over ``mesh`` (1-D)."""
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    parallelize_module(model, mesh, tensor_plan(model, sequence_parallel))
+
+
+def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) -> None:
+    """FSDP2: one unit per transformer block, the rest at the root."""
+    from torch.distributed.fsdp import fully_shard
+
+    for layer in model.layers.values():
+        fully_shard(layer, mesh=mesh, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
+
+
+def apply_ddp(model: nn.Module, mesh: DeviceMesh) -> nn.Module:
+    """DDP over the data-parallel group (gradients live in the buckets: bucket views)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, process_group=mesh.get_group(),
+                                   gradient_as_bucket_view=True)
+
+
+def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel) -> nn.Module:
+    """Apply TP/SP then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline stage's
+    model. Returns the module to call (DDP wraps; the others change the model in place)."""
+    if plan.tp > 1:
+        apply_tp(model, mesh["tp"], plan.sequence_parallel)
+    dp_mesh = mesh["dp"]
+    if plan.dp == 1:
+        return model
+    if plan.zero >= 2:
+        apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3)
+        return model
+    return apply_ddp(model, dp_mesh)   # ZeRO-1 = DDP gradients + a sharded optimizer
+
+
+def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str):
+    """AdamW or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer over the DP group."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    cls = torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD
+    kwargs = {"lr": 1e-3} if optimizer == "adamw" else {"lr": 1e-2, "momentum": 0.9}
+    if plan.zero == 1 and plan.dp > 1:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(params, optimizer_class=cls,
+                                       process_group=mesh["dp"].get_group(), **kwargs)
+    return cls(params, **kwargs)

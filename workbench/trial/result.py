@@ -1,0 +1,71 @@
+"""A finished trial: per-rank measurements next to the estimator's prediction (contract 3)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.spec.scenario import Scenario
+
+
+@dataclass
+class TrialResult:
+    scenario: Scenario                 # the scaled-down scenario that ran
+    backend: str
+    world_size: int
+    steps: list[dict] = field(default_factory=list)      # one event per rank and step
+    predicted: dict = field(default_factory=dict)        # pipeline rank -> bytes by category
+    error: str | None = None
+    wall_s: float = 0.0
+
+    def ranks(self) -> list[dict]:
+        """Contract 3's ``ranks[]``."""
+        out = []
+        for r in range(self.world_size):
+            mine = sorted((e for e in self.steps if e["rank"] == r), key=lambda e: e["step"])
+            last = mine[-1] if mine else {}
+            measured = {k: last.get(k) for k in ("params", "grads", "optimizer")}
+            measured["activations"] = last.get("activations_per_microbatch")
+            measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
+            pred = self.predicted.get(last.get("pp_rank", 0), {}) if last else {}
+            out.append({"rank": r, "pp_rank": last.get("pp_rank"),
+                        "step_time_s": [e["time"] for e in mine],
+                        "measured": measured, "predicted": dict(pred),
+                        "comm": {"measured": {}, "predicted": {}}})
+        return out
+
+    def loss(self) -> list[float]:
+        """Loss per step, from the ranks that compute it (the last pipeline stage)."""
+        by_step: dict[int, list[float]] = {}
+        for e in self.steps:
+            if e.get("loss") is not None:
+                by_step.setdefault(e["step"], []).append(e["loss"])
+        return [sum(v) / len(v) for _, v in sorted(by_step.items())]
+
+    def to_dict(self) -> dict:
+        par = self.scenario.parallel
+        m = self.scenario.model
+        return {
+            "backend": self.backend, "world_size": self.world_size,
+            "layout": {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp, "ep": par.ep,
+                       "zero": par.zero, "sequence_parallel": par.sequence_parallel,
+                       "pp_schedule": par.pp_schedule, "virtual_stages": par.virtual_stages},
+            "model": {"layers": m.layers, "hidden": m.hidden, "heads": m.heads,
+                      "kv_heads": m.kv_heads, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab,
+                      "mlp": m.mlp, "tied_embeddings": m.tied_embeddings,
+                      "moe": None if m.moe is None else vars(m.moe).copy(),
+                      "seq_len": self.scenario.training.seq_len,
+                      "micro_batch": self.scenario.training.micro_batch,
+                      "microbatches": self.scenario.microbatches},
+            "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
+            "wall_s": self.wall_s,
+        }
+
+    def frames(self):
+        """pandas DataFrames: per rank, per step."""
+        import pandas as pd
+
+        steps = pd.DataFrame(self.steps)
+        ranks = pd.DataFrame([{"rank": r["rank"], **{f"measured_{k}": v for k, v in
+                                                    r["measured"].items()},
+                               **{f"predicted_{k}": v for k, v in r["predicted"].items()}}
+                              for r in self.ranks()])
+        return {"steps": steps, "ranks": ranks}

@@ -1,0 +1,226 @@
+"""What every trial process runs: build the mesh, the model chunk(s), parallelize, train K steps,
+measure, and report events to the supervisor through a queue."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import timedelta
+
+HEARTBEAT_S = 0.5
+
+
+@dataclass(frozen=True)
+class WorkerArgs:
+    rank: int
+    world: int
+    port: int
+    scenario: object          # the trial Scenario (scaled down)
+    steps: int
+    backend: str
+    timeout_s: float
+    seed: int = 1234
+    inject: str | None = None  # kill | raise | hang
+    inject_rank: int = -1
+    inject_step: int = -1
+
+
+def _local_bytes(t) -> int:
+    local = t.to_local() if hasattr(t, "to_local") else t
+    return local.numel() * local.element_size()
+
+
+def _optimizer_bytes(opt) -> int:
+    inner = getattr(opt, "optim", opt)      # ZeroRedundancyOptimizer keeps the local shard here
+    total = 0
+    for state in inner.state.values():
+        for v in state.values():
+            if hasattr(v, "numel") and v.dim() > 0:
+                total += _local_bytes(v)
+    return total
+
+
+class _Phase:
+    """What the rank is doing, sent with every heartbeat so a hang names its phase."""
+
+    def __init__(self) -> None:
+        self.value = "starting"
+
+
+def run(args: WorkerArgs, queue) -> None:
+    """Entry point of one rank (forked or spawned; also usable under torchrun)."""
+    phase = _Phase()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            queue.put({"type": "heartbeat", "rank": args.rank, "phase": phase.value,
+                       "time": time.time()})
+
+    threading.Thread(target=beat, daemon=True).start()
+    try:
+        _train(args, queue, phase)
+    except BaseException as exc:   # report, then exit non-zero: the supervisor decides
+        queue.put({"type": "error", "rank": args.rank, "phase": phase.value,
+                   "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                   "traceback": traceback.format_exc()[-2000:]})
+        stop.set()
+        queue.close()
+        queue.join_thread()      # the report must leave before the process does
+        os._exit(1)
+    stop.set()
+    queue.put({"type": "done", "rank": args.rank})
+    queue.close()
+    queue.join_thread()
+
+
+def _inject(args: WorkerArgs, step: int, phase: _Phase) -> None:
+    if args.inject is None or args.rank != args.inject_rank or step != args.inject_step:
+        return
+    phase.value = f"step {step}: injected {args.inject}"
+    if args.inject == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if args.inject == "raise":
+        raise RuntimeError(f"injected failure on rank {args.rank} at step {step}")
+    if args.inject == "hang":
+        while True:
+            time.sleep(1)
+
+
+def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.device_mesh import init_device_mesh
+
+    from workbench.trial.model import Transformer, init_weights
+    from workbench.trial.parallelize import make_optimizer, parallelize
+    from workbench.trial.pipeline import build_schedule, chunk_model, make_stage, stage_chunks
+
+    s = args.scenario
+    par, tr = s.parallel, s.training
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    phase.value = "joining the process group"
+    dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}",
+                            rank=args.rank, world_size=args.world,
+                            timeout=timedelta(seconds=args.timeout_s))
+    try:
+        phase.value = "building the device mesh"
+        mesh = init_device_mesh("cpu", (par.pp, par.dp, par.cp, par.tp),
+                                mesh_dim_names=("pp", "dp", "cp", "tp"))
+        pp_rank = mesh["pp"].get_local_rank()
+        dp_rank = mesh["dp"].get_local_rank()
+        phase.value = "building the model"
+        full = Transformer(s.model)
+        init_weights(full, args.seed)
+        chunks = stage_chunks(par, pp_rank) if par.pp > 1 else (0,)
+        modules = [chunk_model(full, par, c) if par.pp > 1 else full for c in chunks]
+        phase.value = "parallelizing"
+        wrapped = [parallelize(mod, mesh, par) for mod in modules]
+        params = [p for mod in modules for p in mod.parameters()]
+        opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer)
+        mbs = s.microbatches
+        loss_fn = (lambda logits, labels: F.cross_entropy(
+            logits.flatten(0, 1).float(), labels.flatten()))
+        schedule = None
+        if par.pp > 1:
+            stages = [make_stage(w, c, par, mesh["pp"].get_group()) for w, c in zip(wrapped, chunks)]
+            schedule = build_schedule(stages, par, mbs, loss_fn)
+        param_ptrs = {(p.to_local() if hasattr(p, "to_local") else p).data_ptr() for p in params}
+        for step in range(args.steps):
+            _inject(args, step, phase)
+            gen = torch.Generator().manual_seed(args.seed + 1000 * step + dp_rank)
+            data = torch.randint(0, s.model.vocab, (tr.micro_batch * mbs, tr.seq_len + 1),
+                                 generator=gen)
+            tokens, labels = data[:, :-1], data[:, 1:]
+            saved = {"bytes": 0, "ptrs": set()}
+
+            def pack(t):
+                local = t.to_local() if hasattr(t, "to_local") else t
+                try:
+                    storage = local.untyped_storage()
+                    ptr = storage.data_ptr()
+                except RuntimeError:      # tensors without real storage (meta, fake)
+                    return t
+                if ptr not in param_ptrs and ptr not in saved["ptrs"]:
+                    saved["ptrs"].add(ptr)
+                    saved["bytes"] += storage.nbytes()
+                return t
+
+            phase.value = f"step {step}: forward/backward"
+            t0 = time.perf_counter()
+            losses = []
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                if schedule is not None:
+                    out_losses: list = []
+                    is_first = 0 in chunks
+                    is_last = (par.pp * par.chunks_per_rank - 1) in chunks
+                    kwargs = {}
+                    if is_last:
+                        kwargs.update(target=labels, losses=out_losses)
+                    if is_first:
+                        schedule.step(tokens, **kwargs)
+                    else:
+                        schedule.step(**kwargs)
+                    losses = [float(x) for x in out_losses]
+                else:
+                    model = wrapped[0]
+                    for i in range(mbs):
+                        sl = slice(i * tr.micro_batch, (i + 1) * tr.micro_batch)
+                        last = i == mbs - 1
+                        ctx = _sync_context(model, modules[0], last)
+                        with ctx:
+                            loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
+                            loss.backward()
+                        losses.append(float(loss.detach()) * mbs)
+            t1 = time.perf_counter()
+            grads = sum(_local_bytes(p.grad) for p in params if p.grad is not None)
+            phase.value = f"step {step}: optimizer"
+            opt.step()
+            t2 = time.perf_counter()
+            queue.put({
+                "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
+                "forward_backward_s": t1 - t0, "optimizer_s": t2 - t1,
+                "loss": sum(losses) / len(losses) if losses else None,
+                "params": sum(_local_bytes(p) for p in params), "grads": grads,
+                "optimizer": _optimizer_bytes(opt),
+                "activations_per_microbatch": saved["bytes"] / (mbs * len(chunks)),
+                "pp_rank": pp_rank, "chunks": list(chunks),
+            })
+            opt.zero_grad(set_to_none=True)
+        phase.value = "finishing"
+        dist.barrier()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+class _Joined:
+    """All chunks' parameters as one module-like object for the optimizer."""
+
+    def __init__(self, modules) -> None:
+        self.modules = modules
+
+    def parameters(self):
+        seen = set()
+        for m in self.modules:
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+
+
+def _sync_context(model, inner, last: bool):
+    """Skip gradient synchronisation on all but the last microbatch (DDP no_sync; FSDP2
+    set_requires_gradient_sync)."""
+    import contextlib
+
+    if hasattr(model, "no_sync") and not last:
+        return model.no_sync()
+    if hasattr(inner, "set_requires_gradient_sync"):
+        inner.set_requires_gradient_sync(last)
+    return contextlib.nullcontext()

@@ -111,6 +111,23 @@ class Block(nn.Module):
         return x + self.feed_forward(self.ffn_norm(x))
 
 
+class Embeddings(nn.Module):
+    """Token embeddings plus learned positions (GPT-style models), in one module so a tensor-
+    parallel plan can shard its output along the sequence after the positions are added."""
+
+    def __init__(self, m: ModelShape):
+        super().__init__()
+        self.tok = nn.Embedding(m.vocab, m.hidden)
+        positions = int(m.extra.get("position_embeddings", 0))
+        self.pos = nn.Embedding(positions, m.hidden) if positions else None
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        h = self.tok(tokens)
+        if self.pos is not None:
+            h = h + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
+        return h
+
+
 class Transformer(nn.Module):
     """Embedding, layers (a ModuleDict keyed by layer index, so pipeline stages can delete the
     layers they do not own), final norm and output head (tied to the embedding when asked)."""
@@ -120,20 +137,16 @@ class Transformer(nn.Module):
         from workbench.estimate.params import is_moe_layer
 
         self.shape = m
-        self.tok_embeddings = nn.Embedding(m.vocab, m.hidden)
-        positions = int(m.extra.get("position_embeddings", 0))
-        self.pos_embeddings = nn.Embedding(positions, m.hidden) if positions else None
+        self.embeddings = Embeddings(m)
         self.layers = nn.ModuleDict({str(i): Block(m, is_moe_layer(m, i))
                                      for i in range(m.layers)})
         self.norm = Norm(m.hidden, m.norm)
         self.output = nn.Linear(m.hidden, m.vocab, bias=False)
         if m.tied_embeddings:
-            self.output.weight = self.tok_embeddings.weight
+            self.output.weight = self.embeddings.tok.weight
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.tok_embeddings(tokens) if self.tok_embeddings is not None else tokens
-        if self.pos_embeddings is not None and self.tok_embeddings is not None:
-            h = h + self.pos_embeddings(torch.arange(tokens.shape[1], device=tokens.device))
+        h = self.embeddings(tokens) if self.embeddings is not None else tokens
         for layer in self.layers.values():
             h = layer(h)
         h = self.norm(h) if self.norm is not None else h

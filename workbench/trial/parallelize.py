@@ -45,11 +45,14 @@ def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:
                 plan[f"{p}.feed_forward.w3"] = ColwiseParallel()
             plan[f"{p}.feed_forward.w2"] = RowwiseParallel(output_layouts=seq_in)
     tied = model.shape.tied_embeddings   # one weight cannot carry two shardings: replicate it
-    if getattr(model, "tok_embeddings", None) is not None:
-        plan["tok_embeddings"] = (PrepareModuleOutput(output_layouts=Replicate(),
-                                                      desired_output_layouts=seq_in)
-                                  if tied and sp else None) if tied else RowwiseParallel(
-            input_layouts=Replicate(), output_layouts=seq_in)
+    emb = getattr(model, "embeddings", None)
+    if emb is not None:
+        if not tied:   # vocab-parallel lookup; the sum over ranks replicates the output
+            plan["embeddings.tok"] = RowwiseParallel(input_layouts=Replicate(),
+                                                     output_layouts=Replicate())
+        if sp:         # positions are added before the output is split along the sequence
+            plan["embeddings"] = PrepareModuleOutput(output_layouts=Replicate(),
+                                                     desired_output_layouts=seq_in)
     if getattr(model, "norm", None) is not None and sp:
         plan["norm"] = SequenceParallel()
     if getattr(model, "output", None) is not None:

@@ -26,8 +26,7 @@ def chunk_model(full: nn.Module, plan: Parallel, chunk: int) -> nn.Module:
         if name not in keep:
             del m.layers[name]
     if chunk != 0:
-        m.tok_embeddings = None
-        m.pos_embeddings = None
+        m.embeddings = None
     if chunk != n_chunks - 1:
         m.norm = None
         m.output = None
@@ -53,3 +52,47 @@ def make_stage(module: nn.Module, chunk: int, plan: Parallel, group) -> object:
 
     return PipelineStage(module, chunk, plan.pp * plan.chunks_per_rank, torch.device("cpu"),
                          group=group)
+
+
+def tied_embedding_group(mesh, plan: Parallel):
+    """Megatron's embedding group: for each (dp, cp, tp) position, the first and the last
+    pipeline rank, which hold the two copies of a tied embedding. Every rank creates every group
+    (torch.distributed requires it) and gets back its own, or None."""
+    import torch.distributed as dist
+
+    chunks = rank_chunks(plan)
+    n_chunks = plan.pp * plan.chunks_per_rank
+    head_pp = next(r for r, cs in enumerate(chunks) if n_chunks - 1 in cs)
+    if head_pp == 0:          # DualPipeV: both copies live on pipeline rank 0
+        return None
+    grid = mesh.mesh
+    mine = None
+    me = dist.get_rank()
+    for idx in torch.cartesian_prod(*(torch.arange(n) for n in grid.shape[1:])).reshape(
+            -1, grid.dim() - 1).tolist():
+        first, last = int(grid[(0, *idx)]), int(grid[(head_pp, *idx)])
+        group = dist.new_group(sorted({first, last}))
+        if me in (first, last):
+            mine = group
+    return mine
+
+
+def sync_tied_grads(modules: list, group) -> None:
+    """Sum the tied embedding's gradient over its copies (on this rank and in the group), so
+    both copies take the same optimizer step, as one tied weight would."""
+    import torch.distributed as dist
+
+    grads = []
+    for m in modules:
+        if m.embeddings is not None and m.embeddings.tok.weight.grad is not None:
+            grads.append(m.embeddings.tok.weight.grad)
+        if m.output is not None and m.output.weight.grad is not None:
+            grads.append(m.output.weight.grad)
+    if not grads:
+        return
+    local = [g.to_local() if hasattr(g, "to_local") else g for g in grads]
+    total = sum(local[1:], local[0].clone())
+    if group is not None and dist.get_world_size(group) > 1:
+        dist.all_reduce(total, group=group)
+    for g in local:
+        g.copy_(total)

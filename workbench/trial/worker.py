@@ -98,7 +98,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
 
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import make_optimizer, parallelize
-    from workbench.trial.pipeline import build_schedule, chunk_model, make_stage, stage_chunks
+    from workbench.trial.pipeline import (
+        build_schedule, chunk_model, make_stage, stage_chunks, sync_tied_grads, tied_embedding_group,
+    )
 
     s = args.scenario
     par, tr = s.parallel, s.training
@@ -130,6 +132,8 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         if par.pp > 1:
             stages = [make_stage(w, c, par, mesh["pp"].get_group()) for w, c in zip(wrapped, chunks)]
             schedule = build_schedule(stages, par, mbs, loss_fn)
+        tied = s.model.tied_embeddings and par.pp > 1
+        tied_group = tied_embedding_group(mesh, par) if tied else None
         param_ptrs = {(p.to_local() if hasattr(p, "to_local") else p).data_ptr() for p in params}
         for step in range(args.steps):
             _inject(args, step, phase)
@@ -177,6 +181,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                             loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
                             loss.backward()
                         losses.append(float(loss.detach()) * mbs)
+            if tied:
+                phase.value = f"step {step}: tied-embedding gradient sum"
+                sync_tied_grads(modules, tied_group)
             t1 = time.perf_counter()
             grads = sum(_local_bytes(p.grad) for p in params if p.grad is not None)
             phase.value = f"step {step}: optimizer"

@@ -1,4 +1,4 @@
-"""`workbench` command line (contract 2): estimate, catalog, dashboard.
+"""`workbench` command line (contracts 2 and 3): estimate, trial, catalog, dashboard.
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -27,6 +27,41 @@ def _estimate(args: argparse.Namespace) -> int:
     else:
         print(render_estimate(est))
     return 0
+
+
+def _trial(args: argparse.Namespace) -> int:
+    from workbench.spec import load_scenario
+    from workbench.trial import run_trial
+
+    scenario = load_scenario(args.scenario, args.set)
+    inject = {}
+    if args.inject:
+        inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
+
+    def show(ev: dict) -> None:
+        if not args.json and ev["type"] == "step":
+            loss = "" if ev.get("loss") is None else f" loss {ev['loss']:.4f}"
+            print(f"rank {ev['rank']:2} step {ev['step']}: {ev['time'] * 1000:8.1f} ms{loss}",
+                  flush=True)
+        elif not args.json and ev["type"] == "start":
+            print(f"{ev['world_size']} processes, {ev['backend']} ({ev['start_method']})",
+                  flush=True)
+
+    result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
+                       backend=args.backend, on_event=show, **inject)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        for r in result.ranks():
+            m, p = r["measured"], r["predicted"]
+            if m["params"] is None:
+                continue
+            print(f"rank {r['rank']:2}: " + ", ".join(
+                f"{k} {m[k]:,.0f} B (predicted {p.get(k, 0):,.0f})"
+                for k in ("params", "grads", "optimizer", "activations")))
+        if result.error:
+            print(f"trial failed: {result.error}")
+    return 1 if result.error else 0
 
 
 def _catalog(args: argparse.Namespace) -> int:
@@ -58,6 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_estimate)
+    t = sub.add_parser("trial", help="run the layout on a scaled-down model in real processes")
+    t.add_argument("scenario")
+    t.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    t.add_argument("--world-size", type=int, default=None,
+                   help="run a sub-layout with this many processes (default: the layout's)")
+    t.add_argument("--steps", type=int, default=3)
+    t.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
+    t.add_argument("--inject", choices=["kill", "raise", "hang"], default=None,
+                   help="fault injection: what rank --rank does at step --step")
+    t.add_argument("--rank", type=int, default=0)
+    t.add_argument("--step", type=int, default=1)
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(run=_trial)
     c = sub.add_parser("catalog", help="list catalog entries")
     c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"])
     c.add_argument("--json", action="store_true")

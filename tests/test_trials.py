@@ -1,0 +1,133 @@
+"""Real multi-process trials (gloo, forked processes): each technique against a single-process
+reference, exact model-state bytes, faults named by rank, and nothing left running."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT
+from workbench.errors import ScenarioError
+from workbench.spec import parse_scenario
+
+pytestmark = pytest.mark.slow
+
+
+def _scenario(model: str, **parallel):
+    world = parallel.get("dp", 1) * parallel.get("tp", 1) * parallel.get("pp", 1)
+    return parse_scenario({"hardware": {"gpu": "h100-sxm", "gpus_per_node": world},
+                           "model": model, "parallel": parallel,
+                           "training": {"seq_len": 256, "global_batch": 16}})
+
+
+def _children() -> list:
+    return [c for c in psutil.Process().children(recursive=True) if c.is_running()
+            and c.status() != psutil.STATUS_ZOMBIE]
+
+
+LAYOUTS = [
+    ("tiny-dense", {"dp": 4}),                                   # DDP
+    ("tiny-dense", {"dp": 4, "zero": 1}),                        # ZeRO-1
+    ("tiny-gpt", {"dp": 4, "zero": 3}),                          # FSDP2
+    ("tiny-gpt", {"dp": 1, "tp": 4}),                            # TP + SP, tied embeddings
+    ("tiny-dense", {"dp": 2, "tp": 2, "zero": 3}),               # FSDP2 x TP
+    ("tiny-gpt", {"dp": 1, "pp": 4}),                            # 1F1B, tied across stages
+    ("tiny-dense", {"dp": 2, "pp": 2, "zero": 3, "pp_schedule": "gpipe"}),
+    ("tiny-dense", {"dp": 1, "pp": 2, "pp_schedule": "interleaved-1f1b", "virtual_stages": 2}),
+    ("tiny-moe", {"dp": 1, "pp": 2, "pp_schedule": "zero-bubble", "virtual_stages": 2}),
+    ("tiny-gpt", {"dp": 1, "pp": 2, "pp_schedule": "dualpipev"}),
+    ("tiny-dense", {"dp": 1, "tp": 2, "pp": 2}),                 # TP x PP
+]
+
+
+@pytest.mark.parametrize("model,parallel", LAYOUTS, ids=lambda v: str(v))
+def test_trial_matches_single_process_reference(model, parallel):
+    from workbench.trial import run_trial
+    from workbench.trial.reference import reference_losses
+
+    result = run_trial(_scenario(model, **parallel), steps=3)
+    assert result.error is None
+    ref = reference_losses(result.scenario, 3)
+    # three steps: the first loss checks the forward, the next two the gradients and update
+    assert result.loss() == pytest.approx(ref, abs=2e-6)
+    assert result.backend == "gloo"
+    for r in result.ranks():
+        assert len(r["step_time_s"]) == 3 and all(t > 0 for t in r["step_time_s"])
+    assert not _children()
+
+
+@pytest.mark.parametrize("parallel", [{"dp": 4}, {"dp": 4, "zero": 3}, {"dp": 1, "pp": 4},
+                                      {"dp": 2, "pp": 2, "zero": 3}])
+def test_model_state_bytes_equal_the_estimators(parallel):
+    from workbench.trial import run_trial
+
+    result = run_trial(_scenario("tiny-dense", **parallel), steps=1)
+    for r in result.ranks():
+        for key in ("params", "grads", "optimizer"):
+            assert r["measured"][key] == r["predicted"][key], (r["rank"], key)
+
+
+@pytest.mark.parametrize("fault", ["raise", "kill", "hang"])
+def test_a_failing_rank_is_named_within_30_s_and_nothing_is_left(fault):
+    from workbench.trial import run_trial
+
+    start = time.monotonic()
+    result = run_trial(_scenario("tiny-dense", dp=4), steps=3, inject=fault, inject_rank=2,
+                       inject_step=1, stall_s=10)
+    elapsed = time.monotonic() - start
+    assert result.error is not None and "rank 2" in result.error, result.error
+    assert elapsed < 30
+    time.sleep(0.2)
+    assert not _children()
+
+
+def test_two_trials_at_once_do_not_collide():
+    from workbench.trial import run_trial
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        run_trial(_scenario("tiny-dense", dp=2), steps=2))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(results) == 2, results
+    assert [r.error for r in results] == [None, None]
+
+
+def test_invalid_trial_layouts_are_refused_before_any_process_starts():
+    from workbench.trial import prepare
+
+    with pytest.raises(ScenarioError, match="at most 16"):
+        prepare(_scenario("tiny-dense", dp=4), world_size=32)
+    with pytest.raises(ScenarioError, match="FSDP2 only"):
+        prepare(_scenario("tiny-dense", dp=2, tp=2))
+    assert not _children()
+
+
+def test_cli_trial_json_has_contract_3_keys():
+    r = subprocess.run([sys.executable, "-m", "workbench", "trial",
+                        str(ROOT / "examples/tiny-trial-4d.yaml"), "--world-size", "4",
+                        "--steps", "2", "--json"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    for key in ("backend", "world_size", "layout", "model", "ranks", "loss", "error"):
+        assert key in out
+    assert out["world_size"] == 4 and out["error"] is None and len(out["loss"]) == 2
+    rank = out["ranks"][0]
+    for key in ("rank", "step_time_s", "measured", "predicted", "comm"):
+        assert key in rank
+    assert set(rank["measured"]) >= {"params", "grads", "optimizer", "activations", "peak"}
+
+
+def test_cli_refuses_an_impossible_trial_with_exit_2():
+    r = subprocess.run([sys.executable, "-m", "workbench", "trial",
+                        str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--world-size", "64"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "at most 16" in r.stderr

@@ -42,6 +42,8 @@ LAYOUTS = [
     ("tiny-moe", {"dp": 1, "pp": 2, "pp_schedule": "zero-bubble", "virtual_stages": 2}),
     ("tiny-gpt", {"dp": 1, "pp": 2, "pp_schedule": "dualpipev"}),
     ("tiny-dense", {"dp": 1, "tp": 2, "pp": 2}),                 # TP x PP
+    ("tiny-moe", {"dp": 4, "ep": 4}),                            # EP (all-to-all dispatch)
+    ("tiny-moe", {"dp": 4, "ep": 2}),                            # EP x expert-data-parallel
 ]
 
 

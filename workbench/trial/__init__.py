@@ -13,7 +13,7 @@ from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
 from workbench.trial.shrink import trial_scenario
 
-NOT_YET = {"cp": "context parallelism", "ep": "expert parallelism"}
+NOT_YET = {"cp": "context parallelism"}
 
 
 def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
@@ -52,6 +52,11 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
             "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
             "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
             "in flight"))
+    if par.ep > 1 and (par.zero > 0 or par.cp > 1):
+        problems.append(Problem(
+            "parallel.zero", par.zero, "expert-parallel trials run with DDP (zero: 0): experts "
+            "differ between EP ranks, so ZeRO/FSDP2 must shard them over the expert-data-"
+            "parallel group, which trials do not do yet"))
     if problems:
         raise ScenarioError(problems)
     return trial_scenario(s)

@@ -81,19 +81,58 @@ class MoE(nn.Module):
         self.shared = (MLP(m.hidden, moe.shared_experts * moe.expert_ffn_hidden, m.mlp, False)
                        if moe.shared_experts else None)
 
+    # Set by ``parallelize.apply_ep``: this rank holds experts [first, first + len(experts)).
+    ep_group = None
+    ep_size = 1
+    first_expert = 0
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         tokens = x.reshape(-1, shape[-1])
         probs = torch.softmax(self.router(tokens).float(), dim=-1)
         weights, chosen = probs.topk(self.top_k, dim=-1)
-        out = torch.zeros_like(tokens)
-        for e, expert in enumerate(self.experts):
-            rows, slot = (chosen == e).nonzero(as_tuple=True)
-            if rows.numel():
-                out.index_add_(0, rows, expert(tokens[rows]) * weights[rows, slot, None].to(x.dtype))
+        if self.ep_group is not None:
+            out = self._expert_parallel(tokens, weights, chosen)
+        else:
+            out = torch.zeros_like(tokens)
+            for e, expert in enumerate(self.experts):
+                rows, slot = (chosen == e).nonzero(as_tuple=True)
+                if rows.numel():
+                    out.index_add_(0, rows, expert(tokens[rows])
+                                   * weights[rows, slot, None].to(x.dtype))
         if self.shared is not None:
             out = out + self.shared(tokens)
         return out.reshape(shape)
+
+    def _expert_parallel(self, tokens, weights, chosen):
+        """Dispatch each (token, expert) pair to the rank holding the expert with an all-to-all,
+        run the local experts, and send the results back with a second all-to-all
+        (``all_to_all_single`` with uneven splits, differentiable)."""
+        import torch.distributed as dist
+        from torch.distributed._functional_collectives import all_to_all_single_autograd
+
+        local = len(self.experts)
+        flat_expert = chosen.reshape(-1)
+        order = torch.argsort(flat_expert, stable=True)
+        token_of = torch.arange(tokens.shape[0]).repeat_interleave(self.top_k)[order]
+        expert_sorted = flat_expert[order]
+        send = torch.bincount(expert_sorted // local, minlength=self.ep_size)
+        recv = torch.empty_like(send)
+        dist.all_to_all_single(recv, send, group=self.ep_group)
+        send_sizes, recv_sizes = send.tolist(), recv.tolist()
+        recv_expert = torch.empty(sum(recv_sizes), dtype=expert_sorted.dtype)
+        dist.all_to_all_single(recv_expert, expert_sorted, recv_sizes, send_sizes,
+                               group=self.ep_group)
+        x_in = all_to_all_single_autograd(tokens[token_of], recv_sizes, send_sizes,
+                                          self.ep_group)
+        y = torch.zeros_like(x_in)
+        for j, expert in enumerate(self.experts):
+            rows = (recv_expert == self.first_expert + j).nonzero(as_tuple=True)[0]
+            if rows.numel():
+                y = y.index_add(0, rows, expert(x_in[rows]))
+        back = all_to_all_single_autograd(y, send_sizes, recv_sizes, self.ep_group)
+        w = weights.reshape(-1)[order, None].to(tokens.dtype)
+        return torch.zeros_like(tokens).index_add(0, token_of, back * w)
 
 
 class Block(nn.Module):

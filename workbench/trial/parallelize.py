@@ -71,6 +71,24 @@ def apply_tp(model: nn.Module, mesh: DeviceMesh, sequence_parallel: bool) -> Non
     parallelize_module(model, mesh, tensor_plan(model, sequence_parallel))
 
 
+def apply_ep(model: nn.Module, group, ep_rank: int, ep_size: int) -> list[str]:
+    """Expert parallelism: keep this rank's E/ep experts in every MoE layer and route tokens to
+    their experts' ranks (``model.MoE._expert_parallel``). Returns the names of the expert
+    parameters (they are not replicated over data parallelism: the caller excludes them from
+    DDP and reduces their gradients over the expert-data-parallel group)."""
+    from workbench.trial.model import MoE
+
+    names = []
+    for mod_name, mod in model.named_modules():
+        if isinstance(mod, MoE):
+            per = len(mod.experts) // ep_size
+            first = ep_rank * per
+            mod.experts = nn.ModuleList(list(mod.experts)[first:first + per])
+            mod.ep_group, mod.ep_size, mod.first_expert = group, ep_size, first
+            names += [f"{mod_name}.experts.{n}" for n, _ in mod.experts.named_parameters()]
+    return names
+
+
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) -> None:
     """FSDP2: one unit per transformer block, the rest at the root."""
     from torch.distributed.fsdp import fully_shard
@@ -80,26 +98,31 @@ def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) 
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
 
 
-def apply_ddp(model: nn.Module, mesh: DeviceMesh) -> nn.Module:
-    """DDP over the data-parallel group (gradients live in the buckets: bucket views)."""
+def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.Module:
+    """DDP over the data-parallel group (gradients live in the buckets: bucket views);
+    ``ignore`` names parameters DDP must not reduce (the experts under EP)."""
     from torch.nn.parallel import DistributedDataParallel
 
+    if ignore:
+        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, list(ignore))
     return DistributedDataParallel(model, process_group=mesh.get_group(),
                                    gradient_as_bucket_view=True)
 
 
-def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel) -> nn.Module:
-    """Apply TP/SP then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline stage's
-    model. Returns the module to call (DDP wraps; the others change the model in place)."""
+def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None) -> nn.Module:
+    """Apply TP/SP, EP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
+    stage's model. ``ep`` = (group, rank in it) when plan.ep > 1. Returns the module to call
+    (DDP wraps; the others change the model in place)."""
     if plan.tp > 1:
         apply_tp(model, mesh["tp"], plan.sequence_parallel)
+    experts = apply_ep(model, ep[0], ep[1], plan.ep) if plan.ep > 1 else []
     dp_mesh = mesh["dp"]
     if plan.dp == 1:
         return model
     if plan.zero >= 2:
         apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3)
         return model
-    return apply_ddp(model, dp_mesh)   # ZeRO-1 = DDP gradients + a sharded optimizer
+    return apply_ddp(model, dp_mesh, experts)   # ZeRO-1 = DDP gradients + a sharded optimizer
 
 
 def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str):

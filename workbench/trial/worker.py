@@ -122,7 +122,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         chunks = stage_chunks(par, pp_rank) if par.pp > 1 else (0,)
         modules = [chunk_model(full, par, c) if par.pp > 1 else full for c in chunks]
         phase.value = "parallelizing"
-        wrapped = [parallelize(mod, mesh, par) for mod in modules]
+        ep = edp_group = None
+        if par.ep > 1:
+            ep, edp_group = _expert_groups(mesh, par)
+        wrapped = [parallelize(mod, mesh, par, ep) for mod in modules]
         params = [p for mod in modules for p in mod.parameters()]
         opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer)
         mbs = s.microbatches
@@ -184,6 +187,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             if tied:
                 phase.value = f"step {step}: tied-embedding gradient sum"
                 sync_tied_grads(modules, tied_group)
+            if par.ep > 1:
+                phase.value = f"step {step}: expert gradient reduction"
+                _reduce_expert_grads(modules, edp_group, par.dp)
             t1 = time.perf_counter()
             grads = sum(_local_bytes(p.grad) for p in params if p.grad is not None)
             phase.value = f"step {step}: optimizer"
@@ -204,6 +210,51 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _expert_groups(mesh, par):
+    """EP groups of ``ep`` consecutive data-parallel ranks and the expert-data-parallel groups
+    across them (ranks holding the same experts); every rank creates every group."""
+    import torch.distributed as dist
+
+    grid = mesh.mesh                      # (pp, dp, cp, tp)
+    me = dist.get_rank()
+    mine_ep = mine_edp = None
+    ep_rank = 0
+    for pp in range(grid.shape[0]):
+        for cp in range(grid.shape[2]):
+            for tp in range(grid.shape[3]):
+                ranks = grid[pp, :, cp, tp].tolist()
+                for g0 in range(0, len(ranks), par.ep):
+                    members = ranks[g0:g0 + par.ep]
+                    group = dist.new_group(members)
+                    if me in members:
+                        mine_ep, ep_rank = group, members.index(me)
+                for j in range(par.ep):
+                    members = ranks[j::par.ep]
+                    group = dist.new_group(members)
+                    if me in members:
+                        mine_edp = group
+    return (mine_ep, ep_rank), mine_edp
+
+
+def _reduce_expert_grads(modules, edp_group, dp: int) -> None:
+    """Expert gradients arrive summed over the EP group's tokens; summing over the expert-data-
+    parallel replicas and dividing by dp gives the mean over every data-parallel rank's loss,
+    as DDP gives the dense parameters."""
+    import torch.distributed as dist
+
+    from workbench.trial.model import MoE
+
+    for m in modules:
+        for mod in m.modules():
+            if isinstance(mod, MoE):
+                for p in mod.experts.parameters():
+                    if p.grad is None:
+                        continue
+                    if dist.get_world_size(edp_group) > 1:
+                        dist.all_reduce(p.grad, group=edp_group)
+                    p.grad.div_(dp)
 
 
 class _Joined:

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 
 def _scenario(model: str, **parallel):
-    world = parallel.get("dp", 1) * parallel.get("tp", 1) * parallel.get("pp", 1)
+    world = (parallel.get("dp", 1) * parallel.get("tp", 1) * parallel.get("pp", 1)
+             * parallel.get("cp", 1))
     return parse_scenario({"hardware": {"gpu": "h100-sxm", "gpus_per_node": world},
                            "model": model, "parallel": parallel,
                            "training": {"seq_len": 256, "global_batch": 16}})
@@ -44,6 +45,10 @@ LAYOUTS = [
     ("tiny-dense", {"dp": 1, "tp": 2, "pp": 2}),                 # TP x PP
     ("tiny-moe", {"dp": 4, "ep": 4}),                            # EP (all-to-all dispatch)
     ("tiny-moe", {"dp": 4, "ep": 2}),                            # EP x expert-data-parallel
+    ("tiny-gpt", {"dp": 1, "cp": 4}),                            # CP: ring attention
+    ("tiny-dense", {"dp": 2, "cp": 2, "zero": 3}),               # FSDP2 over dp x cp
+    ("tiny-gpt", {"dp": 1, "cp": 2, "tp": 2, "zero": 3}),        # CP x TP
+    ("tiny-dense", {"dp": 2, "cp": 2, "tp": 2, "pp": 2, "zero": 3}),   # 4-D, 16 processes
 ]
 
 

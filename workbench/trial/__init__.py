@@ -13,7 +13,7 @@ from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
 from workbench.trial.shrink import trial_scenario
 
-NOT_YET = {"cp": "context parallelism"}
+NOT_YET: dict[str, str] = {}
 
 
 def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
@@ -46,9 +46,10 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
                         f"{v} trials are not implemented yet; set it to 1 for a trial")
                 for k, v in NOT_YET.items() if getattr(s.parallel, k) > 1]
     par = s.parallel
-    if par.dp > 1 and par.zero < 3 and (par.tp > 1 or par.pp > 1):
+    if par.dp * par.cp > 1 and par.zero < 3 and (par.tp > 1 or par.pp > 1):
         problems.append(Problem(
-            "parallel.zero", par.zero, "trials combine data parallelism with tensor or pipeline "
+            "parallel.zero", par.zero, "trials combine data or context parallelism with tensor or "
+            "pipeline "
             "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
             "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
             "in flight"))

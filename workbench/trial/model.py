@@ -32,6 +32,10 @@ class Norm(nn.Module):
 class Attention(nn.Module):
     """Multi-head attention with grouped key/value heads and causal masking."""
 
+    # Set by ``parallelize.apply_cp``: ring attention over this group of ranks.
+    cp_group = None
+    cp_ranks: list = []
+
     def __init__(self, m: ModelShape):
         super().__init__()
         self.head_dim = m.dim_per_head
@@ -47,8 +51,13 @@ class Attention(nn.Module):
         q = self.wq(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                             enable_gqa=self.groups > 1)
+        if self.cp_group is not None:
+            from workbench.trial.ring_attention import ring_attention
+
+            out = ring_attention(q, k, v, self.cp_group, self.cp_ranks)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                 enable_gqa=self.groups > 1)
         return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -154,6 +163,8 @@ class Embeddings(nn.Module):
     """Token embeddings plus learned positions (GPT-style models), in one module so a tensor-
     parallel plan can shard its output along the sequence after the positions are added."""
 
+    position_offset = 0       # first position of this rank's chunk under context parallelism
+
     def __init__(self, m: ModelShape):
         super().__init__()
         self.tok = nn.Embedding(m.vocab, m.hidden)
@@ -163,7 +174,8 @@ class Embeddings(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         h = self.tok(tokens)
         if self.pos is not None:
-            h = h + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
+            start = self.position_offset
+            h = h + self.pos(torch.arange(start, start + tokens.shape[1], device=tokens.device))
         return h
 
 

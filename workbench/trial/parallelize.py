@@ -89,6 +89,20 @@ def apply_ep(model: nn.Module, group, ep_rank: int, ep_size: int) -> list[str]:
     return names
 
 
+def apply_cp(model: nn.Module, group, ranks: list[int], seq_len: int) -> None:
+    """Context parallelism: attention runs as a ring over ``ranks``; positions start at this
+    rank's chunk (the trial feeds each CP rank one contiguous chunk of every sequence)."""
+    from workbench.trial.model import Attention
+
+    for mod in model.modules():
+        if isinstance(mod, Attention):
+            mod.cp_group, mod.cp_ranks = group, ranks
+    if getattr(model, "embeddings", None) is not None:
+        model.embeddings.position_offset = ranks.index(
+            __import__("torch.distributed", fromlist=["get_rank"]).get_rank()) * (
+            seq_len // len(ranks))
+
+
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) -> None:
     """FSDP2: one unit per transformer block, the rest at the root."""
     from torch.distributed.fsdp import fully_shard
@@ -109,15 +123,20 @@ def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.
                                    gradient_as_bucket_view=True)
 
 
-def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None) -> nn.Module:
+def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
+                seq_len: int = 0) -> nn.Module:
     """Apply TP/SP, EP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
     stage's model. ``ep`` = (group, rank in it) when plan.ep > 1. Returns the module to call
     (DDP wraps; the others change the model in place)."""
     if plan.tp > 1:
         apply_tp(model, mesh["tp"], plan.sequence_parallel)
     experts = apply_ep(model, ep[0], ep[1], plan.ep) if plan.ep > 1 else []
-    dp_mesh = mesh["dp"]
-    if plan.dp == 1:
+    if plan.cp > 1:
+        cp = mesh["cp"]
+        apply_cp(model, cp.get_group(), cp.mesh.flatten().tolist(), seq_len)
+    # CP ranks hold the same weights: gradients reduce over dp x cp (torchtitan's dp_shard_cp)
+    dp_mesh = mesh["dp_cp"] if plan.cp > 1 else mesh["dp"]
+    if plan.dp * plan.cp == 1:
         return model
     if plan.zero >= 2:
         apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3)

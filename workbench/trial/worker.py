@@ -114,6 +114,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         phase.value = "building the device mesh"
         mesh = init_device_mesh("cpu", (par.pp, par.dp, par.cp, par.tp),
                                 mesh_dim_names=("pp", "dp", "cp", "tp"))
+        if par.cp > 1:
+            mesh["dp", "cp"]._flatten("dp_cp")
+        cp_rank = mesh["cp"].get_local_rank()
         pp_rank = mesh["pp"].get_local_rank()
         dp_rank = mesh["dp"].get_local_rank()
         phase.value = "building the model"
@@ -125,7 +128,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         ep = edp_group = None
         if par.ep > 1:
             ep, edp_group = _expert_groups(mesh, par)
-        wrapped = [parallelize(mod, mesh, par, ep) for mod in modules]
+        wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len) for mod in modules]
         params = [p for mod in modules for p in mod.parameters()]
         opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer)
         mbs = s.microbatches
@@ -144,6 +147,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             data = torch.randint(0, s.model.vocab, (tr.micro_batch * mbs, tr.seq_len + 1),
                                  generator=gen)
             tokens, labels = data[:, :-1], data[:, 1:]
+            if par.cp > 1:       # each CP rank trains on one contiguous chunk of the sequence
+                chunk = tr.seq_len // par.cp
+                sl = slice(cp_rank * chunk, (cp_rank + 1) * chunk)
+                tokens, labels = tokens[:, sl], labels[:, sl]
             saved = {"bytes": 0, "ptrs": set()}
 
             def pack(t):

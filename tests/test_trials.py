@@ -138,3 +138,21 @@ def test_cli_refuses_an_impossible_trial_with_exit_2():
                         str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--world-size", "64"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2 and "at most 16" in r.stderr
+
+
+GLOO_NAMES = {"reduce_scatter": "all_reduce"}   # gloo runs a reduce-scatter as an all-reduce
+
+
+@pytest.mark.parametrize("parallel", [{"dp": 4}, {"dp": 4, "zero": 3}])
+def test_data_parallel_traffic_equals_the_estimators(parallel):
+    """Bytes and counts per collective from the flight recorder equal the estimator's volume
+    (DDP: one all-reduce of the fp32 gradients; FSDP2: per unit, per microbatch, a forward and a
+    backward all-gather and a reduce-scatter)."""
+    from workbench.trial import run_trial
+
+    result = run_trial(_scenario("tiny-dense", **parallel), steps=2)
+    rank0 = result.ranks()[0]
+    measured, predicted = rank0["comm"]["measured"]["dp"], rank0["comm"]["predicted"]["dp"]
+    for kind, want in predicted.items():
+        got = measured[GLOO_NAMES.get(kind, kind)]
+        assert got["bytes"] == pytest.approx(want["bytes"]) and got["count"] == want["count"]

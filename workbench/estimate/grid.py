@@ -208,7 +208,8 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
         total = rest * (1 + ALLOCATOR_FRACTION)
         f = fwd + comm / 2
         b = bwd + rc + comm / 2
-        exp_dp = dp_exposed(g, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd)
+        exp_dp = dp_exposed(g, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd,
+                            units=r["layers"] + 1)
         opt, off = optimizer_and_offload(hw, tr, optimizer_params(
             pdense, pexpert, g.zero, g.dense_shard, g.expert_shard))
         res[name] = {"f": f, "b": b, "total": total, "dp": exp_dp, "opt": opt, "off": off,

@@ -266,11 +266,12 @@ def estimate_step_time(s: Scenario) -> StepTime:
     # One array call over the pipeline ranks (the worst counts), one for rank 0's volume.
     dense = np.array([st.dense for st in params], dtype=float)
     expert = np.array([st.expert for st in params], dtype=float)
+    units = np.array([len(st.layers) + 1 for st in params])
     exposed_dp = float(np.max(dp_exposed(par, hw, tr.precision, mbs, dense, expert,
                                          np.array([g.fwd for g in stages]),
-                                         np.array([g.bwd for g in stages]))))
+                                         np.array([g.bwd for g in stages]), units=units)))
     dp_exposed(par, hw, tr.precision, mbs, params[0].dense, params[0].expert, stages[0].fwd,
-               stages[0].bwd, vol)
+               stages[0].bwd, vol, units=int(units[0]))
 
     from workbench.estimate.model_states import optimizer_params
 
@@ -289,12 +290,14 @@ def estimate_step_time(s: Scenario) -> StepTime:
 
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
-               vol: _Volume | None = None):
+               vol: _Volume | None = None, units=1):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
     (dp x cp / ep). Gradients hide behind the last microbatch's backward, parameter gathers
-    behind the forward (ZeRO-3: behind each microbatch's forward and backward)."""
+    behind the forward (ZeRO-3: behind each microbatch's forward and backward). Under ZeRO-3
+    each of the stage's ``units`` FSDP units (a block each, plus the root) gathers and reduces
+    its own parameters: ``units`` collectives of 1/units of the bytes each."""
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
     grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
@@ -316,13 +319,15 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
             (shard_span.size, shard_span.per_node, shard_span.nodes))))
         ar_bytes = np.where(zero > 0, np.where(rep > 1, nparams * grad_b / shard, 0),
                             nparams * grad_b)
+        per_unit = np.where(zero == 3, units, 1)
         for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
                                    ("reduce_scatter", nparams * grad_b, shard_span),
                                    ("all_reduce", ar_bytes, ar_span)):
-            one = np.where((counts[kind] > 0) & (n > 1), collective_time(kind, nbytes, span, hw),
-                           0.0)
+            split = per_unit if kind != "all_reduce" else 1
+            one = np.where((counts[kind] > 0) & (n > 1),
+                           split * collective_time(kind, nbytes / split, span, hw), 0.0)
             if vol is not None and np.ndim(one) == 0 and one > 0:
-                vol.add("dp", kind, float(nbytes), int(counts[kind]))
+                vol.add("dp", kind, float(nbytes / split), int(counts[kind] * split))
             if kind == "all_gather":
                 ag = ag + one
             elif kind == "reduce_scatter":

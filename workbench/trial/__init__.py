@@ -94,8 +94,11 @@ def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
               backend: str = "auto", on_event=None, **kw) -> TrialResult:
     """Run a trial to the end and return its result (``on_event`` sees every event)."""
     trial = prepare(s, world_size)
+    from workbench.estimate.step_time import estimate_step_time
+
     result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,
-                         predicted=predicted_bytes(trial))
+                         predicted=predicted_bytes(trial),
+                         predicted_comm=estimate_step_time(trial).volume)
     for ev in stream(trial, steps=steps, backend=backend, **kw):
         if on_event is not None:
             on_event(ev)

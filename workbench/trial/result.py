@@ -13,6 +13,7 @@ class TrialResult:
     world_size: int
     steps: list[dict] = field(default_factory=list)      # one event per rank and step
     predicted: dict = field(default_factory=dict)        # pipeline rank -> bytes by category
+    predicted_comm: dict = field(default_factory=dict)   # dim -> op -> {bytes, count}, rank 0
     error: str | None = None
     wall_s: float = 0.0
 
@@ -29,7 +30,8 @@ class TrialResult:
             out.append({"rank": r, "pp_rank": last.get("pp_rank"),
                         "step_time_s": [e["time"] for e in mine],
                         "measured": measured, "predicted": dict(pred),
-                        "comm": {"measured": {}, "predicted": {}}})
+                        "comm": {"measured": last.get("comm", {}),
+                                 "predicted": self.predicted_comm if r == 0 else {}}})
         return out
 
     def loss(self) -> list[float]:

@@ -107,6 +107,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     phase.value = "joining the process group"
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")   # the flight recorder sees every op
     dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,
                             timeout=timedelta(seconds=args.timeout_s))
@@ -140,6 +141,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             schedule = build_schedule(stages, par, mbs, loss_fn)
         tied = s.model.tied_embeddings and par.pp > 1
         tied_group = tied_embedding_group(mesh, par) if tied else None
+        dims = _group_dims(mesh, par, ep, edp_group, tied_group if tied else None)
+        recorder = _CommRecorder(dims)
+        recorder.collect()                     # set-up traffic (broadcasts, mesh) is not a step
         param_ptrs = {(p.to_local() if hasattr(p, "to_local") else p).data_ptr() for p in params}
         for step in range(args.steps):
             _inject(args, step, phase)
@@ -202,8 +206,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             phase.value = f"step {step}: optimizer"
             opt.step()
             t2 = time.perf_counter()
+            comm = recorder.collect()
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
+                "comm": comm,
                 "forward_backward_s": t1 - t0, "optimizer_s": t2 - t1,
                 "loss": sum(losses) / len(losses) if losses else None,
                 "params": sum(_local_bytes(p) for p in params), "grads": grads,
@@ -217,6 +223,68 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _group_dims(mesh, par, ep, edp_group, tied_group) -> dict[str, str]:
+    """Process-group name -> parallel dimension, for classifying recorded collectives."""
+    dims = {}
+    for dim in ("pp", "dp", "cp", "tp"):
+        dims[mesh[dim].get_group().group_name] = dim
+    if par.cp > 1:
+        dims[mesh["dp_cp"].get_group().group_name] = "dp"
+    if ep is not None and ep[0] is not None:
+        dims[ep[0].group_name] = "ep"
+    if edp_group is not None:
+        dims[edp_group.group_name] = "dp"
+    if tied_group is not None:
+        dims[tied_group.group_name] = "pp"
+    return dims
+
+
+class _CommRecorder:
+    """Reads the flight recorder (every collective and point-to-point op this rank issued, with
+    its process group, sizes and dtypes) and sums bytes and counts per dimension and op since
+    the last call. Wrappers around torch.distributed would miss DDP's and DTensor's traffic."""
+
+    SIZES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4,
+             "Bool": 1, "Byte": 1, "Char": 1, "Short": 2}
+
+    def __init__(self, dims: dict[str, str]) -> None:
+        self.dims = dims
+        self.seen: set = set()
+
+    def collect(self) -> dict:
+        import pickle
+
+        import torch
+
+        try:
+            trace = pickle.loads(torch._C._distributed_c10d._dump_fr_trace())
+        except Exception:      # the recorder is off: report nothing rather than guess
+            return {}
+        out: dict = {}
+        for e in trace.get("entries", []):
+            key = (e.get("process_group", ("", ""))[0], e.get("collective_seq_id"),
+                   e.get("p2p_seq_id"), e.get("record_id"))
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            dim = self.dims.get(e.get("process_group", ("", ""))[0], "other")
+            name = e.get("profiling_name", "").split(":")[-1]
+            nbytes = 0
+            # nccl-tests' sizes: an all-gather counts its output, every other op its input
+            sizes_key = "output_sizes" if name.startswith("all_gather") else "input_sizes"
+            dtypes = e.get("output_dtypes" if sizes_key == "output_sizes" else "input_dtypes",
+                           e.get("input_dtypes", []))
+            for sizes, dtype in zip(e.get(sizes_key, []), dtypes):
+                n = 1
+                for s in sizes:
+                    n *= s
+                nbytes += n * self.SIZES.get(dtype, 4)
+            slot = out.setdefault(dim, {}).setdefault(name, {"bytes": 0, "count": 0})
+            slot["bytes"] += nbytes
+            slot["count"] += 1
+        return out
 
 
 def _expert_groups(mesh, par):
@@ -280,12 +348,11 @@ class _Joined:
 
 
 def _sync_context(model, inner, last: bool):
-    """Skip gradient synchronisation on all but the last microbatch (DDP no_sync; FSDP2
-    set_requires_gradient_sync)."""
+    """DDP reduces gradients once per step (``no_sync`` on all but the last microbatch);
+    FSDP2 reduce-scatters after every microbatch, as torchtitan's gradient accumulation does
+    (the estimator counts the same)."""
     import contextlib
 
     if hasattr(model, "no_sync") and not last:
         return model.no_sync()
-    if hasattr(inner, "set_requires_gradient_sync"):
-        inner.set_requires_gradient_sync(last)
     return contextlib.nullcontext()

@@ -156,3 +156,36 @@ def test_data_parallel_traffic_equals_the_estimators(parallel):
     for kind, want in predicted.items():
         got = measured[GLOO_NAMES.get(kind, kind)]
         assert got["bytes"] == pytest.approx(want["bytes"]) and got["count"] == want["count"]
+
+
+def test_the_same_entry_point_runs_under_two_torchrun_agents_as_two_nodes(tmp_path):
+    """Two torchrun agents on 127.0.0.1 form one 4-rank job (c10d rendezvous), as two nodes of a
+    cluster would."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2",
+           "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=wb-test",
+           "-m", "workbench.trial.torchrun_main", str(ROOT / "examples/llama3-8b-8xh100.yaml"),
+           "--steps", "2", "--set", "model.preset=tiny-dense", "--set", "parallel.dp=4",
+           "--set", "hardware.gpus_per_node=4"]
+    agents = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]
+    outs = []
+    try:
+        for a in agents:
+            out, err = a.communicate(timeout=240)
+            assert a.returncode == 0, err[-2000:]
+            outs.append(out)
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
+    events = [json.loads(line) for out in outs for line in out.splitlines()
+              if line.startswith("{")]
+    steps = [e for e in events if e["type"] == "step"]
+    assert sorted({e["rank"] for e in steps}) == [0, 1, 2, 3]
+    assert len(steps) == 8 and sum(e["type"] == "done" for e in events) == 4

@@ -26,6 +26,7 @@ class WorkerArgs:
     inject: str | None = None  # kill | raise | hang
     inject_rank: int = -1
     inject_step: int = -1
+    init_method: str = ""      # "" = tcp://127.0.0.1:<port>; "env://" under torchrun
 
 
 def _local_bytes(t) -> int:
@@ -108,7 +109,8 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     torch.set_num_threads(1)
     phase.value = "joining the process group"
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")   # the flight recorder sees every op
-    dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}",
+    dist.init_process_group(args.backend,
+                            init_method=args.init_method or f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,
                             timeout=timedelta(seconds=args.timeout_s))
     try:

@@ -67,7 +67,7 @@ def _preimport() -> None:
 
 def stream(scenario, steps: int = 3, backend: str = "auto", timeout_s: float = 30.0,
            stall_s: float = 20.0, inject: str | None = None, inject_rank: int = -1,
-           inject_step: int = -1) -> Iterator[dict]:
+           inject_step: int = -1, measure: bool = True) -> Iterator[dict]:
     """Run the trial scenario (already scaled down) in ``world`` processes and yield events:
     ``start``, ``step`` (per rank and step) and ``end`` (with ``error``: None, or one line naming
     the rank). If another program takes the rendezvous port before rank 0 binds it, the ranks
@@ -92,7 +92,7 @@ def stream(scenario, steps: int = 3, backend: str = "auto", timeout_s: float = 3
                 args = WorkerArgs(rank=rank, world=world, port=port, scenario=scenario,
                                   steps=steps, backend=backend, timeout_s=timeout_s,
                                   inject=inject, inject_rank=inject_rank,
-                                  inject_step=inject_step)
+                                  inject_step=inject_step, measure=measure)
                 p = ctx.Process(target=run, args=(args, q), daemon=True)
                 p.start()
                 procs.append(p)

@@ -2,6 +2,7 @@
 measure, and report events to the supervisor through a queue."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -27,6 +28,7 @@ class WorkerArgs:
     inject_rank: int = -1
     inject_step: int = -1
     init_method: str = ""      # "" = tcp://127.0.0.1:<port>; "env://" under torchrun
+    measure: bool = True       # False: no saved-tensor hooks or traffic records (overhead runs)
 
 
 def _local_bytes(t) -> int:
@@ -174,7 +176,11 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             phase.value = f"step {step}: forward/backward"
             t0 = time.perf_counter()
             losses = []
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            # Saved activations are counted on the first step only, so later steps' times
+            # carry no measurement cost (the Python hook runs once per saved tensor).
+            hooks = (torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+                     if args.measure and step == 0 else contextlib.nullcontext())
+            with hooks:
                 if schedule is not None:
                     out_losses: list = []
                     is_first = 0 in chunks
@@ -186,7 +192,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                         schedule.step(tokens, **kwargs)
                     else:
                         schedule.step(**kwargs)
-                    losses = [float(x) for x in out_losses]
+                    losses = [float(x.detach()) for x in out_losses]
                 else:
                     model = wrapped[0]
                     for i in range(mbs):
@@ -208,7 +214,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             phase.value = f"step {step}: optimizer"
             opt.step()
             t2 = time.perf_counter()
-            comm = recorder.collect()
+            comm = recorder.collect() if args.measure else {}
+            if step == 0:
+                activations_mb = saved["bytes"] / (mbs * len(chunks))
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
                 "comm": comm,
@@ -216,7 +224,8 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                 "loss": sum(losses) / len(losses) if losses else None,
                 "params": sum(_local_bytes(p) for p in params), "grads": grads,
                 "optimizer": _optimizer_bytes(opt),
-                "activations_per_microbatch": saved["bytes"] / (mbs * len(chunks)),
+                "activations_per_microbatch": (saved["bytes"] / (mbs * len(chunks))
+                                               if step == 0 else activations_mb),
                 "pp_rank": pp_rank, "chunks": list(chunks),
             })
             opt.zero_grad(set_to_none=True)

@@ -189,3 +189,38 @@ def test_the_same_entry_point_runs_under_two_torchrun_agents_as_two_nodes(tmp_pa
     steps = [e for e in events if e["type"] == "step"]
     assert sorted({e["rank"] for e in steps}) == [0, 1, 2, 3]
     assert len(steps) == 8 and sum(e["type"] == "done" for e in events) == 4
+
+
+def test_backend_choice_nccl_only_with_a_gpu_per_rank(monkeypatch):
+    import torch
+
+    from workbench.trial.launcher import choose_backend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert choose_backend("auto", 4) == "nccl"
+    assert choose_backend("auto", 8) == "gloo"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert choose_backend("auto", 1) == "gloo"
+    assert choose_backend("nccl", 2) == "nccl"      # an explicit choice is kept
+
+
+def test_closing_the_stream_midway_leaves_no_process():
+    """A notebook user interrupting the kernel closes the generator: every rank is reaped."""
+    from workbench.trial import stream_trial
+
+    events = stream_trial(_scenario("tiny-dense", dp=4), steps=50)
+    for ev in events:
+        if ev["type"] == "step":
+            break
+    events.close()
+    time.sleep(0.2)
+    assert not _children()
+
+
+def test_a_layout_larger_than_memory_is_refused(monkeypatch):
+    import workbench.trial as trial
+
+    monkeypatch.setattr(trial, "_available_memory", lambda: 1e9)
+    with pytest.raises(ScenarioError, match="this machine has 1.0 GB available"):
+        trial.prepare(_scenario("tiny-dense", dp=4))

@@ -13,7 +13,11 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   capacity_factor/E on average), FP8 (GEMM inputs saved as 1-byte FP8, Transformer Engine).
 - Tensor parallelism (Table 2): tensors inside the TP region divide by t; with sequence
   parallelism the rest divides by t too (Megatron saves the *sharded* GEMM inputs and
-  all-gathers again in backward). ``gathered_sp_inputs=True`` counts instead what PyTorch's
+  all-gathers again in backward). ``pytorch_eager=True`` counts instead what eager PyTorch keeps
+  (the trials' convention, checked against their saved-tensor hooks): the all-gathered
+  sequence-parallel input, SwiGLU's four saved tensors, a 2-D copy of a 3-D input fed to a
+  linear layer (the q/k/v, first MLP and head inputs), and the int64 token ids and targets.
+  Without it, what PyTorch's
   ``parallelize_module`` keeps (the all-gathered input DTensor) for trials.
 - Context parallelism divides the sequence by cp (ring attention).
 - Recompute: ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
@@ -42,16 +46,16 @@ class ActivationShape:
     gemm_in: int      # bytes of a saved GEMM input (1 for fp8)
     flash: bool
     recompute: str
-    gathered_sp_inputs: bool = False
+    pytorch_eager: bool = False
 
 
-def activation_shape(tr: Training, par: Parallel, gathered_sp_inputs: bool = False) -> ActivationShape:
+def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
     """Collect the per-GPU activation quantities of a scenario."""
     elem = 4 if tr.precision == "fp32" else 2
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
-        recompute=tr.recompute, gathered_sp_inputs=gathered_sp_inputs)
+        recompute=tr.recompute, pytorch_eager=pytorch_eager)
 
 
 def _norm_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:
@@ -65,13 +69,13 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     """Bytes saved by one attention block (norm included), by tensor."""
     sb, h, t = x.s * x.b, model.hidden, x.t
     r = t if x.sp else 1                       # divisor of tensors outside the TP region
-    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    rg = 1 if (x.sp and x.pytorch_eager) else r
     q, kv = model.heads * model.dim_per_head, model.kv_dim
     a_loc = model.heads // t
     norm = _norm_terms(model, x, r)
     terms = {
         "norm_input": norm["input"], "norm_stats": norm["stats"],
-        "qkv_input": sb * h / rg * x.gemm_in,
+        "qkv_input": sb * h / rg * x.gemm_in * (2 if x.pytorch_eager else 1),
         "q": sb * q / t * x.elem,
         "k": sb * kv / t * x.elem,
         "v": sb * kv / t * x.elem,
@@ -97,7 +101,7 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
 def _mlp_inner(model: ModelShape, x: ActivationShape, tokens: float, ffn: int) -> dict[str, float]:
     """Saved tensors inside one MLP of width ``ffn`` (already divided by TP) for ``tokens``."""
     if model.mlp == "swiglu":
-        if x.gathered_sp_inputs:   # PyTorch eager: silu input, silu output, up, product
+        if x.pytorch_eager:   # PyTorch eager: silu input, silu output, up, product
             return {"act": tokens * ffn * 3 * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
         return {"act": tokens * 2 * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
     return {"act": tokens * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
@@ -107,11 +111,11 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
     """Bytes saved by one MLP or MoE block (norm included), by tensor."""
     sb, h, t = x.s * x.b, model.hidden, x.t
     r = t if x.sp else 1
-    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    rg = 1 if (x.sp and x.pytorch_eager) else r
     norm = _norm_terms(model, x, r)
     terms = {"norm_input": norm["input"], "norm_stats": norm["stats"]}
     if not moe_layer:
-        terms["fc1_input"] = sb * h / rg * x.gemm_in
+        terms["fc1_input"] = sb * h / rg * x.gemm_in * (2 if x.pytorch_eager else 1)
         terms.update(_mlp_inner(model, x, sb, model.ffn_hidden // t))
     else:
         m = model.moe
@@ -160,17 +164,21 @@ def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer:
 
 
 def embedding_bytes(model: ModelShape, x: ActivationShape) -> float:
-    """First stage, per microbatch: the embedding-output dropout mask (Korthikanti Sec. 4.3)."""
+    """First stage, per microbatch: the embedding-output dropout mask (Korthikanti Sec. 4.3);
+    under the PyTorch-eager convention also the token ids."""
     r = x.t if x.sp else 1
-    return x.s * x.b * model.hidden / r if model.dropout else 0.0
+    ids = x.s * x.b * 8 if x.pytorch_eager else 0      # int64 token ids for the lookup's backward
+    return (x.s * x.b * model.hidden / r if model.dropout else 0.0) + ids
 
 
 def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     """Last stage, per microbatch: final norm input, head input and fp32 log-probabilities
     (Korthikanti Sec. 4.3: 4·sbh/t·(1 + v/h) with SP, plus the norm statistics)."""
     r = x.t if x.sp else 1
-    rg = 1 if (x.sp and x.gathered_sp_inputs) else r
+    rg = 1 if (x.sp and x.pytorch_eager) else r
     sb = x.s * x.b
     norm = _norm_terms(model, x, r)
     vocab_local = -(-model.vocab // x.t)
-    return norm["input"] + norm["stats"] + sb * model.hidden / rg * x.gemm_in + sb * vocab_local * 4
+    head_in = sb * model.hidden / rg * x.gemm_in * (2 if x.pytorch_eager else 1)
+    targets = sb * 8 if x.pytorch_eager else 0
+    return norm["input"] + norm["stats"] + head_in + sb * vocab_local * 4 + targets

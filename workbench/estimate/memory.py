@@ -104,10 +104,10 @@ def _stage_activations(s: Scenario, stage: StageParams, x: act.ActivationShape) 
     return total, units / chunks
 
 
-def estimate_memory(s: Scenario, gathered_sp_inputs: bool = False) -> MemoryEstimate:
+def estimate_memory(s: Scenario, pytorch_eager: bool = False) -> MemoryEstimate:
     """Per-GPU memory of every pipeline rank, the worst GPU, and host/NVMe use per node."""
     par, tr, hw = s.parallel, s.training, s.hardware
-    x = act.activation_shape(tr, par, gathered_sp_inputs)
+    x = act.activation_shape(tr, par, pytorch_eager)
     stages = []
     for st in stage_params(s.model, par):
         ms = model_states(st.dense, st.expert, tr.precision, tr.optimizer, par.zero,

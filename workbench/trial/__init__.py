@@ -94,7 +94,7 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
     from workbench.estimate.params import stage_params
 
     par, tr, m = trial.parallel, trial.training, trial.model
-    x = activation_shape(tr, par, gathered_sp_inputs=True)
+    x = activation_shape(tr, par, pytorch_eager=True)
     out = {}
     for st in stage_params(m, par):
         ms = model_states(st.dense, st.expert, tr.precision, tr.optimizer, par.zero,

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -159,17 +160,23 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                 chunk = tr.seq_len // par.cp
                 sl = slice(cp_rank * chunk, (cp_rank + 1) * chunk)
                 tokens, labels = tokens[:, sl], labels[:, sl]
-            saved = {"bytes": 0, "ptrs": set()}
+            saved = {"bytes": 0, "alive": {}}
 
             def pack(t):
+                # Count each storage once while it is alive: a pointer seen again after the
+                # tensor that held it died (an earlier microbatch's graph freed by its
+                # backward) is new memory.
                 local = t.to_local() if hasattr(t, "to_local") else t
                 try:
                     storage = local.untyped_storage()
                     ptr = storage.data_ptr()
                 except RuntimeError:      # tensors without real storage (meta, fake)
                     return t
-                if ptr not in param_ptrs and ptr not in saved["ptrs"]:
-                    saved["ptrs"].add(ptr)
+                if ptr in param_ptrs or isinstance(t, torch.nn.Parameter):
+                    return t        # weights (FSDP2's unsharded copies too) are not activations
+                ref = saved["alive"].get(ptr)
+                if ref is None or ref() is None:
+                    saved["alive"][ptr] = weakref.ref(t)
                     saved["bytes"] += storage.nbytes()
                 return t
 

@@ -226,13 +226,19 @@ def test_a_layout_larger_than_memory_is_refused(monkeypatch):
         trial.prepare(_scenario("tiny-dense", dp=4))
 
 
-@pytest.mark.parametrize("model", ["tiny-dense", "tiny-gpt"])
-def test_saved_activations_within_5_percent_of_the_estimate_under_ddp(model):
+@pytest.mark.parametrize("model,parallel", [
+    ("tiny-dense", {"dp": 4}), ("tiny-gpt", {"dp": 4}), ("tiny-dense", {"dp": 4, "zero": 3}),
+    ("tiny-dense", {"dp": 1, "tp": 4}), ("tiny-dense", {"dp": 1, "tp": 2,
+                                                        "sequence_parallel": False}),
+    ("tiny-dense", {"dp": 1, "pp": 4}),
+    ("tiny-dense", {"dp": 1, "pp": 2, "pp_schedule": "interleaved-1f1b", "virtual_stages": 2}),
+], ids=lambda v: str(v))
+def test_saved_activations_within_5_percent_of_the_estimate(model, parallel):
     """The PyTorch-eager activation convention (estimate.activations) against the bytes the
-    saved-tensor hooks count; other layouts' gaps are listed in docs/trials.md."""
+    saved-tensor hooks count; the layouts still outside 5 % are listed in docs/trials.md."""
     from workbench.trial import run_trial
 
-    result = run_trial(_scenario(model, dp=4), steps=1)
+    result = run_trial(_scenario(model, **parallel), steps=2)
     for r in result.ranks():
         assert r["measured"]["activations"] == pytest.approx(r["predicted"]["activations"],
                                                              rel=0.05)

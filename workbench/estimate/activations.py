@@ -58,11 +58,19 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         recompute=tr.recompute, pytorch_eager=pytorch_eager)
 
 
+def _copies(x: ActivationShape) -> int:
+    """Saved copies of a linear layer's input: eager PyTorch keeps the 3-D input and a folded
+    2-D copy; behind a sequence-parallel all-gather (DTensor) only the gathered 2-D input."""
+    return 2 if (x.pytorch_eager and not x.sp) else 1
+
+
 def _norm_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:
-    """A norm saves its input and fp32 statistics (rstd; LayerNorm also the mean)."""
+    """A norm saves its input and fp32 statistics (rstd; LayerNorm also the mean); in eager
+    PyTorch a sequence-parallel (DTensor) norm's sharded output is kept as well."""
     sb = x.s * x.b
     stats = 2 if model.norm == "layernorm" else 1
-    return {"input": sb * model.hidden / r * x.elem, "stats": sb / r * 4 * stats}
+    copies = 2 if (x.pytorch_eager and x.sp) else 1
+    return {"input": sb * model.hidden / r * x.elem * copies, "stats": sb / r * 4 * stats}
 
 
 def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
@@ -75,7 +83,7 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     norm = _norm_terms(model, x, r)
     terms = {
         "norm_input": norm["input"], "norm_stats": norm["stats"],
-        "qkv_input": sb * h / rg * x.gemm_in * (2 if x.pytorch_eager else 1),
+        "qkv_input": sb * h / rg * x.gemm_in * _copies(x),
         "q": sb * q / t * x.elem,
         "k": sb * kv / t * x.elem,
         "v": sb * kv / t * x.elem,
@@ -115,7 +123,7 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
     norm = _norm_terms(model, x, r)
     terms = {"norm_input": norm["input"], "norm_stats": norm["stats"]}
     if not moe_layer:
-        terms["fc1_input"] = sb * h / rg * x.gemm_in * (2 if x.pytorch_eager else 1)
+        terms["fc1_input"] = sb * h / rg * x.gemm_in * _copies(x)
         terms.update(_mlp_inner(model, x, sb, model.ffn_hidden // t))
     else:
         m = model.moe
@@ -179,6 +187,6 @@ def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     sb = x.s * x.b
     norm = _norm_terms(model, x, r)
     vocab_local = -(-model.vocab // x.t)
-    head_in = sb * model.hidden / rg * x.gemm_in * (2 if x.pytorch_eager else 1)
+    head_in = sb * model.hidden / rg * x.gemm_in * _copies(x)
     targets = sb * 8 if x.pytorch_eager else 0
     return norm["input"] + norm["stats"] + head_in + sb * vocab_local * 4 + targets

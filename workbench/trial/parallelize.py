@@ -56,11 +56,13 @@ def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:
     if getattr(model, "norm", None) is not None and sp:
         plan["norm"] = SequenceParallel()
     if getattr(model, "output", None) is not None:
+        # Untied heads keep the logits sharded over the vocabulary and the loss runs under
+        # ``loss_parallel`` (Megatron's vocab-parallel cross-entropy, the estimator's convention).
         plan["output"] = (PrepareModuleInput(input_layouts=(seq_in,),
                                              desired_input_layouts=(Replicate(),),
                                              use_local_output=True) if tied else
-                          ColwiseParallel(input_layouts=seq_in, output_layouts=Replicate(),
-                                          use_local_output=True))
+                          ColwiseParallel(input_layouts=seq_in, output_layouts=Shard(-1),
+                                          use_local_output=False))
     return {k: v for k, v in plan.items() if v is not None}
 
 

@@ -99,6 +99,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import loss_parallel
 
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import make_optimizer, parallelize
@@ -172,8 +173,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                     ptr = storage.data_ptr()
                 except RuntimeError:      # tensors without real storage (meta, fake)
                     return t
-                if ptr in param_ptrs or isinstance(t, torch.nn.Parameter):
-                    return t        # weights (FSDP2's unsharded copies too) are not activations
+                base = getattr(t, "_base", None)
+                if ptr in param_ptrs or isinstance(t, torch.nn.Parameter) or isinstance(
+                        base, torch.nn.Parameter):
+                    return t        # weights, their views and FSDP2's unsharded copies
                 ref = saved["alive"].get(ptr)
                 if ref is None or ref() is None:
                     saved["alive"][ptr] = weakref.ref(t)
@@ -183,11 +186,14 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             phase.value = f"step {step}: forward/backward"
             t0 = time.perf_counter()
             losses = []
-            # Saved activations are counted on the first step only, so later steps' times
-            # carry no measurement cost (the Python hook runs once per saved tensor).
+            # Saved activations are counted on one step only (the second when there is one:
+            # pipelining's first step runs an extra shape-inference forward), so the other
+            # steps' times carry no measurement cost (the Python hook runs per saved tensor).
+            counted = step == min(1, args.steps - 1)
             hooks = (torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
-                     if args.measure and step == 0 else contextlib.nullcontext())
-            with hooks:
+                     if args.measure and counted else contextlib.nullcontext())
+            vocab_parallel = par.tp > 1 and not s.model.tied_embeddings
+            with hooks, (loss_parallel() if vocab_parallel else contextlib.nullcontext()):
                 if schedule is not None:
                     out_losses: list = []
                     is_first = 0 in chunks
@@ -199,7 +205,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                         schedule.step(tokens, **kwargs)
                     else:
                         schedule.step(**kwargs)
-                    losses = [float(x.detach()) for x in out_losses]
+                    losses = [_scalar(x) for x in out_losses]
                 else:
                     model = wrapped[0]
                     for i in range(mbs):
@@ -209,7 +215,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                         with ctx:
                             loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
                             loss.backward()
-                        losses.append(float(loss.detach()) * mbs)
+                        losses.append(_scalar(loss) * mbs)
             if tied:
                 phase.value = f"step {step}: tied-embedding gradient sum"
                 sync_tied_grads(modules, tied_group)
@@ -222,7 +228,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             opt.step()
             t2 = time.perf_counter()
             comm = recorder.collect() if args.measure else {}
-            if step == 0:
+            if counted or step == 0:
                 activations_mb = saved["bytes"] / (mbs * len(chunks))
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
@@ -231,8 +237,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                 "loss": sum(losses) / len(losses) if losses else None,
                 "params": sum(_local_bytes(p) for p in params), "grads": grads,
                 "optimizer": _optimizer_bytes(opt),
-                "activations_per_microbatch": (saved["bytes"] / (mbs * len(chunks))
-                                               if step == 0 else activations_mb),
+                "activations_per_microbatch": activations_mb,
                 "pp_rank": pp_rank, "chunks": list(chunks),
             })
             opt.zero_grad(set_to_none=True)
@@ -348,6 +353,11 @@ def _reduce_expert_grads(modules, edp_group, dp: int) -> None:
                     if dist.get_world_size(edp_group) > 1:
                         dist.all_reduce(p.grad, group=edp_group)
                     p.grad.div_(dp)
+
+
+def _scalar(loss) -> float:
+    loss = loss.detach()
+    return float(loss.full_tensor() if hasattr(loss, "full_tensor") else loss)
 
 
 class _Joined:

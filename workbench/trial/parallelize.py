@@ -100,9 +100,9 @@ def apply_cp(model: nn.Module, group, ranks: list[int], seq_len: int) -> None:
         if isinstance(mod, Attention):
             mod.cp_group, mod.cp_ranks = group, ranks
     if getattr(model, "embeddings", None) is not None:
-        model.embeddings.position_offset = ranks.index(
-            __import__("torch.distributed", fromlist=["get_rank"]).get_rank()) * (
-            seq_len // len(ranks))
+        import torch.distributed as dist
+
+        model.embeddings.position_offset = ranks.index(dist.get_rank()) * (seq_len // len(ranks))
 
 
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) -> None:

@@ -151,6 +151,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         recorder = _CommRecorder(dims)
         recorder.collect()                     # set-up traffic (broadcasts, mesh) is not a step
         param_ptrs = {(p.to_local() if hasattr(p, "to_local") else p).data_ptr() for p in params}
+        activations_mb = None                  # known from the counted step on
         for step in range(args.steps):
             _inject(args, step, phase)
             gen = torch.Generator().manual_seed(args.seed + 1000 * step + dp_rank)
@@ -211,7 +212,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                     for i in range(mbs):
                         sl = slice(i * tr.micro_batch, (i + 1) * tr.micro_batch)
                         last = i == mbs - 1
-                        ctx = _sync_context(model, modules[0], last)
+                        ctx = _sync_context(model, last)
                         with ctx:
                             loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
                             loss.backward()
@@ -228,7 +229,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             opt.step()
             t2 = time.perf_counter()
             comm = recorder.collect() if args.measure else {}
-            if counted or step == 0:
+            if counted:
                 activations_mb = saved["bytes"] / (mbs * len(chunks))
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
@@ -375,12 +376,10 @@ class _Joined:
                     yield p
 
 
-def _sync_context(model, inner, last: bool):
+def _sync_context(model, last: bool):
     """DDP reduces gradients once per step (``no_sync`` on all but the last microbatch);
     FSDP2 reduce-scatters after every microbatch, as torchtitan's gradient accumulation does
     (the estimator counts the same)."""
-    import contextlib
-
     if hasattr(model, "no_sync") and not last:
         return model.no_sync()
     return contextlib.nullcontext()

@@ -1,7 +1,6 @@
 """Step time, communication, pipeline schedules, run-level figures and build checks."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.estimate.arrays import plain
+
 from workbench.catalog.types import Link
 from workbench.spec.scenario import Hardware
 
@@ -77,12 +79,8 @@ def group_span(size, stride, gpus_per_node: int) -> Span:
     size, stride = np.asarray(size), np.asarray(stride)
     per_node = np.where(stride < gpus_per_node,
                         np.maximum(1, np.minimum(size, gpus_per_node // np.maximum(stride, 1))), 1)
-    return Span(_out(size), _out(per_node), _out(-(-size // per_node)))
+    return Span(plain(size), plain(per_node), plain(-(-size // per_node)))
 
-
-def _out(x):
-    """A plain number for scalar inputs, the array otherwise."""
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def _flat(kind: str, nbytes, n, bw, lat):
@@ -120,4 +118,4 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware):
             t = np.where(nn == 1, _flat(kind, nbytes, k, a_bw, a_lat),
                          np.where(k == 1, _flat(kind, nbytes, nn, e_bw, e_lat), hier))
         t = np.where((n <= 1) | (nbytes <= 0), 0.0, t)
-    return _out(t)
+    return plain(t)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.estimate.arrays import plain
+
 
 @dataclass(frozen=True)
 class BytesPerParam:
@@ -64,9 +66,6 @@ class ModelStates:
     nvme: float = 0.0   # bytes this GPU's states occupy on NVMe
 
 
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
-
 
 def _sharded(n, k):
     """Elements of an ``n``-element state on one of ``k`` shards (padded up, as FSDP2 does)."""
@@ -76,7 +75,7 @@ def _sharded(n, k):
 def optimizer_params(dense, expert, zero, dense_shard, expert_shard):
     """Parameters whose optimizer state one GPU updates (all of them, or its ZeRO shard).
     Scalars, or numpy arrays for a grid of layouts."""
-    return _out(np.where(np.asarray(zero) == 0, np.asarray(dense) + expert,
+    return plain(np.where(np.asarray(zero) == 0, np.asarray(dense) + expert,
                          _sharded(dense, dense_shard) + _sharded(expert, expert_shard)))
 
 
@@ -109,5 +108,5 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
         else:
             nvme = nvme + moved
         params = params - moved
-    return ModelStates(*(_out(np.asarray(x, dtype=float)) for x in (params, grads, opt, host,
+    return ModelStates(*(plain(np.asarray(x, dtype=float)) for x in (params, grads, opt, host,
                                                                     nvme)))

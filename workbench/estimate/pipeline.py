@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.estimate.arrays import plain
 
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def inflight_chunks(par, microbatches, rank):
@@ -40,7 +39,7 @@ def inflight_chunks(par, microbatches, rank):
     else:   # 1f1b (v = 1) and interleaved-1f1b (v > 1)
         n = np.where(v > 1, np.minimum(2 * (p - rank - 1) + (v - 1) * p + 1, m * v),
                      np.minimum(m, np.maximum(p - rank, 2)))
-    return _out(np.where(p == 1, 1, n))
+    return plain(np.where(p == 1, 1, n))
 
 
 def inflight_first_chunk(par, microbatches):
@@ -51,11 +50,11 @@ def inflight_first_chunk(par, microbatches):
     else:
         n = np.where((par.pp_schedule == "dualpipev") | (np.asarray(par.chunks_per_rank) > 1),
                      np.minimum(2 * p - 1, m), np.minimum(p, m))
-    return _out(np.where(p == 1, 1, n))
+    return plain(np.where(p == 1, 1, n))
 
 
 def inflight_last_chunk(par, microbatches):
     """Microbatches alive in the last model chunk (the one with the head and loss)."""
     p, m = np.asarray(par.pp), np.asarray(microbatches)
     n = m if par.pp_schedule == "gpipe" else np.minimum(2, m)
-    return _out(np.where(p == 1, 1, n))
+    return plain(np.where(p == 1, 1, n))

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from workbench.estimate.arrays import plain
+
 from workbench.estimate import efficiency as eff
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
@@ -230,11 +232,8 @@ def pipeline_bubble(schedule: str, p, v, f, b, w):
         bubble = (p - 1) * np.maximum(0.0, f + b - 2 * w) / v
     else:  # dualpipev
         bubble = (p - 1) * np.maximum(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
-    return _out(np.where(p == 1, 0.0, bubble))
+    return plain(np.where(p == 1, 0.0, bubble))
 
-
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def estimate_step_time(s: Scenario) -> StepTime:
@@ -340,7 +339,7 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     gathers_fwd = counts["all_gather"] - gathers_bwd
     zero3 = (gathers_fwd * np.maximum(0.0, ag - fwd) + gathers_bwd * np.maximum(0.0, ag - bwd / 2)
              + counts["reduce_scatter"] * np.maximum(0.0, rs - bwd / 2) + ar)
-    return _out(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
+    return plain(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
 
 
 def _dp_counts(par, mbs) -> dict:
@@ -368,7 +367,7 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
     channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param on the NVMe drives."""
     moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
-        return _out(eff.memory_time(moved, hw.gpu, kernels=4)), 0.0
+        return plain(eff.memory_time(moved, hw.gpu, kernels=4)), 0.0
     pcie = hw.gpu.pcie_lanes / 16 * (31.5e9 if hw.gpu.pcie_gen == 4 else 63e9) * 0.8
     t_pcie = 2 * 2 * np.asarray(local_params) / pcie
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)
@@ -378,4 +377,4 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
         per_node = 12 * np.asarray(local_params) * hw.gpus_per_node
         t_nvme = per_node / (drives * d.read_gb_per_s * 1e9) + per_node / (
             drives * d.write_gb_per_s * 1e9)
-    return 0.0, _out(t_pcie + t_cpu + t_nvme)
+    return 0.0, plain(t_pcie + t_cpu + t_nvme)

@@ -158,7 +158,7 @@ def test_costs_only_when_prices_are_given():
     s = parse_scenario(scenario_doc(training={"price_per_gpu_hour": 2.0, "price_per_kwh": 0.1}))
     r = estimate(s).run
     hours = r.time_to_train_s / 3600
-    assert r.cost["gpu_hours"] == pytest.approx(8 * hours * 2.0)
+    assert r.cost["gpus"] == pytest.approx(8 * hours * 2.0)
     assert r.cost["energy"] == pytest.approx(r.energy_kwh * 0.1)
     assert estimate(parse_scenario(scenario_doc())).run.cost == {}
 

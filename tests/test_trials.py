@@ -242,3 +242,16 @@ def test_saved_activations_within_5_percent_of_the_estimate(model, parallel):
     for r in result.ranks():
         assert r["measured"]["activations"] == pytest.approx(r["predicted"]["activations"],
                                                              rel=0.05)
+
+
+def test_sub_layouts_shrink_data_parallelism_first_to_a_divisor():
+    from workbench.trial import sub_layout
+
+    s = parse_scenario({"hardware": {"gpu": "h100-sxm", "gpus_per_node": 6}, "model": "tiny-dense",
+                        "parallel": {"dp": 6}, "training": {"global_batch": 12}})
+    assert sub_layout(s, 2).parallel.dp == 2 and sub_layout(s, 3).parallel.dp == 3
+    s4d = parse_scenario({"hardware": {"gpu": "h100-sxm", "gpus_per_node": 16}, "model": "tiny-dense",
+                          "parallel": {"dp": 2, "cp": 2, "pp": 2, "tp": 2, "zero": 3},
+                          "training": {"seq_len": 256, "global_batch": 16}})
+    p = sub_layout(s4d, 4).parallel
+    assert (p.dp, p.cp, p.pp, p.tp) == (1, 1, 2, 2)

@@ -186,3 +186,23 @@ def test_inline_host_parts_round_trip_and_name_missing_fields(doc):
     assert p["hardware.host.cpu.cores"] == "must be a whole number"
     assert p["hardware.host.cpu.pcie_lanes"] == "is required"
     assert p["hardware.host.memory_gb"] == "is required"
+
+
+def test_odd_inputs_are_clean_errors(doc, tmp_path):
+    doc["training"]["tokens"] = 10 ** 400
+    assert "finite number" in problems(doc)["training.tokens"]
+    bad = tmp_path / "utf16.yaml"
+    bad.write_bytes("hardware: {}".encode("utf-16"))
+    r = _cli("estimate", str(bad))
+    assert r.returncode == 2 and "UTF-8" in r.stderr
+
+
+def test_inline_gpu_without_fp8_and_default_links_follow_the_gpu(doc):
+    doc["hardware"]["gpu"] = {"memory_gb": 40, "hbm_gb_per_s": 1555, "bf16_tflops": 312,
+                              "fp8_tflops": 0, "power_w": 400}
+    doc["training"]["precision"] = "fp8"
+    assert "no FP8 tensor cores" in problems(doc)["training.precision"]
+    for gpu, link in [("a100-sxm-80gb", "NVLink 3"), ("b200", "NVLink 5"),
+                      ("rtx-4090", "PCIe 4.0"), ("h100-pcie", "PCIe 5.0")]:
+        s = parse_scenario(scenario_doc(hardware={"gpu": gpu}))
+        assert s.hardware.intra_node.name.startswith(link), (gpu, s.hardware.intra_node.name)

@@ -25,7 +25,7 @@ def memory_table_html(est: Estimate) -> str:
     verdict = ("fits" if m.fits else "does NOT fit")
     color = "#1a7f37" if m.fits else "#cf222e"
     summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
-               f"{m.worst.rank}): {m.per_gpu.total / GB:,.2f} GB of {m.capacity / GB:,.0f} GB "
+               f"{m.worst.rank}): {m.per_gpu.total / GB:,.2f} GB of {m.capacity / GB:,.1f} GB "
                f"&rarr; <b>{verdict}</b></p>")
     t, r = est.time, est.run
     timing = (f"<p class='wb-time'>Step {t.step:,.2f} s &middot; {r.tokens_per_s:,.0f} tokens/s "

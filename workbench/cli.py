@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from workbench.errors import ScenarioError
+from workbench.errors import Problem, ScenarioError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +34,13 @@ def _trial(args: argparse.Namespace) -> int:
     from workbench.trial import run_trial
 
     scenario = load_scenario(args.scenario, args.set)
+    if args.steps < 1:
+        raise ScenarioError([Problem("--steps", args.steps, "must be >= 1")])
+    if args.world_size is not None and args.world_size < 1:
+        raise ScenarioError([Problem("--world-size", args.world_size, "must be >= 1")])
+    if args.inject and not 0 <= args.step < args.steps:
+        raise ScenarioError([Problem("--step", args.step,
+                                     f"must be a step of the trial (0..{args.steps - 1})")])
     inject = {}
     if args.inject:
         inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
@@ -81,7 +88,7 @@ def _catalog(args: argparse.Namespace) -> int:
 def _dashboard(args: argparse.Namespace) -> int:
     from workbench.serve import serve_dashboard
 
-    return serve_dashboard(port=args.port, open_browser=False)
+    return serve_dashboard(port=args.port)
 
 
 def build_parser() -> argparse.ArgumentParser:

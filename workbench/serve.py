@@ -35,7 +35,7 @@ def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900)
     ]
 
 
-def serve_dashboard(port: int = 0, open_browser: bool = False) -> int:
+def serve_dashboard(port: int = 0) -> int:
     """Run Voila in the foreground until interrupted; returns its exit code."""
     port = port or free_port()
     print(f"Dashboard: http://127.0.0.1:{port}/  (Ctrl+C stops it)", flush=True)

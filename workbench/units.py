@@ -3,14 +3,10 @@ GB = 1e9
 GiB = float(2**30)
 TB = 1e12
 MB = 1e6
-MiB = float(2**20)
 
 
-def gb(nbytes: float) -> str:
-    """Human form in GB (1e9 bytes)."""
-    return f"{nbytes / GB:,.1f} GB"
-
-
-def gib(nbytes: float) -> str:
-    """Human form in GiB (2**30 bytes)."""
-    return f"{nbytes / GiB:,.2f} GiB"
+def capacity_bytes(vendor_gb: float) -> float:
+    """Bytes of a memory sold as ``vendor_gb`` "GB". HBM and DIMM sizes are binary: an H100
+    "80 GB" reports 81,559 MiB (85.5e9 bytes) in nvidia-smi, an H200 "141 GB" 143,771 MiB, a
+    "64 GB" DIMM holds 64 GiB — so the vendor figure is read as GiB."""
+    return vendor_gb * GiB

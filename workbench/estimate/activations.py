@@ -16,9 +16,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   all-gathers again in backward). ``pytorch_eager=True`` counts instead what eager PyTorch keeps
   (the trials' convention, checked against their saved-tensor hooks): the all-gathered
   sequence-parallel input, SwiGLU's four saved tensors, a 2-D copy of a 3-D input fed to a
-  linear layer (the q/k/v, first MLP and head inputs), and the int64 token ids and targets.
-  Without it, what PyTorch's
-  ``parallelize_module`` keeps (the all-gathered input DTensor) for trials.
+  linear layer (the q/k/v, first MLP and head inputs; only without sequence parallelism), a
+  sequence-parallel norm's sharded output, and the int64 token ids and targets.
 - Context parallelism divides the sequence by cp (ring attention).
 - Recompute: ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
   selective recomputation, ``sbh·34/t`` with SP); ``full`` stores only each layer's input

@@ -23,6 +23,7 @@ from workbench.estimate.memory import MemoryEstimate
 from workbench.estimate.params import total_params
 from workbench.estimate.run_level import host_power_w
 from workbench.spec.scenario import Scenario
+from workbench.units import capacity_bytes
 
 PSU_LOAD = 0.8
 HOUSEHOLD_CIRCUITS_W = {"15 A / 120 V": 1440.0, "16 A / 230 V": 3680.0}
@@ -74,7 +75,7 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
         out.append(Check("pcie_lanes", "fail", detail + f": short by {need - lanes_have}; "
                          "the GPUs would run at x4/x8 or not at all"))
 
-    have = hw.host.memory_gb * 1e9
+    have = capacity_bytes(hw.host.memory_gb)
     need_mem = mem.host_per_node
     msg = f"offload and staging need {need_mem / 1e9:,.0f} GB of {have / 1e9:,.0f} GB installed"
     status = "pass" if need_mem <= have else "fail"

@@ -24,7 +24,9 @@ from workbench.catalog.types import Link
 from workbench.spec.scenario import Hardware
 
 # Fraction of the link's per-direction bandwidth NCCL sustains at large messages (busbw / link).
-# Sources: benchmarks/data/published_kernels.yaml (nccl-tests on DGX A100/H100 and IB clusters).
+# NVLink and RDMA NICs: benchmarks/data/published_kernels.yaml (nccl-tests on H200: all-gather
+# 361 / reduce-scatter 363 of 450 GB/s; NVIDIA's ~46-49 GB/s per 400G NIC). PCIe peer-to-peer
+# and TCP sockets have no record there: 0.75 and 0.60 are assumptions.
 NVLINK_EFFICIENCY = 0.80
 PCIE_EFFICIENCY = 0.75
 RDMA_NIC_EFFICIENCY = 0.90

@@ -41,7 +41,8 @@ ARCH = {
 ARCH["ada"] = ARCH["hopper"]       # no measurement: Hopper's fractions (stated assumption)
 ARCH["cdna3"] = ARCH["hopper"]
 ARCH[""] = ARCH["hopper"]          # an inline GPU without ``arch``
-# Eager attention (no fused kernel) runs the scores as batched GEMMs and a softmax pass.
+# Eager attention (no fused kernel) runs the scores as batched GEMMs and a softmax pass: an
+# assumption (no measurement in published_kernels.yaml), half of the dense peak.
 EAGER_ATTENTION = (0.5, 0.5)
 # Sustained fraction of the HBM peak for streaming kernels: BabelStream triad H100 2,970 of
 # 3,350 GB/s, H200 4,150 of 4,800, A100 1,700 of 2,039 (azure-babelstream-*-triad).

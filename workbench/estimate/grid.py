@@ -29,6 +29,7 @@ from workbench.estimate.step_time import (
 )
 from workbench.estimate.comm import collective_time, group_span
 from workbench.spec.scenario import Scenario
+from workbench.units import capacity_bytes
 
 
 @dataclass
@@ -240,7 +241,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
     world = g.dp * g.tp * g.pp * g.cp
     flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
     return {"step": step, "bubble": bubble, "memory_per_gpu": memory,
-            "fits": memory <= hw.gpu.memory_gb * 1e9, "tokens_per_s": tokens,
+            "fits": memory <= capacity_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
             "mfu": flops / (step * world * peak_flops(hw.gpu, tr.precision))}
 
 

@@ -16,7 +16,7 @@ from workbench.estimate.model_states import model_states
 from workbench.estimate.params import StageParams, is_moe_layer, stage_params
 from workbench.estimate.pipeline import inflight_chunks, inflight_first_chunk, inflight_last_chunk
 from workbench.spec.scenario import Scenario
-from workbench.units import GB, TB
+from workbench.units import GB, TB, capacity_bytes
 
 # ZeRO-Infinity's NVMe staging: DeepSpeed's default offload_param/offload_optimizer
 # buffer_count 5 x buffer_size 1e8 elements, in the 2-byte compute dtype, pinned in host memory.
@@ -126,11 +126,11 @@ def estimate_memory(s: Scenario, pytorch_eager: bool = False) -> MemoryEstimate:
     # A node may hold GPUs of any pipeline rank; the worst rank's offload bounds it from above.
     host_node = per_node * max(g.host for g in stages)
     nvme_node = per_node * max(g.nvme for g in stages)
-    capacity = hw.gpu.memory_gb * GB
+    capacity = capacity_bytes(hw.gpu.memory_gb)
     est = MemoryEstimate(
         per_stage=stages, worst=worst, capacity=capacity,
         host_per_node=host_node, nvme_per_node=nvme_node,
-        host_capacity_per_node=hw.host.memory_gb * GB,
+        host_capacity_per_node=capacity_bytes(hw.host.memory_gb),
         nvme_capacity_per_node=hw.storage.drives * hw.storage.drive.capacity_tb * TB,
         layer_terms=act.layer_terms(s.model, x.__class__(**{**x.__dict__, "recompute": "none"}),
                                     is_moe_layer(s.model, s.model.layers - 1)),
@@ -144,7 +144,8 @@ def _warnings(s: Scenario, est: MemoryEstimate) -> list[str]:
     g = est.per_gpu
     if not est.fits:
         out.append(f"does not fit: the worst GPU (pipeline rank {est.worst.rank}) needs "
-                   f"{g.total / GB:,.1f} GB of {est.capacity / GB:,.0f} GB")
+                   f"{g.total / GB:,.1f} GB of {est.capacity / GB:,.1f} GB "
+                   f"({s.hardware.gpu.memory_gb:g} GiB)")
     if s.training.offload != "none" and not est.host_fits:
         out.append(f"host memory: offload needs {est.host_per_node / GB:,.0f} GB per node, "
                    f"hardware.host.memory_gb is {est.host_capacity_per_node / GB:,.0f} GB")

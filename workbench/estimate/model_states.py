@@ -19,8 +19,8 @@ Stage 3 follows FSDP2 (``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=b
 reduce_dtype=fp32)``): the sharded parameter *is* the fp32 master, so params 4, grads 4,
 optimizer 8 (Adam) — 16 B/param / d, the ZeRO paper's 16Ψ/Nd. The unsharded bf16 copies are
 transient and counted in buffers.
-FP8 (Transformer Engine / torchao float8): master weights and optimizer as bf16; FP8 changes
-activations and adds transient FP8 weight copies (buffers).
+FP8 (Transformer Engine / torchao float8): parameters, fp32 master weights and optimizer as for
+bf16 (18 B/param); FP8 changes activations and adds transient FP8 weight copies (buffers).
 
 Offload: ``cpu`` moves the optimizer states (ZeRO-Offload, Ren et al. 2021), and for stage >= 2
 the gradient shard, to host memory; with stage 3 the sharded parameters too (FSDP2

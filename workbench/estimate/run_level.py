@@ -67,7 +67,7 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
     energy = power * ttt / 3.6e6
     cost = {}
     if tr.price_per_gpu_hour is not None:
-        cost["gpu_hours"] = world * ttt / 3600 * tr.price_per_gpu_hour
+        cost["gpus"] = world * ttt / 3600 * tr.price_per_gpu_hour
     if tr.price_per_kwh is not None:
         cost["energy"] = energy * tr.price_per_kwh
     if cost:

@@ -362,13 +362,14 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
     ``local_params`` parameters (arrays allowed).
     On the GPU, Adam reads master, grad, m, v and writes master, m, v and the 16-bit copy:
     30 B/param (SGD: 22), at HBM speed. With ZeRO-Offload, 16-bit gradients go down and
-    parameters up over the GPU's PCIe link (80 % of its x16 rate: PCIe 4.0 31.5 GB/s, 5.0 63 GB/s
-    per direction), the CPU streams the optimizer for every GPU of the node through DDR (70 % of
-    channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param on the NVMe drives."""
+    parameters up over the GPU's PCIe link (80 % of its x16 rate per direction, 15.75 GB/s per
+    PCIe 3.0 x16 doubling each generation), the CPU streams the optimizer for every GPU of the node
+    through DDR (70 % of channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param
+    on the NVMe drives. The 80 % and 70 % are assumptions, not measurements."""
     moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
         return plain(eff.memory_time(moved, hw.gpu, kernels=4)), 0.0
-    pcie = hw.gpu.pcie_lanes / 16 * (31.5e9 if hw.gpu.pcie_gen == 4 else 63e9) * 0.8
+    pcie = hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
     t_pcie = 2 * 2 * np.asarray(local_params) / pcie
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)
     t_nvme = 0.0

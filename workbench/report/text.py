@@ -13,7 +13,7 @@ def render_estimate(est: Estimate) -> str:
     p, t, hw = s.parallel, s.training, s.hardware
     lines = [
         f"{s.model.name} on {hw.nodes} x {hw.gpus_per_node} x {hw.gpu.name} "
-        f"({hw.world} GPUs, {hw.gpu.memory_gb:g} GB each)",
+        f"({hw.world} GPUs, {hw.gpu.memory_gb:g} GiB each)",
         f"layout: dp={p.dp} zero={p.zero}{f' shard_group={p.shard_group}' if p.shard_group else ''}"
         f" tp={p.tp}{' +sp' if p.sp else ''} pp={p.pp}"
         f"{f' ({p.pp_schedule}, {p.chunks_per_rank} chunk/rank)' if p.pp > 1 else ''}"
@@ -36,7 +36,8 @@ def render_estimate(est: Estimate) -> str:
     lines += [
         "",
         f"worst GPU: pipeline rank {m.worst.rank}, {w.total / scale:,.2f} {unit[:2]} of "
-        f"{m.capacity / GB:,.0f} GB -> {verdict} ({(m.capacity - w.total) / GB:+,.2f} GB headroom)",
+        f"{m.capacity / GB:,.1f} GB ({hw.gpu.memory_gb:g} GiB) -> {verdict} "
+        f"({(m.capacity - w.total) / GB:+,.2f} GB headroom)",
     ]
     if t.offload != "none":
         lines.append(f"offload per node: host {m.host_per_node / GB:,.1f} GB of "
@@ -70,5 +71,6 @@ def _time_lines(est: Estimate) -> list[str]:
         f"{r.power_w / 1000:,.1f} kW; energy {r.energy_kwh:,.0f} kWh",
     ]
     if r.cost:
-        lines.append("cost: " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items()))
+        lines.append(f"cost ({est.scenario.hardware.world * r.time_to_train_s / 3600:,.0f} "
+                     "GPU-hours): " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items()))
     return lines

@@ -19,6 +19,8 @@ def read_document(path: str | Path) -> dict:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([Problem("scenario", str(p), f"cannot read file: {exc.strerror}")])
+    except UnicodeDecodeError:
+        raise ScenarioError([Problem("scenario", str(p), "is not UTF-8 text")]) from None
     try:
         doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

@@ -24,12 +24,20 @@ _MISSING = object()
 HARDWARE_DEFAULTS = {
     "gpus_per_node": 8,
     "nodes": 1,
-    "intra_node": "nvlink",
     "inter_node": {"link": "400gbe-rdma", "nics_per_node": 8},
     "host": {"cpu": "epyc-9654", "memory": "ddr5-4800", "memory_gb": 1536, "channels": 12,
              "sockets": 2},
     "storage": {"drive": "pcie5-nvme", "drives": 1},
 }
+
+def default_intra_node(gpu) -> str:
+    """The GPU-to-GPU link a GPU comes with when the scenario names none: the NVLink generation
+    of SXM boards (A100: NVLink 3, H100/H200: NVLink 4, B200: NVLink 5), else its PCIe slot."""
+    if gpu is not None and gpu.form_factor == "sxm":
+        return {"ampere": "nvlink3", "blackwell": "nvlink5"}.get(gpu.arch, "nvlink4")
+    gen = gpu.pcie_gen if gpu is not None else 5
+    return "pcie-gen4" if gen <= 4 else "pcie-gen5"
+
 
 # Inline forms: required fields and optional ones (with types) per catalog kind.
 _INLINE = {
@@ -104,7 +112,12 @@ class _Checker:
                 value = float(value)
             except ValueError:
                 pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        try:
+            finite = not isinstance(value, bool) and isinstance(value, (int, float)) and \
+                math.isfinite(value)
+        except OverflowError:          # an integer too large for a float
+            finite = False
+        if not finite:
             self.add(where, value, "must be a finite number")
             return None
         if value < lo or (positive and value <= 0):
@@ -168,7 +181,8 @@ class _Checker:
             elif f.type in ("int",):
                 got = self.integer(value, name, path, default, lo=0)
             else:
-                got = self.number(value, name, path, default, positive=name in required)
+                got = self.number(value, name, path, default,
+                                  positive=name in required and name != "fp8_tflops")
             if got is None and default is not None:
                 ok = False
             kwargs[name] = got
@@ -217,7 +231,7 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     gpu, gpu_doc = c.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d else (None, None)
     per_node = c.integer(d, "gpus_per_node", p, HARDWARE_DEFAULTS["gpus_per_node"], hi=1024)
     nodes = c.integer(d, "nodes", p, HARDWARE_DEFAULTS["nodes"], hi=1_000_000)
-    intra, intra_doc = c.catalog("link", d.get("intra_node", HARDWARE_DEFAULTS["intra_node"]),
+    intra, intra_doc = c.catalog("link", d.get("intra_node", default_intra_node(gpu)),
                                  "hardware.intra_node")
 
     inter_raw = d.get("inter_node", HARDWARE_DEFAULTS["inter_node"])
@@ -227,7 +241,7 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     inter_link, inter_link_doc = c.catalog(
         "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]), "hardware.inter_node.link")
     nics = c.integer(di, "nics_per_node", "hardware.inter_node",
-                     HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], hi=64)
+                     HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], lo=0, hi=64)
 
     hd = c.table(d.get("host", {}), "hardware.host",
                  ("cpu", "memory", "memory_gb", "channels", "sockets"))
@@ -236,7 +250,8 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
         # A user who names the host must name its CPU: another CPU's defaults would mislead.
         c.add("hardware.host.cpu", None, "is required when hardware.host is given")
     cpu, cpu_doc = c.catalog("cpu", hd.get("cpu", hdef["cpu"]), "hardware.host.cpu")
-    mem, mem_doc = c.catalog("memory", hd.get("memory", hdef["memory"]), "hardware.host.memory")
+    default_mem = "ddr4-3200" if (cpu is not None and cpu.memory_type == "ddr4") else hdef["memory"]
+    mem, mem_doc = c.catalog("memory", hd.get("memory", default_mem), "hardware.host.memory")
     mem_gb = c.number(hd, "memory_gb", "hardware.host", hdef["memory_gb"] if "host" not in d else
                       _MISSING)
     sockets = c.integer(hd, "sockets", "hardware.host", hdef["sockets"] if "host" not in d else 1,

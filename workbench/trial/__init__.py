@@ -13,12 +13,10 @@ from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
 from workbench.trial.shrink import trial_scenario
 
-NOT_YET: dict[str, str] = {}
-
-
 def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
     """The scenario's layout, or a sub-layout of ``world_size`` processes: data parallelism is
-    reduced first, then pipeline, then tensor parallelism."""
+    reduced first, then context, pipeline and tensor parallelism, each to the largest divisor
+    of its degree that fits."""
     par = s.parallel
     target = world_size or par.world
     if target > MAX_PROCESSES:
@@ -26,8 +24,14 @@ def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
                                      f"this machine runs at most {MAX_PROCESSES} trial processes")])
     dims = {"dp": par.dp, "pp": par.pp, "tp": par.tp, "cp": par.cp}
     for name in ("dp", "cp", "pp", "tp"):
-        while dims["dp"] * dims["pp"] * dims["tp"] * dims["cp"] > target and dims[name] > 1:
-            dims[name] //= 2
+        others = dims["dp"] * dims["pp"] * dims["tp"] * dims["cp"] // dims[name]
+        if others * dims[name] <= target:
+            break
+        # the largest divisor that brings the total to the target, or at least under it
+        divisors = [d for d in range(1, dims[name] + 1) if dims[name] % d == 0]
+        exact = [d for d in divisors if others * d == target]
+        under = [d for d in divisors if others * d <= target]
+        dims[name] = max(exact or under or [1])
     world = dims["dp"] * dims["pp"] * dims["tp"] * dims["cp"]
     if world != target:
         raise ScenarioError([Problem("trial.world_size", target,
@@ -42,9 +46,7 @@ def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
 def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
     """Validate that the layout can run here and return the scaled-down trial scenario."""
     s = sub_layout(s, world_size)
-    problems = [Problem(f"parallel.{k}", getattr(s.parallel, k),
-                        f"{v} trials are not implemented yet; set it to 1 for a trial")
-                for k, v in NOT_YET.items() if getattr(s.parallel, k) > 1]
+    problems = []
     par = s.parallel
     if par.dp * par.cp > 1 and par.zero < 3 and (par.tp > 1 or par.pp > 1):
         problems.append(Problem(
@@ -117,6 +119,9 @@ def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
               backend: str = "auto", on_event=None, **kw) -> TrialResult:
     """Run a trial to the end and return its result (``on_event`` sees every event)."""
     trial = prepare(s, world_size)
+    if kw.get("inject") and not 0 <= kw.get("inject_rank", -1) < trial.parallel.world:
+        raise ScenarioError([Problem("--rank", kw.get("inject_rank"),
+                                     f"must be a rank of the trial (0..{trial.parallel.world - 1})")])
     from workbench.estimate.step_time import estimate_step_time
 
     result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,

@@ -4,7 +4,7 @@ Recipe order as torchtitan's ``parallelize_llama``: tensor (+ sequence) parallel
 ``parallelize_module``, then data parallelism — DDP, ZeRO-1 (``ZeroRedundancyOptimizer``, in
 ``make_optimizer``) or FSDP2 ``fully_shard`` per transformer block (ZeRO-2 keeps parameters
 unsharded between forward and backward: ``reshard_after_forward=False``; ZeRO-3 reshards).
-Pipeline stages are cut before this step (``pipeline.build_stage``).
+Pipeline stages are cut before this step (``pipeline.chunk_model`` / ``make_stage``).
 """
 from __future__ import annotations
 

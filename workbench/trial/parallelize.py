@@ -151,9 +151,9 @@ def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer
     params = [p for p in model.parameters() if p.requires_grad]
     cls = torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD
     kwargs = {"lr": 1e-3} if optimizer == "adamw" else {"lr": 1e-2, "momentum": 0.9}
-    if plan.zero == 1 and plan.dp > 1:
+    if plan.zero == 1 and plan.dp * plan.cp > 1:
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        return ZeroRedundancyOptimizer(params, optimizer_class=cls,
-                                       process_group=mesh["dp"].get_group(), **kwargs)
+        group = mesh["dp_cp" if plan.cp > 1 else "dp"].get_group()   # the estimator's dp x cp
+        return ZeroRedundancyOptimizer(params, optimizer_class=cls, process_group=group, **kwargs)
     return cls(params, **kwargs)

@@ -255,3 +255,19 @@ def test_sub_layouts_shrink_data_parallelism_first_to_a_divisor():
                           "training": {"seq_len": 256, "global_batch": 16}})
     p = sub_layout(s4d, 4).parallel
     assert (p.dp, p.cp, p.pp, p.tp) == (1, 1, 2, 2)
+
+
+def test_events_stream_while_the_trial_runs_and_results_become_dataframes():
+    from workbench.trial import run_trial, stream_trial
+
+    arrivals = []
+    for ev in stream_trial(_scenario("tiny-dense", dp=2), steps=4):
+        arrivals.append((ev["type"], time.time()))
+    kinds = [k for k, _ in arrivals]
+    assert kinds[0] == "start" and kinds[-1] == "end" and kinds.count("step") == 8
+    step_times = [t for k, t in arrivals if k == "step"]
+    assert step_times[0] < arrivals[-1][1]          # the first step arrived before the end
+    result = run_trial(_scenario("tiny-dense", dp=2), steps=2)
+    frames = result.frames()
+    assert len(frames["steps"]) == 4 and set(frames["steps"]["rank"]) == {0, 1}
+    assert list(frames["ranks"]["measured_params"]) == list(frames["ranks"]["predicted_params"])

@@ -232,6 +232,7 @@ def test_a_layout_larger_than_memory_is_refused(monkeypatch):
                                                         "sequence_parallel": False}),
     ("tiny-dense", {"dp": 1, "pp": 4}),
     ("tiny-dense", {"dp": 1, "pp": 2, "pp_schedule": "interleaved-1f1b", "virtual_stages": 2}),
+    ("tiny-moe", {"dp": 4}), ("tiny-moe", {"dp": 4, "ep": 4}),
 ], ids=lambda v: str(v))
 def test_saved_activations_within_5_percent_of_the_estimate(model, parallel):
     """The PyTorch-eager activation convention (estimate.activations) against the bytes the

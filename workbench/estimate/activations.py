@@ -137,6 +137,11 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
         terms["expert_act"] = inner["act"]
         terms["expert_fc2_input"] = inner["fc2_input"]
         terms["expert_output"] = routed * h * x.elem      # kept to weight by the router probs
+        if x.pytorch_eager:
+            # eager PyTorch also keeps the weighted output for the scatter-add, the gather and
+            # scatter indices (int64), the top-k indices and the gathered routing weights
+            terms["expert_output"] *= 2
+            terms["routing_indices"] = routed * (8 + 8 + 4) + sb / r * m.top_k * 8
         if m.shared_experts:
             terms["shared_fc1_input"] = sb * h / rg * x.gemm_in
             inner = _mlp_inner(model, x, sb, m.shared_experts * m.expert_ffn_hidden // t)

@@ -272,3 +272,17 @@ def test_events_stream_while_the_trial_runs_and_results_become_dataframes():
     frames = result.frames()
     assert len(frames["steps"]) == 4 and set(frames["steps"]["rank"]) == {0, 1}
     assert list(frames["ranks"]["measured_params"]) == list(frames["ranks"]["predicted_params"])
+
+
+@pytest.mark.parametrize("parallel", [
+    {"dp": 1, "pp": 4}, {"dp": 1, "pp": 2, "pp_schedule": "interleaved-1f1b", "virtual_stages": 2},
+    {"dp": 1, "pp": 2, "pp_schedule": "dualpipev"}, {"dp": 1, "pp": 2, "tp": 2}])
+def test_pipeline_traffic_equals_the_estimators(parallel):
+    """Rank 0's sends (profiler: gloo:send) equal the estimator's count and bytes for every
+    schedule's chunk placement."""
+    from workbench.trial import run_trial
+
+    rank0 = run_trial(_scenario("tiny-dense", **parallel), steps=2).ranks()[0]
+    assert rank0["comm"]["measured"]["pp"] == {
+        k: {kk: pytest.approx(vv) for kk, vv in v.items()}
+        for k, v in rank0["comm"]["predicted"]["pp"].items()}

@@ -24,7 +24,7 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import efficiency as eff
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
-from workbench.estimate.params import StageParams, stage_params
+from workbench.estimate.params import StageParams, rank_chunks, stage_params
 from workbench.spec.scenario import Scenario
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
@@ -247,13 +247,17 @@ def estimate_step_time(s: Scenario) -> StepTime:
     gpn = hw.gpus_per_node
     e = _dtype_bytes(tr.precision)
 
-    # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary.
+    # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary. The
+    # volume counts what pipeline rank 0 sends: forward from each of its chunks but the model's
+    # last, backward from each of its chunks but the first.
     p2p = 0.0
     if par.pp > 1:
         nbytes = tr.seq_len * tr.micro_batch / par.cp * m.hidden * e / (par.tp if par.sp else 1)
         span = group_span(par.pp, par.tp * par.cp * par.dp, gpn)
         p2p = collective_time("send_recv", nbytes, span, hw)
-        vol.add("pp", "send_recv", nbytes, 2 * mbs * par.chunks_per_rank)
+        mine, last = rank_chunks(par)[0], par.pp * par.chunks_per_rank - 1
+        sends = sum(c != last for c in mine) + sum(c != 0 for c in mine)
+        vol.add("pp", "send_recv", nbytes, sends * mbs)
     steady = max(g.f + g.b for g in stages)
     p = par.pp
     bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,

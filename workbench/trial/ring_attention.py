@@ -16,6 +16,11 @@ import torch
 import torch.distributed as dist
 
 
+# What this process's ring has sent (bytes, sends): the trial reads it per step, because gloo's
+# point-to-point ops reach neither the flight recorder nor, here, a profiler range.
+SENT = {"bytes": 0, "count": 0}
+
+
 class _RingShift(torch.autograd.Function):
     """Send ``x`` to the next rank of the ring, receive the previous rank's; backward reverses."""
 
@@ -35,6 +40,8 @@ def _shift(x, group, ranks, forward: bool):
     dst = ranks[(me + 1) % n] if forward else ranks[(me - 1) % n]
     src = ranks[(me - 1) % n] if forward else ranks[(me + 1) % n]
     out = torch.empty_like(x)
+    SENT["bytes"] += x.numel() * x.element_size()
+    SENT["count"] += 1
     ops = [dist.P2POp(dist.isend, x, dst, group), dist.P2POp(dist.irecv, out, src, group)]
     for req in dist.batch_isend_irecv(ops):
         req.wait()

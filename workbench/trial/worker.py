@@ -101,6 +101,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import loss_parallel
 
+    from workbench.trial import ring_attention as ring
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import make_optimizer, parallelize
     from workbench.trial.pipeline import (
@@ -152,6 +153,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         recorder.collect()                     # set-up traffic (broadcasts, mesh) is not a step
         param_ptrs = {(p.to_local() if hasattr(p, "to_local") else p).data_ptr() for p in params}
         activations_mb = None                  # known from the counted step on
+        p2p: dict = {}                         # point-to-point traffic, from the counted step
         for step in range(args.steps):
             _inject(args, step, phase)
             gen = torch.Generator().manual_seed(args.seed + 1000 * step + dp_rank)
@@ -194,7 +196,14 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             hooks = (torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
                      if args.measure and counted else contextlib.nullcontext())
             vocab_parallel = par.tp > 1 and not s.model.tied_embeddings
-            with hooks, (loss_parallel() if vocab_parallel else contextlib.nullcontext()):
+            # gloo's send/recv never reach the flight recorder: the profiler sees them
+            profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                               record_shapes=True)
+                        if args.measure and counted and (par.pp > 1 or par.cp > 1)
+                        else contextlib.nullcontext())
+            ring_before = dict(ring.SENT)
+            with hooks, profiler as prof, (loss_parallel() if vocab_parallel
+                                           else contextlib.nullcontext()):
                 if schedule is not None:
                     out_losses: list = []
                     is_first = 0 in chunks
@@ -228,7 +237,11 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             phase.value = f"step {step}: optimizer"
             opt.step()
             t2 = time.perf_counter()
+            if prof is not None:
+                p2p = _p2p_traffic(prof, {k: ring.SENT[k] - ring_before[k] for k in ring.SENT})
             comm = recorder.collect() if args.measure else {}
+            for dim, ops in p2p.items():
+                comm.setdefault(dim, {}).update(ops)
             if counted:
                 activations_mb = saved["bytes"] / (mbs * len(chunks))
             queue.put({
@@ -247,6 +260,27 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _p2p_traffic(prof, ring_sent: dict) -> dict:
+    """Bytes and counts of one step's gloo sends, per dimension: what the ring attention sent
+    (it counts its own sends) is context-parallel, the rest pipeline-parallel (trial
+    activations are fp32: 4 bytes per element)."""
+    total = {"bytes": 0, "count": 0}
+    for e in prof.events():
+        if e.name == "gloo:send":
+            n = 1
+            for size in (e.input_shapes[0] if e.input_shapes else []):
+                n *= size
+            total["bytes"] += 4 * n
+            total["count"] += 1
+    out: dict = {}
+    if ring_sent["count"]:
+        out["cp"] = {"send_recv": dict(ring_sent)}
+    pp = {k: total[k] - ring_sent[k] for k in total}
+    if pp["count"]:
+        out["pp"] = {"send_recv": pp}
+    return out
 
 
 def _group_dims(mesh, par, ep, edp_group, tied_group) -> dict[str, str]:

@@ -50,7 +50,7 @@ class ActivationShape:
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
     """Collect the per-GPU activation quantities of a scenario."""
-    elem = 4 if tr.precision == "fp32" else 2
+    elem = 4 if tr.precision == "fp32" else 2   # the compute dtype (buffers.compute_dtype_bytes)
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,

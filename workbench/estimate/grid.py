@@ -1,4 +1,5 @@
-"""Many parallel layouts of one scenario at once (numpy): for the planner and scaling charts.
+"""Many parallel layouts of one scenario at once (numpy), for searching layouts (the planner)
+and scaling curves; today benchmarks/estimate_speed.py and the tests call it.
 
 The model, hardware and training settings stay fixed; a ``LayoutGrid`` holds one row per layout
 (dp, tp, pp, cp, ep, ZeRO stage, virtual stages, micro-batch) for one pipeline schedule. The
@@ -18,14 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.estimate import activations as act
-from workbench.estimate.buffers import ALLOCATOR_FRACTION, buffer_terms
+from workbench.estimate.buffers import ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes
 from workbench.estimate.efficiency import peak_flops
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.model_states import model_states, optimizer_params
 from workbench.estimate.params import embedding_params, head_params, is_moe_layer, layer_params
 from workbench.estimate.pipeline import inflight_chunks, inflight_first_chunk, inflight_last_chunk
 from workbench.estimate.step_time import (
-    _dtype_bytes, block_costs, dp_exposed, optimizer_and_offload, pipeline_bubble,
+    block_costs, dp_exposed, optimizer_and_offload, pipeline_bubble,
 )
 from workbench.estimate.comm import collective_time, group_span
 from workbench.spec.scenario import Scenario
@@ -172,7 +173,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
     mbs = tr.global_batch // (g.micro_batch * g.dp)
     head_params_r = np.where(single | vshape, col(("head_params_same",)),
                              col(("head_params_sep",)))
-    e = _dtype_bytes(tr.precision)
+    e = compute_dtype_bytes(tr.precision)
     x_s = tr.seq_len // g.cp
     x = dataclasses.replace(per[0]["x"], s=x_s, b=g.micro_batch, t=g.tp, sp=g.sp)
 

@@ -22,6 +22,7 @@ import numpy as np
 from workbench.estimate.arrays import plain
 
 from workbench.estimate import efficiency as eff
+from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
 from workbench.estimate.params import StageParams, rank_chunks, stage_params
@@ -66,10 +67,6 @@ class StepTime:
     volume: dict          # bytes and counts per dimension and collective, per GPU per step
 
 
-def _dtype_bytes(precision: str) -> int:
-    return 4 if precision == "fp32" else 2
-
-
 class _Volume:
     """Accumulates communication volume per dimension and collective (per GPU, per step)."""
 
@@ -101,7 +98,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     gpu, prec = hw.gpu, tr.precision
     t, cp = par.tp, par.cp
-    e = _dtype_bytes(prec)
+    e = compute_dtype_bytes(prec)
     tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
     h, q, kv = m.hidden, m.heads * m.dim_per_head, m.kv_dim
     r = t if par.sp else 1
@@ -245,7 +242,7 @@ def estimate_step_time(s: Scenario) -> StepTime:
     stages = [_stage_time(s, st, costs, vol, record=(i == 0)) for i, st in enumerate(params)]
     mbs = s.microbatches
     gpn = hw.gpus_per_node
-    e = _dtype_bytes(tr.precision)
+    e = compute_dtype_bytes(tr.precision)
 
     # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary. The
     # volume counts what pipeline rank 0 sends: forward from each of its chunks but the model's
@@ -304,7 +301,7 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
     grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
-    param_b = _dtype_bytes(precision)
+    param_b = compute_dtype_bytes(precision)
     counts = _dp_counts(par, mbs)
     tp, ep = np.asarray(par.tp), np.asarray(par.ep)
     groups = [(dense, np.asarray(par.dp) * par.cp, par.dense_shard, tp),

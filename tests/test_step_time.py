@@ -136,9 +136,15 @@ def test_tensor_parallel_collectives_are_counted_per_layer():
                                     training={"global_batch": 4, "recompute": "none"}))
     vol = estimate_step_time(s).volume["tp"]
     layers, mbs = 32, 4
-    # SP: 2 all-gathers + 2 reduce-scatters per layer, forward and backward
-    assert vol["all_gather"]["count"] == 2 * 2 * layers * mbs
+    # SP: 2 all-gathers + 2 reduce-scatters per layer, forward and backward; the head gathers
+    # its input (reduce-scatter back), the embedding reduce-scatters its output (gather back)
+    assert vol["all_gather"]["count"] == (2 * 2 * layers + 2) * mbs
+    assert vol["reduce_scatter"]["count"] == (2 * 2 * layers + 2) * mbs
     assert vol["all_gather"]["bytes"] / vol["all_gather"]["count"] == 4096 * 4096 * 2
+    # vocab-parallel cross-entropy: 3 fp32 all-reduces per token per microbatch; the norms'
+    # partial gradients: one coalesced fp32 all-reduce per step (65 RMSNorm weights of 4096)
+    assert vol["all_reduce"]["count"] == 3 * mbs + 1
+    assert vol["all_reduce"]["bytes"] == 3 * mbs * 4096 * 4 + 65 * 4096 * 4
 
 
 # -- run level and build checks ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`workbench` command line (contracts 2 and 3): estimate, trial, catalog, dashboard.
+"""`workbench` command line (contracts 2-4): estimate, trial, export, catalog, dashboard.
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -71,6 +71,20 @@ def _trial(args: argparse.Namespace) -> int:
     return 1 if result.error else 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from workbench.export import ExportError, Source, export
+    from workbench.spec import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    try:
+        text = export(scenario, args.to, Source(args.scenario, tuple(args.set)))
+    except ExportError as exc:   # a valid scenario the target cannot express
+        print(f"workbench: cannot export to {args.to}: {exc.one_line()}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def _catalog(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -92,6 +106,8 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from workbench.export import TARGETS   # light: each exporter module loads on use
+
     p = _Parser(prog="workbench", description="Plan distributed training before renting GPUs.")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     e = sub.add_parser("estimate", help="per-GPU memory (and more) for a scenario file")
@@ -113,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--step", type=int, default=1)
     t.add_argument("--json", action="store_true")
     t.set_defaults(run=_trial)
+    x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
+                                      "DeepSpeed/Megatron-LM artefact (or the trial command)")
+    x.add_argument("scenario")
+    x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    x.add_argument("--to", required=True, choices=list(TARGETS),
+                   help="what to print: " + ", ".join(TARGETS))
+    x.set_defaults(run=_export)
     c = sub.add_parser("catalog", help="list catalog entries")
     c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"])
     c.add_argument("--json", action="store_true")

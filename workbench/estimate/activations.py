@@ -16,8 +16,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   all-gathers again in backward). ``pytorch_eager=True`` counts instead what eager PyTorch keeps
   (the trials' convention, checked against their saved-tensor hooks): the all-gathered
   sequence-parallel input, SwiGLU's four saved tensors, a 2-D copy of a 3-D input fed to a
-  linear layer (the q/k/v, first MLP and head inputs; only without sequence parallelism), a
-  sequence-parallel norm's sharded output, and the int64 token ids and targets.
+  linear layer without bias (the q/k/v, first MLP and head inputs; not under SP), a
+  sequence-parallel RMSNorm's sharded output, and the int64 token ids and targets.
 - Context parallelism divides the sequence by cp (ring attention).
 - Recompute: ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
   selective recomputation, ``sbh·34/t`` with SP); ``full`` stores only each layer's input
@@ -57,18 +57,20 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         recompute=tr.recompute, pytorch_eager=pytorch_eager)
 
 
-def _copies(x: ActivationShape) -> int:
+def _copies(x: ActivationShape, bias: bool = False) -> int:
     """Saved copies of a linear layer's input: eager PyTorch keeps the 3-D input and a folded
-    2-D copy; behind a sequence-parallel all-gather (DTensor) only the gathered 2-D input."""
-    return 2 if (x.pytorch_eager and not x.sp) else 1
+    2-D copy when the layer has no bias (``matmul``); with a bias (``addmm`` on a view) and
+    behind a sequence-parallel all-gather (DTensor) only one (measured in the trials)."""
+    return 2 if (x.pytorch_eager and not x.sp and not bias) else 1
 
 
 def _norm_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:
     """A norm saves its input and fp32 statistics (rstd; LayerNorm also the mean); in eager
-    PyTorch a sequence-parallel (DTensor) norm's sharded output is kept as well."""
+    PyTorch a sequence-parallel (DTensor) RMSNorm runs decomposed and keeps its normalised
+    sharded output as well (a LayerNorm stays one fused op; both measured in the trials)."""
     sb = x.s * x.b
     stats = 2 if model.norm == "layernorm" else 1
-    copies = 2 if (x.pytorch_eager and x.sp) else 1
+    copies = 2 if (x.pytorch_eager and x.sp and model.norm == "rmsnorm") else 1
     return {"input": sb * model.hidden / r * x.elem * copies, "stats": sb / r * 4 * stats}
 
 
@@ -82,7 +84,7 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     norm = _norm_terms(model, x, r)
     terms = {
         "norm_input": norm["input"], "norm_stats": norm["stats"],
-        "qkv_input": sb * h / rg * x.gemm_in * _copies(x),
+        "qkv_input": sb * h / rg * x.gemm_in * _copies(x, model.bias),
         "q": sb * q / t * x.elem,
         "k": sb * kv / t * x.elem,
         "v": sb * kv / t * x.elem,
@@ -122,7 +124,7 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
     norm = _norm_terms(model, x, r)
     terms = {"norm_input": norm["input"], "norm_stats": norm["stats"]}
     if not moe_layer:
-        terms["fc1_input"] = sb * h / rg * x.gemm_in * _copies(x)
+        terms["fc1_input"] = sb * h / rg * x.gemm_in * _copies(x, model.bias)
         terms.update(_mlp_inner(model, x, sb, model.ffn_hidden // t))
     else:
         m = model.moe

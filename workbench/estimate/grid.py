@@ -26,7 +26,7 @@ from workbench.estimate.model_states import model_states, optimizer_params
 from workbench.estimate.params import embedding_params, head_params, is_moe_layer, layer_params
 from workbench.estimate.pipeline import inflight_chunks, inflight_first_chunk, inflight_last_chunk
 from workbench.estimate.step_time import (
-    block_costs, dp_exposed, optimizer_and_offload, pipeline_bubble,
+    block_costs, dp_exposed, optimizer_and_offload, pipeline_bubble, sp_grad_reduction,
 )
 from workbench.estimate.comm import collective_time, group_span
 from workbench.spec.scenario import Scenario
@@ -233,7 +233,10 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
     nbytes = tr.seq_len * g.micro_batch / g.cp * m.hidden * e / np.where(g.sp, g.tp, 1)
     p2p = np.where(p > 1, collective_time("send_recv", nbytes, group_span(
         p, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
-    step = (mbs * steady + bubble + 2 * (p - 1) * p2p
+    sp_grads = np.maximum(*(sp_grad_reduction(base, r["layers"], has, g.zero, g.tp, mbs, g.sp)[2]
+                            for r, has in ((ranks["first"], single | vshape),
+                                           (ranks["last"], single | (not vshape)))))
+    step = (mbs * steady + bubble + 2 * (p - 1) * p2p + sp_grads
             + np.maximum(res["first"]["dp"], res["last"]["dp"])
             + np.maximum(res["first"]["opt"], res["last"]["opt"])
             + np.maximum(res["first"]["off"], res["last"]["off"]))

@@ -102,6 +102,19 @@ def head_params(model: ModelShape, tp: int = 1, separate_stage: bool = False) ->
     return _norm(model) + head
 
 
+def sequence_parallel_replicated(model: ModelShape, layers, has_head):
+    """(elements, tensors) of the norms a pipeline rank holding ``layers`` layers (and the head
+    when ``has_head``) replicates over TP inside the sequence-parallel region: two per layer and
+    the final norm (arrays allowed). Each rank normalises only its part of the sequence, so
+    their gradients are partial sums that TP must add up. Megatron-LM also adds the biases of
+    row-parallel layers to that all-reduce (they are added after the reduce-scatter); PyTorch's
+    RowwiseParallel gives them full gradients (measured in the trials), so they are not
+    counted: h elements per bias, a few KB a step."""
+    norm_tensors = 2 if model.norm == "layernorm" else 1
+    norms = 2 * layers + has_head
+    return norms * _norm(model), norms * norm_tensors
+
+
 def total_params(model: ModelShape) -> int:
     """All parameters of the model (unsharded; tied embeddings counted once)."""
     layers = sum(layer_params(model, i).total for i in range(model.layers))

@@ -15,6 +15,8 @@ collectives are exposed (no async-TP / comm-overlap modelled).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +27,9 @@ from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
-from workbench.estimate.params import StageParams, rank_chunks, stage_params
+from workbench.estimate.params import (
+    StageParams, rank_chunks, sequence_parallel_replicated, stage_params,
+)
 from workbench.spec.scenario import Scenario
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
@@ -135,10 +139,12 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
                 g += eff.gemm_time(tokens, h, sf, gpu, prec)
                 mem += mats * tokens * sf * e
             mem += 4 * routed * h * e + mats * routed * fe * e   # permute/unpermute, activation
-            if par.ep > 1:   # dispatch + combine, forward and backward
+            if par.ep > 1:   # dispatch + combine, forward and backward, after the counts
                 a2a = routed * h * e
-                comm["ep"] = 4 * collective_time("all_to_all", a2a, ep_span, hw)
-                volume.append(("ep", "all_to_all", a2a, 4))
+                counts = mo.experts * 8       # int64 tokens per expert, one all-to-all
+                comm["ep"] = (4 * collective_time("all_to_all", a2a, ep_span, hw)
+                              + collective_time("all_to_all", counts, ep_span, hw))
+                volume += [("ep", "all_to_all", a2a, 4), ("ep", "all_to_all", counts, 1)]
         else:
             f = m.ffn_hidden / t
             g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
@@ -177,15 +183,40 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
     head = BlockCost(fwd=g + mem_t, bwd=2 * g + mem_t, wgrad=g)
     embedding = BlockCost()
-    if t > 1:   # vocab-parallel embedding: one all-reduce each way
+    if t > 1:
         nbytes = tokens * h * e
-        embedding = BlockCost(comm=(("tp", 2 * collective_time("all_reduce", nbytes, tp_span,
-                                                                hw)),),
-                              volume=(("tp", "all_reduce", nbytes, 2),))
+        head_ops, emb_ops = _tp_edge_ops(m, par.sp, nbytes, tokens)
+        head = dataclasses.replace(head, **_comm_of(head_ops, tp_span, hw))
+        embedding = BlockCost(**_comm_of(emb_ops, tp_span, hw))
     out = {"dense": layer(False), "head": head, "embedding": embedding}
     if m.moe is not None:
         out["moe"] = layer(True)
     return out
+
+
+def _tp_edge_ops(m, sp: bool, nbytes: float, tokens: float) -> tuple[list, list]:
+    """TP collectives of the output head and the embedding per microbatch, as Megatron-LM runs
+    them: (collective, bytes, count).
+
+    Head: the column-parallel output layer gathers its sequence-parallel input (all-gather
+    forward, reduce-scatter backward) or, without SP, all-reduces its input gradient; the
+    vocab-parallel cross-entropy all-reduces the max, the target logit and the sum of
+    exponentials, fp32 per token (``vocab_parallel_cross_entropy``). Embedding: the vocab-
+    parallel lookup sums its partial outputs: a reduce-scatter along the sequence with SP and no
+    learned positions, else an all-reduce (positions are added to the full sequence, then split:
+    ``LanguageModelEmbedding.reduce_scatter_embeddings``); with SP the backward all-gathers."""
+    loss = ("all_reduce", tokens * 4, 3)
+    if not sp:
+        return [("all_reduce", nbytes, 1), loss], [("all_reduce", nbytes, 1)]
+    first = "all_reduce" if m.extra.get("position_embeddings") else "reduce_scatter"
+    return ([("all_gather", nbytes, 1), ("reduce_scatter", nbytes, 1), loss],
+            [(first, nbytes, 1), ("all_gather", nbytes, 1)])
+
+
+def _comm_of(ops: list, span, hw) -> dict:
+    """BlockCost fields (exposed seconds, volume) of a list of TP collectives."""
+    secs = sum(n * collective_time(k, b, span, hw) for k, b, n in ops)
+    return {"comm": (("tp", secs),), "volume": tuple(("tp", k, b, n) for k, b, n in ops)}
 
 
 def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: _Volume,
@@ -277,16 +308,41 @@ def estimate_step_time(s: Scenario) -> StepTime:
 
     optimizer, offload = (float(np.max(x)) for x in optimizer_and_offload(
         hw, tr, optimizer_params(dense, expert, par.zero, par.dense_shard, par.expert_shard)))
+    sp_grads = 0.0
+    for i, st in enumerate(params):
+        nbytes, count, secs = sp_grad_reduction(s, len(st.layer_params), int(st.has_head),
+                                                par.zero, par.tp, mbs, par.sp)
+        if i == 0 and count > 0:
+            vol.add("tp", "all_reduce", float(nbytes), int(count))
+        sp_grads = max(sp_grads, float(secs))
     worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
     compute = mbs * (worst.fwd + worst.bwd)
     recompute = mbs * worst.recompute
     exposed = {d: mbs * worst.comm[d] for d in DIMS}
     exposed["dp"] = exposed_dp
     exposed["pp"] = 2 * (par.pp - 1) * p2p
-    step = pipe + exposed_dp + optimizer + offload
+    exposed["tp"] += sp_grads
+    step = pipe + exposed_dp + sp_grads + optimizer + offload
     return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
                     optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
                     volume=vol.data)
+
+
+def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp) -> tuple:
+    """(bytes, count, seconds) per step of the TP all-reduce of sequence-parallel weights'
+    gradients on a pipeline rank (arrays allowed). Megatron-LM coalesces them into one fp32
+    all-reduce per step (``_allreduce_layernorm_grads``); FSDP2 (ZeRO-2/3) redistributes each
+    one's partial gradient to its layout before every microbatch's reduce-scatter, in the
+    compute dtype."""
+    elements, tensors = sequence_parallel_replicated(s.model, layers, has_head)
+    fsdp = np.asarray(zero) >= 2
+    nbytes = np.where(fsdp, elements / np.maximum(tensors, 1)
+                      * compute_dtype_bytes(s.training.precision), elements * 4)
+    count = np.where(sp & (tensors > 0), np.where(fsdp, tensors * mbs, 1), 0)
+    span = group_span(tp, 1, s.hardware.gpus_per_node)
+    secs = np.where(count > 0, count * collective_time("all_reduce", nbytes, span, s.hardware),
+                    0.0)
+    return nbytes, count, secs
 
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
@@ -304,8 +360,13 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     param_b = compute_dtype_bytes(precision)
     counts = _dp_counts(par, mbs)
     tp, ep = np.asarray(par.tp), np.asarray(par.ep)
-    groups = [(dense, np.asarray(par.dp) * par.cp, par.dense_shard, tp),
-              (expert, np.asarray(par.expert_data_parallel), par.expert_shard, tp * ep)]
+    # Without EP the experts replicate over the same ranks as the dense weights: one reduction
+    # (DDP buckets and FSDP2 units hold both), so they join the dense group.
+    joined = ep == 1
+    groups = [(dense + np.where(joined, expert, 0), np.asarray(par.dp) * par.cp,
+               par.dense_shard, tp),
+              (np.where(joined, 0, expert), np.asarray(par.expert_data_parallel),
+               par.expert_shard, tp * ep)]
     ag = rs = ar = 0.0
     for nparams, n, shard, stride in groups:
         shard = np.where(zero > 0, shard, n)
@@ -324,7 +385,7 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                                    ("reduce_scatter", nparams * grad_b, shard_span),
                                    ("all_reduce", ar_bytes, ar_span)):
             split = per_unit if kind != "all_reduce" else 1
-            one = np.where((counts[kind] > 0) & (n > 1),
+            one = np.where((counts[kind] > 0) & (n > 1) & (nparams > 0),
                            split * collective_time(kind, nbytes / split, span, hw), 0.0)
             if vol is not None and np.ndim(one) == 0 and one > 0:
                 vol.add("dp", kind, float(nbytes / split), int(counts[kind] * split))

@@ -88,24 +88,88 @@ def _available_memory() -> float | None:
         return None
 
 
+def as_run(trial: Scenario) -> Scenario:
+    """The scenario whose estimate describes what the trial runs: ZeRO-2 runs as FSDP2 without
+    resharding after forward (torchtitan's ZeRO-2; PyTorch has no Megatron/DeepSpeed-style
+    ZeRO-2 that keeps whole parameters), so it is predicted as that."""
+    par = trial.parallel
+    if par.zero == 2 and par.dp * par.cp > 1:
+        par = dataclasses.replace(par, zero=3, reshard_after_forward=False)
+    return dataclasses.replace(trial, parallel=par)
+
+
 def predicted_bytes(trial: Scenario) -> dict[int, dict]:
-    """The estimator's per-pipeline-rank prediction for the trial (PyTorch's conventions:
-    sequence-parallel GEMMs keep the gathered input)."""
+    """The estimator's prediction for every rank of the trial (PyTorch's conventions:
+    sequence-parallel GEMMs keep the gathered input; ZeRO-1 partitions whole tensors, as
+    PyTorch's ZeroRedundancyOptimizer does)."""
     from workbench.estimate.activations import activation_shape, embedding_bytes, head_bytes, layer_bytes
     from workbench.estimate.model_states import model_states
     from workbench.estimate.params import stage_params
+    from workbench.trial.zero_partition import parameter_tensors, zero_redundancy_partition
 
-    par, tr, m = trial.parallel, trial.training, trial.model
+    run = as_run(trial)
+    par, tr, m = run.parallel, run.training, run.model
     x = activation_shape(tr, par, pytorch_eager=True)
-    out = {}
+    per_stage = {}
     for st in stage_params(m, par):
         ms = model_states(st.dense, st.expert, tr.precision, tr.optimizer, par.zero,
                           par.dense_shard, par.expert_shard)
         act = sum(layer_bytes(m, x, lp.is_moe) for lp in st.layer_params)
         act += embedding_bytes(m, x) * st.has_embedding + head_bytes(m, x) * st.has_head
-        out[st.rank] = {"params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
-                        "activations": act / len(st.chunks),
-                        "peak": ms.params + ms.grads + ms.optimizer + act / len(st.chunks)}
+        per_stage[st.rank] = {"params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
+                              "activations": act / len(st.chunks)}
+    zero1 = par.zero == 1 and par.dense_shard > 1
+    if zero1:      # trials refuse ZeRO-1 with TP, PP or EP: one stage, the whole model
+        sizes = parameter_tensors(m)
+        owned = zero_redundancy_partition(sizes, par.dense_shard)
+        state_bytes = model_states(1, 0, tr.precision, tr.optimizer, 0, 1, 1).optimizer
+    out = {}
+    for rank in range(par.world):
+        pp_rank = rank // (par.dp * par.cp * par.tp)
+        pred = dict(per_stage[pp_rank])
+        if zero1:
+            shard_rank = (rank // par.tp) % (par.dp * par.cp)     # rank in the dp x cp group
+            pred["optimizer"] = state_bytes * sum(sizes[i] for i in owned[shard_rank])
+        pred["peak"] = sum(pred.values())
+        out[rank] = pred
+    return out
+
+
+def predicted_comm(trial: Scenario, backend: str) -> dict:
+    """The estimator's communication volume of rank 0 for what the trial runs, named as
+    ``backend`` executes it. ZeRO-1 under PyTorch's ZeroRedundancyOptimizer: DDP's gradient
+    all-reduce, then one broadcast per parameter tensor from its owner (``_sync_params``)."""
+    from workbench.estimate.step_time import estimate_step_time
+    from workbench.trial.zero_partition import parameter_tensors
+
+    run = as_run(trial)
+    volume = estimate_step_time(run).volume
+    par = run.parallel
+    if par.zero == 1 and par.dense_shard > 1:
+        sizes = parameter_tensors(run.model)
+        grad_bytes = 4 * sum(sizes)                  # fp32 trials: DDP reduces fp32 gradients
+        volume["dp"] = {"all_reduce": {"bytes": float(grad_bytes), "count": 1.0},
+                        "broadcast": {"bytes": float(grad_bytes), "count": float(len(sizes))}}
+    return as_run_by(volume, backend)
+
+
+# gloo runs a reduce-scatter as an all-reduce of the whole input (measured: ProcessGroupGloo's
+# reduce_scatter_tensor is recorded as gloo:all_reduce with the full input size).
+GLOO_RUNS_AS = {"reduce_scatter": "all_reduce"}
+
+
+def as_run_by(volume: dict, backend: str) -> dict:
+    """The estimator's communication volume named as ``backend`` executes it: on gloo a
+    reduce-scatter is an all-reduce of the same input bytes (nccl-tests' size convention)."""
+    if backend != "gloo":
+        return volume
+    out: dict = {}
+    for dim, ops in volume.items():
+        for kind, v in ops.items():
+            slot = out.setdefault(dim, {}).setdefault(GLOO_RUNS_AS.get(kind, kind),
+                                                      {"bytes": 0.0, "count": 0.0})
+            slot["bytes"] += v["bytes"]
+            slot["count"] += v["count"]
     return out
 
 
@@ -122,16 +186,14 @@ def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
     if kw.get("inject") and not 0 <= kw.get("inject_rank", -1) < trial.parallel.world:
         raise ScenarioError([Problem("--rank", kw.get("inject_rank"),
                                      f"must be a rank of the trial (0..{trial.parallel.world - 1})")])
-    from workbench.estimate.step_time import estimate_step_time
-
     result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,
-                         predicted=predicted_bytes(trial),
-                         predicted_comm=estimate_step_time(trial).volume)
+                         predicted=predicted_bytes(trial))
     for ev in stream(trial, steps=steps, backend=backend, **kw):
         if on_event is not None:
             on_event(ev)
         if ev["type"] == "start":
             result.backend = ev["backend"]
+            result.predicted_comm = predicted_comm(trial, ev["backend"])
         elif ev["type"] == "step":
             result.steps.append(ev)
         elif ev["type"] == "end":

@@ -116,7 +116,9 @@ class MoE(nn.Module):
     def _expert_parallel(self, tokens, weights, chosen):
         """Dispatch each (token, expert) pair to the rank holding the expert with an all-to-all,
         run the local experts, and send the results back with a second all-to-all
-        (``all_to_all_single`` with uneven splits, differentiable)."""
+        (``all_to_all_single`` with uneven splits, differentiable). The row counts travel first:
+        one all-to-all of the tokens per expert (Megatron's dispatcher exchanges the same counts
+        with an all-gather), from which every rank knows which local expert each row is for."""
         import torch.distributed as dist
         from torch.distributed._functional_collectives import all_to_all_single_autograd
 
@@ -124,19 +126,18 @@ class MoE(nn.Module):
         flat_expert = chosen.reshape(-1)
         order = torch.argsort(flat_expert, stable=True)
         token_of = torch.arange(tokens.shape[0]).repeat_interleave(self.top_k)[order]
-        expert_sorted = flat_expert[order]
-        send = torch.bincount(expert_sorted // local, minlength=self.ep_size)
-        recv = torch.empty_like(send)
-        dist.all_to_all_single(recv, send, group=self.ep_group)
-        send_sizes, recv_sizes = send.tolist(), recv.tolist()
-        recv_expert = torch.empty(sum(recv_sizes), dtype=expert_sorted.dtype)
-        dist.all_to_all_single(recv_expert, expert_sorted, recv_sizes, send_sizes,
-                               group=self.ep_group)
+        per_expert = torch.bincount(flat_expert, minlength=local * self.ep_size)
+        got = torch.empty_like(per_expert)     # (source rank, local expert) row counts
+        dist.all_to_all_single(got, per_expert, group=self.ep_group)
+        send_sizes = per_expert.view(self.ep_size, local).sum(1).tolist()
+        recv_sizes = got.view(self.ep_size, local).sum(1).tolist()
+        # rows arrive by source rank, each source's rows sorted by expert
+        recv_expert = torch.arange(local).repeat(self.ep_size).repeat_interleave(got)
         x_in = all_to_all_single_autograd(tokens[token_of], recv_sizes, send_sizes,
                                           self.ep_group)
         y = torch.zeros_like(x_in)
         for j, expert in enumerate(self.experts):
-            rows = (recv_expert == self.first_expert + j).nonzero(as_tuple=True)[0]
+            rows = (recv_expert == j).nonzero(as_tuple=True)[0]
             if rows.numel():
                 y = y.index_add(0, rows, expert(x_in[rows]))
         back = all_to_all_single_autograd(y, send_sizes, recv_sizes, self.ep_group)

@@ -44,25 +44,27 @@ def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:
             if ff.w3 is not None:
                 plan[f"{p}.feed_forward.w3"] = ColwiseParallel()
             plan[f"{p}.feed_forward.w2"] = RowwiseParallel(output_layouts=seq_in)
-    tied = model.shape.tied_embeddings   # one weight cannot carry two shardings: replicate it
     emb = getattr(model, "embeddings", None)
     if emb is not None:
-        if not tied:   # vocab-parallel lookup; the sum over ranks replicates the output
-            plan["embeddings.tok"] = RowwiseParallel(input_layouts=Replicate(),
-                                                     output_layouts=Replicate())
-        if sp:         # positions are added before the output is split along the sequence
+        # Vocab-parallel lookup (Megatron's VocabParallelEmbedding): partial sums over the
+        # vocabulary shards. With SP and no learned positions they are reduce-scattered along
+        # the sequence; otherwise all-reduced, positions added, then split (Megatron's
+        # ``reduce_scatter_embeddings`` rule in LanguageModelEmbedding).
+        positions = emb.pos is not None
+        plan["embeddings.tok"] = RowwiseParallel(
+            input_layouts=Replicate(),
+            output_layouts=Shard(1) if sp and not positions else Replicate())
+        if sp and positions:
             plan["embeddings"] = PrepareModuleOutput(output_layouts=Replicate(),
                                                      desired_output_layouts=seq_in)
     if getattr(model, "norm", None) is not None and sp:
         plan["norm"] = SequenceParallel()
     if getattr(model, "output", None) is not None:
-        # Untied heads keep the logits sharded over the vocabulary and the loss runs under
-        # ``loss_parallel`` (Megatron's vocab-parallel cross-entropy, the estimator's convention).
-        plan["output"] = (PrepareModuleInput(input_layouts=(seq_in,),
-                                             desired_input_layouts=(Replicate(),),
-                                             use_local_output=True) if tied else
-                          ColwiseParallel(input_layouts=seq_in, output_layouts=Shard(-1),
-                                          use_local_output=False))
+        # Logits stay sharded over the vocabulary and the loss runs under ``loss_parallel``
+        # (Megatron's vocab-parallel cross-entropy); a tied head shares the embedding's
+        # Shard(0) weight (``tie_weights`` after the plan is applied).
+        plan["output"] = ColwiseParallel(input_layouts=seq_in, output_layouts=Shard(-1),
+                                         use_local_output=False)
     return {k: v for k, v in plan.items() if v is not None}
 
 
@@ -71,6 +73,44 @@ def apply_tp(model: nn.Module, mesh: DeviceMesh, sequence_parallel: bool) -> Non
     from torch.distributed.tensor.parallel import parallelize_module
 
     parallelize_module(model, mesh, tensor_plan(model, sequence_parallel))
+    emb, out = getattr(model, "embeddings", None), getattr(model, "output", None)
+    if model.shape.tied_embeddings and emb is not None and out is not None:
+        # each style registered its own Parameter around the same Shard(0) weight: tie again
+        out.weight = emb.tok.weight
+
+
+def finalize_tp_grads(params: list) -> None:
+    """Bring gradients to their parameters' layouts once per step, as Megatron-LM's
+    ``finalize_model_grads`` does: weights replicated inside the sequence-parallel region
+    (norms, row-parallel biases) have Partial gradients, summed here in one coalesced
+    all-reduce over the TP group (Megatron's ``_allreduce_layernorm_grads``) instead of the
+    all-reduce DTensor would run inside every optimizer op that touches them; the vocab-parallel
+    embedding's Replicate gradient is cut to its Shard(0) rows (no communication)."""
+    import torch.distributed as dist
+    from torch.distributed.tensor import DTensor, Replicate
+
+    partial = []
+    for p in params:
+        g = p.grad
+        if not isinstance(g, DTensor) or g.placements == p.placements:
+            continue
+        if any(pl.is_partial() for pl in g.placements):
+            partial.append(p)
+        else:
+            p.grad = g.redistribute(g.device_mesh, p.placements)
+    if not partial:
+        return
+    mesh = partial[0].grad.device_mesh
+    dim = next(i for i, pl in enumerate(partial[0].grad.placements) if pl.is_partial())
+    local = [p.grad.to_local() for p in partial]
+    flat = torch.cat([t.reshape(-1) for t in local])
+    dist.all_reduce(flat, group=mesh.get_group(dim))
+    offset = 0
+    for p, t in zip(partial, local):
+        placements = [Replicate() if pl.is_partial() else pl for pl in p.grad.placements]
+        part = flat[offset:offset + t.numel()].view_as(t)
+        offset += t.numel()
+        p.grad = DTensor.from_local(part, mesh, placements, run_check=False)
 
 
 def apply_ep(model: nn.Module, group, ep_rank: int, ep_size: int) -> list[str]:
@@ -141,7 +181,8 @@ def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
     if plan.dp * plan.cp == 1:
         return model
     if plan.zero >= 2:
-        apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3)
+        # ZeRO-2: gathered weights stay until backward (torchtitan's ZeRO-2 setting)
+        apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3 and plan.reshards)
         return model
     return apply_ddp(model, dp_mesh, experts)   # ZeRO-1 = DDP gradients + a sharded optimizer
 

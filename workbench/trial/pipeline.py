@@ -37,14 +37,15 @@ def stage_chunks(plan: Parallel, pp_rank: int) -> tuple[int, ...]:
     return rank_chunks(plan)[pp_rank]
 
 
-def build_schedule(stages: list, plan: Parallel, microbatches: int, loss_fn):
-    """The torch.distributed.pipelining schedule named by ``plan.pp_schedule``."""
+def build_schedule(stages: list, plan: Parallel, microbatches: int, loss_fn,
+                   scale_grads: bool = True):
+    """The torch.distributed.pipelining schedule named by ``plan.pp_schedule`` (``scale_grads``:
+    the schedule divides each stage's gradients by the microbatch count)."""
     from torch.distributed import pipelining
 
     cls = getattr(pipelining.schedules, SCHEDULES[plan.pp_schedule])
-    if plan.chunks_per_rank == 1:
-        return cls(stages[0], n_microbatches=microbatches, loss_fn=loss_fn)
-    return cls(stages, n_microbatches=microbatches, loss_fn=loss_fn)
+    kw = {"n_microbatches": microbatches, "loss_fn": loss_fn, "scale_grads": scale_grads}
+    return cls(stages[0] if plan.chunks_per_rank == 1 else stages, **kw)
 
 
 def make_stage(module: nn.Module, chunk: int, plan: Parallel, group) -> object:
@@ -77,18 +78,28 @@ def tied_embedding_group(mesh, plan: Parallel):
     return mine
 
 
+def tie_across_chunks(modules: list) -> None:
+    """One tied weight when the embedding and the head chunks live on this rank (DualPipeV's
+    V-shape puts both on pipeline rank 0), as in the unsplit model."""
+    emb = next((m.embeddings for m in modules if m.embeddings is not None), None)
+    for m in modules:
+        if emb is not None and m.output is not None:
+            m.output.weight = emb.tok.weight
+
+
 def sync_tied_grads(modules: list, group) -> None:
     """Sum the tied embedding's gradient over its copies (on this rank and in the group), so
     both copies take the same optimizer step, as one tied weight would."""
     import torch.distributed as dist
 
-    grads = []
+    weights = {}
     for m in modules:
-        if m.embeddings is not None and m.embeddings.tok.weight.grad is not None:
-            grads.append(m.embeddings.tok.weight.grad)
-        if m.output is not None and m.output.weight.grad is not None:
-            grads.append(m.output.weight.grad)
-    if not grads:
+        if m.embeddings is not None:
+            weights[id(m.embeddings.tok.weight)] = m.embeddings.tok.weight
+        if m.output is not None:
+            weights[id(m.output.weight)] = m.output.weight
+    grads = [w.grad for w in weights.values() if w.grad is not None]
+    if not grads or (len(grads) == 1 and group is None):
         return
     local = [g.to_local() if hasattr(g, "to_local") else g for g in grads]
     total = sum(local[1:], local[0].clone())

@@ -12,7 +12,7 @@ class TrialResult:
     backend: str
     world_size: int
     steps: list[dict] = field(default_factory=list)      # one event per rank and step
-    predicted: dict = field(default_factory=dict)        # pipeline rank -> bytes by category
+    predicted: dict = field(default_factory=dict)        # rank -> bytes by category
     predicted_comm: dict = field(default_factory=dict)   # dim -> op -> {bytes, count}, rank 0
     error: str | None = None
     wall_s: float = 0.0
@@ -26,7 +26,7 @@ class TrialResult:
             measured = {k: last.get(k) for k in ("params", "grads", "optimizer")}
             measured["activations"] = last.get("activations_per_microbatch")
             measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
-            pred = self.predicted.get(last.get("pp_rank", 0), {}) if last else {}
+            pred = self.predicted.get(r, {}) if last else {}
             out.append({"rank": r, "pp_rank": last.get("pp_rank"),
                         "step_time_s": [e["time"] for e in mine],
                         "measured": measured, "predicted": dict(pred),

@@ -3,6 +3,7 @@ measure, and report events to the supervisor through a queue."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
@@ -103,9 +104,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
 
     from workbench.trial import ring_attention as ring
     from workbench.trial.model import Transformer, init_weights
-    from workbench.trial.parallelize import make_optimizer, parallelize
+    from workbench.trial.parallelize import finalize_tp_grads, make_optimizer, parallelize
     from workbench.trial.pipeline import (
-        build_schedule, chunk_model, make_stage, stage_chunks, sync_tied_grads, tied_embedding_group,
+        build_schedule, chunk_model, make_stage, stage_chunks, sync_tied_grads, tie_across_chunks,
+        tied_embedding_group,
     )
 
     s = args.scenario
@@ -137,7 +139,13 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         if par.ep > 1:
             ep, edp_group = _expert_groups(mesh, par)
         wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len) for mod in modules]
-        params = [p for mod in modules for p in mod.parameters()]
+        # DualPipeV puts both ends of the model on pipeline rank 0: one tied weight there.
+        # The schedule would divide its gradient by the microbatch count once per stage that
+        # uses it, so this rank scales its gradients itself.
+        shared = s.model.tied_embeddings and len(modules) > 1 and par.zero < 2
+        if shared:
+            tie_across_chunks(modules)
+        params = list(_Joined(modules).parameters())
         opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer)
         mbs = s.microbatches
         loss_fn = (lambda logits, labels: F.cross_entropy(
@@ -145,7 +153,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         schedule = None
         if par.pp > 1:
             stages = [make_stage(w, c, par, mesh["pp"].get_group()) for w, c in zip(wrapped, chunks)]
-            schedule = build_schedule(stages, par, mbs, loss_fn)
+            schedule = build_schedule(stages, par, mbs, loss_fn, scale_grads=not shared)
         tied = s.model.tied_embeddings and par.pp > 1
         tied_group = tied_embedding_group(mesh, par) if tied else None
         dims = _group_dims(mesh, par, ep, edp_group, tied_group if tied else None)
@@ -195,7 +203,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             counted = step == min(1, args.steps - 1)
             hooks = (torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
                      if args.measure and counted else contextlib.nullcontext())
-            vocab_parallel = par.tp > 1 and not s.model.tied_embeddings
+            vocab_parallel = par.tp > 1
             # gloo's send/recv never reach the flight recorder: the profiler sees them
             profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                                record_shapes=True)
@@ -216,6 +224,10 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                     else:
                         schedule.step(**kwargs)
                     losses = [_scalar(x) for x in out_losses]
+                    if shared:
+                        for p in params:
+                            if p.grad is not None:
+                                p.grad.div_(mbs)
                 else:
                     model = wrapped[0]
                     for i in range(mbs):
@@ -226,6 +238,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                             loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
                             loss.backward()
                         losses.append(_scalar(loss) * mbs)
+            if par.tp > 1 and par.zero < 2:      # FSDP2 brings its gradients to layout
+                phase.value = f"step {step}: tensor-parallel gradient layouts"
+                finalize_tp_grads(params)
             if tied:
                 phase.value = f"step {step}: tied-embedding gradient sum"
                 sync_tied_grads(modules, tied_group)
@@ -283,20 +298,21 @@ def _p2p_traffic(prof, ring_sent: dict) -> dict:
     return out
 
 
-def _group_dims(mesh, par, ep, edp_group, tied_group) -> dict[str, str]:
-    """Process-group name -> parallel dimension, for classifying recorded collectives."""
-    dims = {}
-    for dim in ("pp", "dp", "cp", "tp"):
-        dims[mesh[dim].get_group().group_name] = dim
+def _group_dims(mesh, par, ep, edp_group, tied_group) -> dict[str, tuple[str, int]]:
+    """Process-group name -> (parallel dimension, group size), for classifying recorded
+    collectives."""
+    import torch.distributed as dist
+
+    groups = [(mesh[d].get_group(), d) for d in ("pp", "dp", "cp", "tp")]
     if par.cp > 1:
-        dims[mesh["dp_cp"].get_group().group_name] = "dp"
+        groups.append((mesh["dp_cp"].get_group(), "dp"))
     if ep is not None and ep[0] is not None:
-        dims[ep[0].group_name] = "ep"
+        groups.append((ep[0], "ep"))
     if edp_group is not None:
-        dims[edp_group.group_name] = "dp"
+        groups.append((edp_group, "dp"))
     if tied_group is not None:
-        dims[tied_group.group_name] = "pp"
-    return dims
+        groups.append((tied_group, "pp"))
+    return {g.group_name: (d, dist.get_world_size(g)) for g, d in groups}
 
 
 class _CommRecorder:
@@ -307,7 +323,7 @@ class _CommRecorder:
     SIZES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4,
              "Bool": 1, "Byte": 1, "Char": 1, "Short": 2}
 
-    def __init__(self, dims: dict[str, str]) -> None:
+    def __init__(self, dims: dict[str, tuple[str, int]]) -> None:
         self.dims = dims
         self.seen: set = set()
 
@@ -327,18 +343,16 @@ class _CommRecorder:
             if key in self.seen:
                 continue
             self.seen.add(key)
-            dim = self.dims.get(e.get("process_group", ("", ""))[0], "other")
+            dim, size = self.dims.get(e.get("process_group", ("", ""))[0], ("other", 1))
             name = e.get("profiling_name", "").split(":")[-1]
+            # nccl-tests' sizes: an all-gather counts its output (input x group size: gloo's
+            # functional all-gather records one rank's slice as its output), every other op its
+            # input
             nbytes = 0
-            # nccl-tests' sizes: an all-gather counts its output, every other op its input
-            sizes_key = "output_sizes" if name.startswith("all_gather") else "input_sizes"
-            dtypes = e.get("output_dtypes" if sizes_key == "output_sizes" else "input_dtypes",
-                           e.get("input_dtypes", []))
-            for sizes, dtype in zip(e.get(sizes_key, []), dtypes):
-                n = 1
-                for s in sizes:
-                    n *= s
-                nbytes += n * self.SIZES.get(dtype, 4)
+            for sizes, dtype in zip(e.get("input_sizes", []), e.get("input_dtypes", [])):
+                nbytes += math.prod(sizes) * self.SIZES.get(dtype, 4)
+            if name.startswith("all_gather"):
+                nbytes *= size
             slot = out.setdefault(dim, {}).setdefault(name, {"bytes": 0, "count": 0})
             slot["bytes"] += nbytes
             slot["count"] += 1
@@ -375,19 +389,24 @@ def _reduce_expert_grads(modules, edp_group, dp: int) -> None:
     """Expert gradients arrive summed over the EP group's tokens; summing over the expert-data-
     parallel replicas and dividing by dp gives the mean over every data-parallel rank's loss,
     as DDP gives the dense parameters."""
+    import torch
     import torch.distributed as dist
 
     from workbench.trial.model import MoE
 
-    for m in modules:
-        for mod in m.modules():
-            if isinstance(mod, MoE):
-                for p in mod.experts.parameters():
-                    if p.grad is None:
-                        continue
-                    if dist.get_world_size(edp_group) > 1:
-                        dist.all_reduce(p.grad, group=edp_group)
-                    p.grad.div_(dp)
+    grads = [p.grad for m in modules for mod in m.modules() if isinstance(mod, MoE)
+             for p in mod.experts.parameters() if p.grad is not None]
+    if not grads:
+        return
+    if dist.get_world_size(edp_group) > 1:   # one coalesced all-reduce, as a DDP bucket
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat, group=edp_group)
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            offset += g.numel()
+    for g in grads:
+        g.div_(dp)
 
 
 def _scalar(loss) -> float:

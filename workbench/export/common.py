@@ -1,0 +1,113 @@
+"""Pieces every exporter shares: the scenario file a launch command points at, the refusal
+for a layout a target cannot express, shell quoting and a one-line layout summary."""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from workbench.errors import Problem, ScenarioError
+from workbench.spec.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the exported launch commands find the scenario: the file and the ``--set``
+    overrides the exported scenario was loaded with (they are passed on, so the trial that
+    runs is the one that was exported)."""
+
+    path: str = "scenario.yaml"
+    overrides: tuple[str, ...] = ()
+
+    def args(self) -> list[str]:
+        """``PATH [--set KEY=VALUE ...]`` as ``workbench trial`` and ``torchrun_main`` take it."""
+        out = [self.path]
+        for item in self.overrides:
+            out += ["--set", item]
+        return out
+
+
+class ExportError(ScenarioError):
+    """A valid scenario that a target cannot express. Carries every such problem (like
+    validation), each naming the field, its value and why the target cannot take it."""
+
+    def __init__(self, target: str, problems: list[Problem]):
+        self.target = target
+        super().__init__(problems)
+
+
+class Refusals:
+    """Collects what a target cannot express, so the user sees every problem at once."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.problems: list[Problem] = []
+
+    def add(self, path: str, value: object, why: str) -> None:
+        self.problems.append(Problem(path, value, f"{self.target} cannot express this: {why}"))
+
+    def raise_any(self) -> None:
+        if self.problems:
+            raise ExportError(self.target, self.problems)
+
+
+def shell_word(arg: str) -> str:
+    """Quote one argument for bash. Words with ``$`` keep their expansion (double quotes):
+    the exported commands refer to ``$MASTER_ADDR`` and ``$SLURM_JOB_ID`` on purpose."""
+    if "$" in arg:
+        return '"' + arg.replace('"', '\\"') + '"'
+    return shlex.quote(arg)
+
+
+def shell_command(args: list[str], indent: str = "  ") -> str:
+    """A command split over lines with ``\\`` continuations: one flag (and its value) a line."""
+    words = [shell_word(a) for a in args]
+    lines: list[str] = [words[0]]
+    for w, raw in zip(words[1:], args[1:]):
+        # a value goes on its flag's line; a new flag starts a line
+        if raw.startswith("-") or len(lines) == 1:
+            lines.append(w)
+        else:
+            lines[-1] += " " + w
+    return (" \\\n" + indent).join(lines)
+
+
+def layout_summary(s: Scenario) -> str:
+    """``dp=8 zero=3 tp=1 pp=1 cp=1 ep=1 on 1 node x 8 GPUs (H100 SXM)`` for comments."""
+    p, hw = s.parallel, s.hardware
+    extra = ""
+    if p.shard_group:
+        extra += f" shard_group={p.shard_group}"
+    if p.pp > 1:
+        extra += f" schedule={p.pp_schedule}"
+        if p.virtual_stages > 1:
+            extra += f" v={p.virtual_stages}"
+    nodes = f"{hw.nodes} node{'s' if hw.nodes > 1 else ''}"
+    return (f"dp={p.dp} zero={p.zero}{extra} tp={p.tp} pp={p.pp} cp={p.cp} ep={p.ep} "
+            f"on {nodes} x {hw.gpus_per_node} GPUs ({hw.gpu.name})")
+
+
+def model_label(s: Scenario) -> str:
+    """The model's name with its catalog key when it came from a preset."""
+    preset = s.document.get("model", {}).get("preset")
+    return f"{s.model.name} (preset {preset})" if preset else s.model.name
+
+
+def preset_key(s: Scenario) -> str | None:
+    """The catalog key of an unmodified preset model, else None (a modified preset is no
+    longer the published model, so exporters must not name the published one)."""
+    preset = s.document.get("model", {}).get("preset")
+    if preset and not s.model.name.endswith("(modified)"):
+        return str(preset)
+    return None
+
+
+def train_samples(s: Scenario) -> int:
+    """Sequences in the run: ``training.tokens / seq_len``, rounded up to whole steps."""
+    per_step = s.training.global_batch * s.training.seq_len
+    steps = max(1, -(-int(s.training.tokens) // per_step))
+    return steps * s.training.global_batch
+
+
+def train_steps(s: Scenario) -> int:
+    """Optimizer steps in the run (``training.tokens`` over tokens per step, rounded up)."""
+    return train_samples(s) // s.training.global_batch

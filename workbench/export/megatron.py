@@ -1,0 +1,264 @@
+"""Megatron-LM ``pretrain_gpt.py`` arguments for the scenario's layout, model and batch.
+
+Every flag, its type and choices are from NVIDIA/Megatron-LM ``megatron/training/arguments.py``
+at commit 000c4ac24f61159c138b0975def722c65245983c (the ``_add_*_args`` groups); what they must
+satisfy from the same file's ``validate_args``. The file is not in any PyPI package
+(megatron-core ships ``megatron/core`` only), so the tests check the export against the flag
+definitions read from that commit, stored in tests/data/megatron_lm_pretrain_args.json.
+
+Mapping (flag <- scenario field):
+- ``--tensor-model-parallel-size`` <- tp, ``--sequence-parallel`` <- sequence_parallel (tp > 1),
+  ``--pipeline-model-parallel-size`` <- pp, ``--num-virtual-stages-per-pipeline-rank`` <-
+  virtual_stages (interleaved-1f1b), or ``--pipeline-model-parallel-layout`` when the layers do
+  not split evenly (the estimator's split, first stages longer), ``--context-parallel-size`` <-
+  cp (``--cp-comm-type p2p``: ring attention), ``--expert-model-parallel-size`` <- ep (expert
+  TP defaults to TP, the workbench's expert split).
+- ZeRO-1 -> ``--use-distributed-optimizer`` (HSDP shard groups: plus
+  ``--num-distributed-optimizer-instances`` = dp*cp / shard_group); ZeRO-2/3 -> Megatron-FSDP
+  (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads|optim_grads_params``,
+  which validate_args requires with ``--ckpt-format fsdp_dtensor``).
+- precision, recompute, optimizer, model shape, batch and sequence: see :func:`megatron_args`.
+
+REFUSED (an :class:`ExportError` naming the field): gpipe, zero-bubble and dualpipev schedules
+(Megatron-LM trains with 1F1B or interleaved 1F1B only); ZeRO-2/3 with pp > 1 or with an HSDP
+shard group (Megatron-FSDP lists TP/EP/CP support, ``--use-torch-fsdp2`` asserts pp == 1);
+offload of gradients/parameters or to NVMe (Megatron offloads optimizer states to CPU only:
+``--optimizer-cpu-offload``); fp16 with EP (validate_args asserts against it).
+"""
+from __future__ import annotations
+
+from workbench.estimate.params import chunk_layers
+from workbench.export.common import (
+    Refusals, Source, layout_summary, model_label, shell_command, shell_word, train_samples,
+)
+from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
+from workbench.spec.scenario import Scenario
+
+TARGET = "Megatron-LM"
+MEGATRON_COMMIT = "000c4ac24f61159c138b0975def722c65245983c"
+
+# training.attention -> --attention-backend (megatron/core/transformer/enums.py AttnBackend)
+ATTENTION = {"flash2": "flash", "flash3": "flash", "cudnn": "fused", "eager": "unfused"}
+
+
+def _check(s: Scenario) -> None:
+    par, tr = s.parallel, s.training
+    no = Refusals(TARGET)
+    if par.pp > 1 and par.pp_schedule in ("gpipe", "zero-bubble", "dualpipev"):
+        no.add("parallel.pp_schedule", par.pp_schedule, "Megatron-LM's pipeline schedules are "
+               "1F1B and interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py)")
+    if par.zero >= 2 and par.pp > 1:
+        # "FSDP and PP are mutually exclusive in Megatron's standard path" (NVIDIA/Megatron-LM
+        # PR #6081); --use-torch-fsdp2 asserts pp == 1 in validate_args
+        no.add("parallel.zero", par.zero, "ZeRO-2/3 is Megatron-FSDP (or torch FSDP2), which "
+               "Megatron-LM does not combine with pipeline parallelism; use zero 1")
+    if par.ep > 1 and par.tp > 1 and not par.sequence_parallel:
+        # docs/user-guide/parallelism-guide.md: "--sequence-parallel  # Required when using TP + EP"
+        no.add("parallel.sequence_parallel", False, "Megatron-LM requires sequence parallelism "
+               "with TP + EP")
+    if par.zero >= 2 and par.shard_group:
+        no.add("parallel.shard_group", par.shard_group, "hybrid sharding is mapped for ZeRO-1 "
+               "only (--num-distributed-optimizer-instances)")
+    if par.zero == 3 and par.reshard_after_forward is False:
+        no.add("parallel.reshard_after_forward", False, "Megatron-FSDP has no switch to keep "
+               "parameters gathered after forward")
+    if tr.offload == "nvme":
+        no.add("training.offload", "nvme", "Megatron-LM offloads optimizer states to CPU memory "
+               "only (--optimizer-cpu-offload)")
+    elif tr.offload == "cpu" and par.zero >= 2:
+        no.add("training.offload", "cpu", "Megatron-LM offloads optimizer states only, not the "
+               "ZeRO-2/3 gradient and parameter shards the estimator moves to the host")
+    if tr.precision == "fp16" and par.ep > 1:
+        no.add("training.precision", "fp16", "validate_args: expert parallelism is not "
+               "supported with fp16; use bf16")
+    no.raise_any()
+
+
+def _pipeline_layout(s: Scenario) -> str:
+    """``--pipeline-model-parallel-layout``: E embedding, t a layer, L the loss, '|' between
+    stages (pp x virtual stages of them), split as the estimator splits layers."""
+    stages = s.parallel.pp * s.parallel.chunks_per_rank
+    runs = chunk_layers(s.model.layers, stages)
+    parts = ["t" * len(r) for r in runs]
+    parts[0] = "E" + parts[0]
+    parts[-1] += "L"
+    return "|".join(parts)
+
+
+def _vocab_divisor(vocab: int, tp: int) -> int:
+    """``--make-vocab-size-divisible-by``: Megatron pads the vocab to a multiple of this x tp
+    (tokenizer.py _vocab_size_with_padding). The largest power of two <= 128 (the default)
+    that keeps the model's vocab unpadded; 128 when padding cannot be avoided."""
+    for m in (128, 64, 32, 16, 8, 4, 2, 1):
+        if vocab % (m * tp) == 0:
+            return m
+    return 128
+
+
+def megatron_args(s: Scenario) -> list[str]:
+    """The ``pretrain_gpt.py`` argument list; raises ExportError listing every field
+    Megatron-LM cannot express."""
+    _check(s)
+    par, tr, m = s.parallel, s.training, s.model
+    a: list[str] = []
+
+    def add(flag: str, *values: object) -> None:
+        a.append(flag)
+        a.extend(str(v) for v in values)
+
+    # --- parallel layout (_add_distributed_args, _add_moe_args)
+    add("--tensor-model-parallel-size", par.tp)
+    if par.sp:
+        add("--sequence-parallel")
+    add("--pipeline-model-parallel-size", par.pp)
+    if par.pp > 1:
+        if m.layers % (par.pp * par.chunks_per_rank):
+            # uneven split: the layout string also fixes the virtual stages (validate_args)
+            add("--pipeline-model-parallel-layout", _pipeline_layout(s))
+        elif par.chunks_per_rank > 1:
+            add("--num-virtual-stages-per-pipeline-rank", par.chunks_per_rank)
+    if par.cp > 1:
+        add("--context-parallel-size", par.cp)
+        add("--cp-comm-type", "p2p")   # ring attention, as the estimator and trials do
+    if m.moe is not None:
+        add("--num-experts", m.moe.experts)
+        add("--moe-router-topk", m.moe.top_k)
+        add("--moe-ffn-hidden-size", m.moe.expert_ffn_hidden)
+        if m.moe.shared_experts:
+            # total size of the shared experts (arguments.py help text)
+            add("--moe-shared-expert-intermediate-size",
+                m.moe.shared_experts * m.moe.expert_ffn_hidden)
+        if m.moe.dense_layers:
+            moe = m.layers - m.moe.dense_layers
+            add("--moe-layer-freq", f"([0]*{m.moe.dense_layers}+[1]*{moe})")
+        if m.moe.capacity_factor > 0:
+            add("--moe-expert-capacity-factor", m.moe.capacity_factor)
+        add("--moe-token-dispatcher-type", "alltoall")   # EP all-to-all, as the estimator
+        add("--expert-model-parallel-size", par.ep)
+
+    # --- ZeRO (_add_distributed_args): Megatron's distributed optimizer is ZeRO-1
+    if par.zero == 1:
+        add("--use-distributed-optimizer")
+        if par.shard_group:
+            add("--num-distributed-optimizer-instances", par.dp * par.cp // par.shard_group)
+    elif par.zero >= 2:
+        strategy = "optim_grads" if par.zero == 2 else "optim_grads_params"
+        # the Megatron-FSDP recipe (docs: features/custom_fsdp) and validate_args' ckpt rule
+        add("--use-megatron-fsdp")
+        add("--data-parallel-sharding-strategy", strategy)
+        add("--use-distributed-optimizer")
+        add("--no-gradient-accumulation-fusion")
+        add("--ckpt-format", "fsdp_dtensor")
+    add("--overlap-grad-reduce")   # gradient reduction overlaps backward, as estimated
+    if par.zero >= 1:
+        add("--overlap-param-gather")
+    if tr.offload == "cpu":
+        # _check allows this for ZeRO-1 only; validate_args requires the precision-aware path
+        add("--optimizer-cpu-offload")
+        add("--use-precision-aware-optimizer")
+
+    # --- batch and sequence (_add_training_args, _add_data_args)
+    add("--micro-batch-size", tr.micro_batch)
+    add("--global-batch-size", tr.global_batch)
+    add("--seq-length", tr.seq_len)
+    add("--max-position-embeddings", max(tr.seq_len, m.max_seq_len,
+                                         int(m.extra.get("position_embeddings", 0))))
+
+    # --- model shape (_add_network_size_args, _add_regularization_args)
+    add("--num-layers", m.layers)
+    add("--hidden-size", m.hidden)
+    add("--ffn-hidden-size", m.ffn_hidden)
+    add("--num-attention-heads", m.heads)
+    if m.head_dim:
+        add("--kv-channels", m.head_dim)
+    if m.kv_heads < m.heads:
+        add("--group-query-attention")
+        add("--num-query-groups", m.kv_heads)
+    if m.mlp == "swiglu":
+        add("--swiglu")
+    add("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")
+    if not m.tied_embeddings:
+        add("--untie-embeddings-and-output-weights")
+    if not m.bias:
+        add("--disable-bias-linear")
+    if "position_embeddings" in m.extra:
+        add("--position-embedding-type", "learned_absolute")
+    else:
+        add("--position-embedding-type", "rope")
+        add("--rotary-base", int(m.extra.get("rope_theta", 10000)))
+    if not m.dropout:
+        add("--attention-dropout", 0.0)
+        add("--hidden-dropout", 0.0)
+    add("--attention-backend", ATTENTION[tr.attention])
+
+    # --- precision (_add_mixed_precision_args, _add_transformer_engine_args)
+    if tr.precision in ("bf16", "fp8"):
+        add("--bf16")
+    elif tr.precision == "fp16":
+        add("--fp16")
+    if tr.precision == "fp8":
+        add("--fp8-format", "hybrid")   # E4M3 forward, E5M2 gradients (Transformer Engine)
+
+    # --- recompute (_add_training_args): selective's default module is core_attn, which is
+    # Korthikanti et al.'s selective recompute, the estimator's
+    if tr.recompute == "full":
+        add("--recompute-granularity", "full")
+        add("--recompute-method", "uniform")
+        add("--recompute-num-layers", 1)
+    elif tr.recompute == "selective":
+        add("--recompute-granularity", "selective")
+
+    # --- optimizer: Megatron's "adam" is AdamW (decoupled weight decay)
+    add("--optimizer", "adam" if tr.optimizer == "adamw" else "sgd")
+
+    # --- data, tokenizer and run length: mock data and a NullTokenizer, whose vocab is
+    # --vocab-size + 1 (it adds an EOD id), so the model's vocab comes out exact
+    add("--mock-data")
+    add("--tokenizer-type", "NullTokenizer")
+    add("--vocab-size", m.vocab - 1)
+    add("--make-vocab-size-divisible-by", _vocab_divisor(m.vocab, par.tp))
+    add("--train-samples", train_samples(s))
+
+    # --- hyper-parameters the scenario does not fix (placeholders)
+    add("--lr", 3e-4)
+    add("--min-lr", 3e-5)
+    add("--lr-decay-style", "cosine")
+    add("--lr-warmup-fraction", 0.01)
+    add("--weight-decay", 0.1)
+    add("--clip-grad", 1.0)
+    if tr.optimizer == "adamw":
+        add("--adam-beta2", 0.95)
+    return a
+
+
+def to_megatron(s: Scenario, source: Source = Source()) -> str:
+    """A bash launch of ``pretrain_gpt.py`` with the arguments (run from a Megatron-LM checkout
+    on every node); ``source`` is unused."""
+    par, hw = s.parallel, s.hardware
+    args = megatron_args(s)
+    lines = ["#!/bin/bash",
+             f"# Megatron-LM pretrain_gpt.py for {model_label(s)}, {layout_summary(s)}.",
+             f"# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py @ {MEGATRON_COMMIT}.",
+             "# Run from a Megatron-LM checkout on every node; MASTER_ADDR is the first node.",
+             "set -euo pipefail",
+             master_addr_line(s)]
+    if (par.tp > 1 or par.cp > 1) and par.zero < 2:
+        # validate_args asserts this before Blackwell for TP/CP without FSDP: one hardware
+        # queue keeps the TP/CP communication kernels ordered ahead of compute
+        lines.append("export CUDA_DEVICE_MAX_CONNECTIONS=1  # required by validate_args "
+                     "with TP/CP (pre-Blackwell)")
+    lines += [e.line() for e in nccl_env(s)]
+    lines.append("MEGATRON_ARGS=(")
+    line: list[str] = []
+    for word in args:   # one flag and its values a line
+        if word.startswith("--") and line:
+            lines.append("  " + " ".join(line))
+            line = []
+        line.append(shell_word(word))
+    lines.append("  " + " ".join(line))
+    lines.append(")")
+    launch = ["torchrun", f"--nnodes={hw.nodes}", f"--nproc-per-node={hw.gpus_per_node}",
+              "--rdzv-backend=c10d", f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}",
+              "--rdzv-id=megatron", "pretrain_gpt.py"]
+    lines.append(shell_command(launch) + ' "${MEGATRON_ARGS[@]}"')
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""`workbench` command line (contracts 2-4): estimate, trial, export, catalog, dashboard.
+"""`workbench` command line (contracts 2-4): estimate, trial, plan, export, catalog, dashboard.
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -71,6 +71,53 @@ def _trial(args: argparse.Namespace) -> int:
     return 1 if result.error else 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from workbench.plan import Constraints, plan
+    from workbench.plan.explain import explain
+    from workbench.spec import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    if args.top < 1:
+        raise ScenarioError([Problem("--top", args.top, "must be >= 1")])
+    c = Constraints.parse(args.fix, args.max_memory_fraction)
+    c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
+                    gpu_counts=tuple(args.gpu_counts or ()))
+    shown = {"at": 0.0}
+
+    def progress(fraction: float, what: str) -> None:
+        # a bar on stderr once the search outlasts a blink, so --json stays clean
+        if not args.json and sys.stderr.isatty() and fraction - shown["at"] >= 0.1:
+            shown["at"] = fraction
+            bar = "#" * int(30 * fraction)
+            print(f"\rsearching [{bar:30}] {fraction:4.0%} {what:30}", end="", file=sys.stderr,
+                  flush=True)
+
+    result = plan(scenario, c, progress)
+    if shown["at"]:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_dict(args.top), indent=2))
+        return 0
+    n = result.counts
+    print(f"{scenario.model.name} on {scenario.hardware.world} x {scenario.hardware.gpu.name}: "
+          f"{n['candidates']:,} candidate layouts, {n['valid']:,} valid, {n['fit']:,} fit "
+          f"({result.seconds:.2f} s)")
+    cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
+            "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
+            "mfu", "memory_gib", "headroom_gib"]
+    table = result.table[cols].head(args.top).rename(columns={
+        "sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
+        "micro_batch": "mb", "step": "step_s"})
+    print(table.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
+    print("\nwhy:")
+    for line in explain(result):
+        print("  " + line)
+    if result.by_gpu_count:
+        print("\nbest tokens/s by GPU count: " + ", ".join(
+            f"{d['gpus']}: {d['tokens_per_s']:,.0f}" for d in result.by_gpu_count))
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from workbench.export import ExportError, Source, export
     from workbench.spec import load_scenario
@@ -129,6 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--step", type=int, default=1)
     t.add_argument("--json", action="store_true")
     t.set_defaults(run=_trial)
+    pl = sub.add_parser("plan", help="rank every parallel layout of the scenario's hardware")
+    pl.add_argument("scenario")
+    pl.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    pl.add_argument("--top", type=int, default=10, help="layouts shown (default 10)")
+    pl.add_argument("--fix", action="append", default=[], metavar="FIELD=VALUE",
+                    help="fix a layout field, e.g. --fix tp=8 --fix recompute=none")
+    pl.add_argument("--max-memory-fraction", type=float, default=1.0,
+                    help="share of GPU memory a layout may use (default 1.0)")
+    pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",
+                    help="also search these GPU counts (throughput against GPU count)")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
                                       "DeepSpeed/Megatron-LM artefact (or the trial command)")
     x.add_argument("scenario")

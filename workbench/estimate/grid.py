@@ -120,17 +120,31 @@ def _per_key(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool) -> di
     return out
 
 
-def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
+def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
+                     ) -> dict[str, np.ndarray]:
     """Step time, worst-GPU memory, fit and throughput for every layout of the grid (the layouts
-    must be valid for the base scenario: ``spec.validate`` rules)."""
+    must be valid for the base scenario: ``spec.validate`` rules). ``cache`` keeps the per-(tp,
+    cp, ep, micro-batch) block costs between calls that differ only in schedule or offload (the
+    planner's passes); it must not be shared between different models, hardware or training."""
     hw, m, tr = base.hardware, base.model, base.training
     n = len(g)
     keys = np.stack([g.tp, g.cp, g.ep, g.micro_batch], axis=1)
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    per = [_per_key(base, *map(int, k), sp=base.parallel.sequence_parallel) for k in uniq]
+    cache = {} if cache is None else cache
+    sp = base.parallel.sequence_parallel
+    per = []
+    for k in uniq:
+        key = (*map(int, k), sp, tr.recompute)
+        if key not in cache:
+            cache[key] = _per_key(base, *map(int, k), sp=sp)
+        per.append(cache[key])
+
+    columns: dict = {}
 
     def col(path: tuple, default: float = 0.0) -> np.ndarray:
+        if (path, default) in columns:
+            return columns[path, default]
         vals = []
         for d in per:
             v = d
@@ -139,7 +153,8 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
                 if v is None:
                     break
             vals.append(default if v is None else v)
-        return np.asarray(vals, dtype=float)[inverse]
+        columns[path, default] = np.asarray(vals, dtype=float)[inverse]
+        return columns[path, default]
 
     p = g.pp
     cpr = g.chunks_per_rank
@@ -211,7 +226,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid) -> dict[str, np.ndarray]:
         f = fwd + comm / 2
         b = bwd + rc + comm / 2
         exp_dp = dp_exposed(g, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd,
-                            units=r["layers"] + 1)
+                            units=r["layers"] + 1, expert_units=nm)
         opt, off = optimizer_and_offload(hw, tr, optimizer_params(
             pdense, pexpert, g.zero, g.dense_shard, g.expert_shard))
         res[name] = {"f": f, "b": b, "total": total, "dp": exp_dp, "opt": opt, "off": off,

@@ -1,0 +1,141 @@
+"""The planner: exhaustive against one-by-one estimates on a small case, never a layout the
+validator rejects, constraints respected, infeasibility explained, contract-4 JSON."""
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, scenario_doc
+from workbench.errors import ScenarioError
+from workbench.estimate import estimate
+from workbench.plan import Constraints, plan
+from workbench.plan.explain import explain
+from workbench.spec import load_scenario, parse_scenario
+
+FIXED = {"recompute": "none", "offload": "none", "pp_schedule": "1f1b",
+         "sequence_parallel": True}
+
+
+def _four_gpus(**training):
+    return parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                                       parallel={"dp": 4},
+                                       training={"global_batch": 16, **training}))
+
+
+def test_the_search_equals_estimating_every_layout_one_by_one():
+    """Llama 3.1 8B on 4 H100, 1F1B, no recompute or offload: every layout the validator
+    accepts, estimated alone, fits exactly when the planner says so, with the same step time,
+    and the fastest is the planner's first."""
+    s = _four_gpus()
+    result = plan(s, Constraints(fixed=FIXED))
+    brute = {}
+    for tp, pp, cp, zero, mb in itertools.product((1, 2, 4), (1, 2, 4), (1, 2, 4), range(4),
+                                                 (1, 2, 4, 8, 16)):
+        if 4 % (tp * pp * cp):
+            continue
+        doc = scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                           parallel={"dp": 4 // (tp * pp * cp), "tp": tp, "pp": pp, "cp": cp,
+                                     "zero": zero},
+                           training={"global_batch": 16, "micro_batch": mb,
+                                     "recompute": "none"})
+        try:
+            est = estimate(parse_scenario(doc))
+        except ScenarioError:
+            continue
+        if est.memory.fits:
+            brute[(4 // (tp * pp * cp), tp, pp, cp, zero, mb)] = est.time.step
+    table = result.table
+    found = {(r.dp, r.tp, r.pp, r.cp, r.zero, r.micro_batch): r.step for r in table.itertuples()}
+    assert set(found) == set(brute) and len(brute) > 10
+    for key, step in brute.items():
+        assert found[key] == pytest.approx(step, rel=1e-9), key
+    assert table["step"].iloc[0] == pytest.approx(min(brute.values()), rel=1e-9)
+
+
+def test_a_small_model_on_nvlink_trains_fastest_with_plain_data_parallelism():
+    """Checked by hand: every layout splits the same compute; data parallelism hides its
+    gradient reduction behind backward, while TP exposes collectives and PP adds a bubble."""
+    s = parse_scenario(scenario_doc(model={"preset": "llama3-8b"},
+                                    training={"global_batch": 64}))
+    best = plan(s).layout(1)["parallel"]
+    assert (best["dp"] * best["cp"], best["tp"], best["pp"]) == (8, 1, 1)
+
+
+def test_every_ranked_layout_passes_the_validator_and_equals_its_estimate():
+    s = load_scenario(ROOT / "examples/mixtral-8x7b-ep.yaml")
+    result = plan(s)
+    picks = sorted({1, 2, 3, 10, len(result.table) // 2, len(result.table)})
+    for rank in picks:
+        one = result.scenario_of(rank)          # parse_scenario raises on a rejected layout
+        est = estimate(one)
+        row = result.table.iloc[rank - 1]
+        assert est.time.step == pytest.approx(row["step"], rel=1e-9)
+        assert est.memory.per_gpu.total == pytest.approx(row["memory_per_gpu"], rel=1e-9)
+        assert est.memory.fits
+
+
+def test_constraints_are_respected():
+    s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")
+    r = plan(s, Constraints(fixed={"tp": 2, "zero": 3}, max_memory_fraction=0.5))
+    assert (r.table["tp"] == 2).all() and (r.table["zero"] == 3).all()
+    cap = 80 * 2 ** 30                              # H100 "80 GB" read as GiB (units.py)
+    assert (r.table["memory_per_gpu"] <= 0.5 * cap).all()
+    loose = plan(s, Constraints(fixed={"tp": 2, "zero": 3}))
+    assert len(loose.table) > len(r.table)
+
+
+def test_an_empty_search_names_the_constraint_that_emptied_it():
+    s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")
+    with pytest.raises(ScenarioError, match=r"constraints\.fixed.*tp=3"):
+        plan(s, Constraints(fixed={"tp": 3}))
+    with pytest.raises(ScenarioError, match="max_memory_fraction.*least memory"):
+        plan(s, Constraints(max_memory_fraction=0.005))
+    big = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 1},
+                                      parallel={"dp": 1},
+                                      training={"seq_len": 2 ** 21, "global_batch": 1}))
+    with pytest.raises(ScenarioError, match="hardware.*no layout fits"):
+        plan(big)
+    with pytest.raises(ScenarioError, match="fixed.bogus"):
+        Constraints(fixed={"bogus": 1})
+    with pytest.raises(ScenarioError, match="max_memory_fraction"):
+        Constraints(max_memory_fraction=1.5)
+
+
+def test_pareto_front_and_explanations():
+    s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")
+    r = plan(s, Constraints(gpu_counts=(2, 4)))
+    t = r.table
+    front = t[t["pareto_memory"]]
+    assert bool(t["pareto_memory"].iloc[0])                 # the fastest is on the front
+    for _, p in front.iterrows():                           # nobody beats a front point on both
+        better = t[(t["memory_per_gpu"] < p["memory_per_gpu"])
+                   & (t["tokens_per_s"] > p["tokens_per_s"])]
+        assert better.empty
+    assert [d["gpus"] for d in r.by_gpu_count] == [2, 4, 8]
+    assert all(np.isfinite(d["tokens_per_s"]) for d in r.by_gpu_count)
+    lines = explain(r)
+    assert lines[0].startswith("#1 ") and len(lines) == 4 and "s/step" in lines[1]
+
+
+def test_cli_plan_json_has_contract_4_keys_and_bad_input_exits_2():
+    out = subprocess.run([sys.executable, "-m", "workbench", "plan",
+                          str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--json", "--top", "3"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["layouts"]) == 3
+    for lay in doc["layouts"]:
+        assert set(lay["parallel"]) >= {"dp", "tp", "pp", "cp", "ep", "zero", "pp_schedule",
+                                        "virtual_stages", "sequence_parallel", "shard_group"}
+        assert lay["time"]["step"] > 0 and lay["throughput"]["tokens_per_s"] > 0
+        assert lay["memory"]["per_gpu"]["total"] > 0 and lay["fits"] is True
+    bad = subprocess.run([sys.executable, "-m", "workbench", "plan",
+                          str(ROOT / "examples/llama3-8b-8xh100.yaml"), "--fix", "tp"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

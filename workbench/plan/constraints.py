@@ -1,0 +1,61 @@
+"""What the user fixes or requires of a layout search, checked with clear messages."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.errors import Problem, ScenarioError
+from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
+
+# Layout fields a constraint may fix, with the values each allows (None: a positive integer).
+FIELDS = {
+    "dp": None, "tp": None, "pp": None, "cp": None, "ep": None, "virtual_stages": None,
+    "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
+    "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,
+}
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """``fixed``: field -> the one value every layout must have (e.g. {"tp": 8});
+    ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1);
+    ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front."""
+
+    fixed: dict = field(default_factory=dict)
+    max_memory_fraction: float = 1.0
+    gpu_counts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        problems = []
+        for key, value in self.fixed.items():
+            if key not in FIELDS:
+                problems.append(Problem(f"fixed.{key}", value,
+                                        f"one of: {', '.join(FIELDS)}"))
+                continue
+            allowed = FIELDS[key]
+            if allowed is None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    problems.append(Problem(f"fixed.{key}", value, "a positive integer"))
+            elif value not in allowed:
+                problems.append(Problem(f"fixed.{key}", value,
+                                        f"one of: {', '.join(map(str, allowed))}"))
+        f = self.max_memory_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+            problems.append(Problem("max_memory_fraction", f, "a number in (0, 1]"))
+        for n in self.gpu_counts:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                problems.append(Problem("gpu_counts", n, "positive integers"))
+        if problems:
+            raise ScenarioError(problems)
+
+    @classmethod
+    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0) -> "Constraints":
+        """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars."""
+        from workbench.spec.io import parse_value
+
+        out = {}
+        for item in fixed:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ScenarioError([Problem("--fix", item, "KEY=VALUE, e.g. tp=8")])
+            out[key.strip()] = parse_value(value.strip())
+        return cls(fixed=out, max_memory_fraction=max_memory_fraction)

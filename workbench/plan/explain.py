@@ -1,0 +1,62 @@
+"""Why the best layout beats the next ones: the step-time terms of full estimates, side by side.
+
+The step is the sum of compute, recompute, pipeline bubble, exposed communication per
+dimension, optimizer and offload (``estimate.step_time``); the term whose difference is largest
+is what the winner gains on (or the price it pays, when negative)."""
+from __future__ import annotations
+
+from workbench.plan.result import PlanResult
+
+TERMS = ("compute", "recompute", "bubble", "comm dp", "comm tp", "comm pp", "comm cp",
+         "comm ep", "optimizer", "offload")
+
+
+def step_terms(est) -> dict[str, float]:
+    """Seconds per step by term, from an Estimate."""
+    t = est.time
+    out = {"compute": t.compute, "recompute": t.recompute, "bubble": t.bubble,
+           "optimizer": t.optimizer, "offload": t.offload}
+    for dim in ("dp", "tp", "pp", "cp", "ep"):
+        out[f"comm {dim}"] = t.comm_exposed.get(dim, 0.0)
+    return out
+
+
+def _layout_words(lay: dict) -> str:
+    p, t = lay["parallel"], lay["training"]
+    words = [f"{k}={p[k]}" for k in ("dp", "tp", "pp", "cp", "ep") if p[k] > 1]
+    words.append(f"zero={p['zero']}")
+    if p["pp"] > 1:
+        words.append(p["pp_schedule"] + (f" v={p['virtual_stages']}"
+                                         if p["virtual_stages"] > 1 else ""))
+    if p["tp"] > 1 and not p["sequence_parallel"]:
+        words.append("no SP")
+    words.append(f"mb={t['micro_batch']}")
+    if t["recompute"] != "none":
+        words.append(f"{t['recompute']} recompute")
+    if t["offload"] != "none":
+        words.append(f"{t['offload']} offload")
+    return " ".join(words)
+
+
+def explain(result: PlanResult, others: int = 3) -> list[str]:
+    """One line per runner-up: how much slower it is and which terms make the difference."""
+    from workbench.estimate import estimate
+
+    if not result.feasible:
+        return [result.infeasible_reason().message]
+    best = estimate(result.scenario_of(1))
+    bt = step_terms(best)
+    lines = [f"#1 {_layout_words(result.layout(1))}: {best.time.step:.3f} s/step, "
+             f"{best.memory.per_gpu.total / 2**30:.1f} GiB/GPU"]
+    for rank in range(2, min(len(result.table), others + 1) + 1):
+        est = estimate(result.scenario_of(rank))
+        ot = step_terms(est)
+        gap = est.time.step - best.time.step
+        diffs = sorted(((ot[k] - bt[k], k) for k in TERMS), key=lambda d: -abs(d[0]))
+        named = [f"{k} {d:+.4f} s" for d, k in diffs[:2] if abs(d) > 1e-9 * best.time.step]
+        mem = (est.memory.per_gpu.total - best.memory.per_gpu.total) / 2**30
+        why = ", ".join(named) if named else (
+            f"the same step time; ranked after it on memory ({mem:+.2f} GiB/GPU)")
+        lines.append(f"#{rank} {_layout_words(result.layout(rank))}: {gap:+.3f} s/step "
+                     f"({gap / best.time.step:+.1%}); {why}")
+    return lines

@@ -1,0 +1,195 @@
+"""A finished search: the ranked table, the Pareto fronts, the JSON of contract 4, and the
+scenario of any row (validated, so the planner never hands out a layout the validator rejects)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.errors import Problem, ScenarioError
+from workbench.plan.constraints import Constraints
+from workbench.plan.space import ROW_FIELDS, candidate_rows
+from workbench.spec.scenario import Scenario
+
+GIB = 2 ** 30
+PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
+                 "virtual_stages")
+TRAINING_KEYS = ("micro_batch", "recompute", "offload")
+
+
+@dataclass
+class PlanResult:
+    scenario: Scenario
+    constraints: Constraints
+    table: object                     # pandas DataFrame of the layouts that fit, best first
+    counts: dict                      # candidates, valid, evaluated, fit
+    limit: float                      # bytes per GPU a layout may use
+    smallest: dict | None = None      # least-memory evaluated layout (for infeasibility)
+    by_gpu_count: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @classmethod
+    def build(cls, s: Scenario, c: Constraints, found: dict) -> "PlanResult":
+        import pandas as pd
+
+        cols = found["columns"]
+        df = pd.DataFrame({k: v for k, v in cols.items()})
+        smallest = None
+        if len(df):
+            smallest = df.loc[df["memory_per_gpu"].idxmin()].to_dict()
+        ok = df[df["fits"]] if len(df) else df
+        ok = ok.sort_values(["step", "memory_per_gpu"], kind="stable").reset_index(drop=True)
+        if len(ok):
+            ok.insert(0, "rank", np.arange(1, len(ok) + 1))
+            ok["memory_gib"] = ok["memory_per_gpu"] / GIB
+            ok["headroom_gib"] = (found["limit"] - ok["memory_per_gpu"]) / GIB
+            ok["pareto_memory"] = _front(ok["memory_per_gpu"].to_numpy(),
+                                         ok["tokens_per_s"].to_numpy())
+        counts = dict(found["counts"], fit=int(len(ok)))
+        return cls(scenario=s, constraints=c, table=ok, counts=counts, limit=found["limit"],
+                   smallest=smallest)
+
+    @property
+    def feasible(self) -> bool:
+        return len(self.table) > 0
+
+    @property
+    def best_tokens_per_s(self) -> float:
+        return float(self.table["tokens_per_s"].iloc[0]) if self.feasible else float("nan")
+
+    def infeasible_reason(self) -> Problem:
+        """Which constraint left no layout: a fixed field, the validation rules, or memory."""
+        s, c = self.scenario, self.constraints
+        if self.counts["valid"] == 0:
+            blockers = [k for k in c.fixed
+                        if _valid_count(s, {kk: v for kk, v in c.fixed.items() if kk != k}) > 0]
+            if blockers:
+                names = ", ".join(f"{k}={c.fixed[k]}" for k in blockers)
+                return Problem("constraints.fixed", names,
+                               f"no layout of {s.hardware.world} GPUs passes the scenario rules "
+                               f"with {names}; without it there are valid layouts")
+            return Problem("scenario", f"{s.model.name} on {s.hardware.world} GPUs",
+                           "no parallel layout passes the rules: " + _sample_rule(s, c))
+        sm = self.smallest
+        need = sm["memory_per_gpu"] / GIB
+        cap = self.limit / c.max_memory_fraction / GIB
+        what = _describe(sm)
+        if need <= cap:
+            return Problem("max_memory_fraction", c.max_memory_fraction,
+                           f"the least memory any layout needs is {need:.1f} GiB per GPU "
+                           f"({what}), above {c.max_memory_fraction:.3g} of {cap:.1f} GiB; "
+                           "raise the fraction")
+        return Problem("hardware", f"{s.hardware.world} x {s.hardware.gpu.name}",
+                       f"no layout fits: the least memory any needs is {need:.1f} GiB per GPU "
+                       f"({what}) against {cap:.1f} GiB; add GPUs, shorten the sequence or "
+                       "reduce the global batch")
+
+    def layout(self, rank: int = 1) -> dict:
+        """The parallel and training fields of the layout ranked ``rank`` (1 = best)."""
+        row = self.table.iloc[rank - 1]
+        par = {k: _plain(row[k]) for k in PARALLEL_KEYS}
+        tr = {k: _plain(row[k]) for k in TRAINING_KEYS}
+        return {"parallel": par, "training": tr}
+
+    def scenario_of(self, rank: int = 1) -> Scenario:
+        """The full, validated scenario of the layout ranked ``rank``."""
+        from workbench.spec import parse_scenario
+
+        doc = self.scenario.to_dict()
+        lay = self.layout(rank)
+        par = dict(doc.get("parallel", {}))
+        par.update(lay["parallel"])
+        par.pop("shard_group", None)
+        tr = dict(doc.get("training", {}))
+        tr.update(lay["training"])
+        doc["parallel"], doc["training"] = par, tr
+        return parse_scenario(doc)
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """Contract 4: ``layouts[]`` with a full ``parallel`` block, the training options the
+        search chose, ``time.step``, ``throughput.tokens_per_s``, ``memory.per_gpu.total`` and
+        ``fits``; plus the search counts and the Pareto fronts."""
+        n = len(self.table) if top is None else min(top, len(self.table))
+        layouts = []
+        for i in range(1, n + 1):
+            row = self.table.iloc[i - 1]
+            full = self.scenario_of(i)
+            lay = {k: v for k, v in vars(full.parallel).items()}
+            layouts.append({
+                "rank": i, "parallel": lay, "training": self.layout(i)["training"],
+                "time": {"step": float(row["step"]), "bubble": float(row["bubble"])},
+                "throughput": {"tokens_per_s": float(row["tokens_per_s"]),
+                               "mfu": float(row["mfu"])},
+                "memory": {"per_gpu": {"total": float(row["memory_per_gpu"])},
+                           "headroom": float(self.limit - row["memory_per_gpu"])},
+                "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
+            })
+        front = self.table[self.table["pareto_memory"]]
+        return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
+                "counts": self.counts, "seconds": self.seconds, "layouts": layouts,
+                "pareto_memory": [{"rank": int(r["rank"]), "memory_per_gpu": float(
+                    r["memory_per_gpu"]), "tokens_per_s": float(r["tokens_per_s"])}
+                    for _, r in front.iterrows()],
+                "pareto_gpus": self.by_gpu_count}
+
+
+def _front(memory: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Layouts no other beats on both axes: less memory and more tokens/s."""
+    order = np.lexsort((-tokens, memory))
+    keep = np.zeros(len(memory), bool)
+    best = -np.inf
+    for i in order:
+        if tokens[i] > best:
+            keep[i] = True
+            best = tokens[i]
+    return keep
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _describe(row: dict) -> str:
+    parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
+    parts.append(f"ZeRO {int(row['zero'])}")
+    if int(row["pp"]) > 1:
+        parts.append(str(row["pp_schedule"]))
+    parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
+              f"offload {row['offload']}"]
+    return ", ".join(parts)
+
+
+def _valid_count(s: Scenario, fixed: dict) -> int:
+    """Valid layouts (rules only, default training options) with these fixed fields."""
+    from workbench.estimate.grid import LayoutGrid, valid_layouts
+    from workbench.spec.scenario import SCHEDULES
+
+    total = 0
+    schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else SCHEDULES
+    for sched in schedules:
+        rows = candidate_rows(s, s.hardware.world, sched, fixed)
+        if rows.shape[1]:
+            total += int(valid_layouts(s, LayoutGrid(*rows, pp_schedule=sched)).sum())
+    return total
+
+
+def _sample_rule(s: Scenario, c: Constraints) -> str:
+    """The validator's messages for one candidate layout (the rules every layout broke)."""
+    from workbench.spec import parse_scenario
+    from workbench.spec.scenario import SCHEDULES
+
+    for sched in SCHEDULES:
+        rows = candidate_rows(s, s.hardware.world, sched, c.fixed)
+        if rows.shape[1]:
+            row = dict(zip(ROW_FIELDS, rows[:, 0].tolist()))
+            doc = s.to_dict()
+            doc["parallel"] = {**doc.get("parallel", {}), "pp_schedule": sched,
+                               **{k: v for k, v in row.items() if k != "micro_batch"}}
+            doc["parallel"].pop("shard_group", None)
+            doc["training"] = {**doc.get("training", {}), "micro_batch": row["micro_batch"]}
+            try:
+                parse_scenario(doc)
+            except ScenarioError as exc:
+                return exc.one_line()
+            return "no candidate passes the vectorised rules"
+    return f"no degrees multiply to {s.hardware.world} GPUs within the model's limits"

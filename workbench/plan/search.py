@@ -1,0 +1,142 @@
+"""Search: screen every candidate layout with the validation rules, evaluate the valid ones with
+the vectorised estimator, and rank those that fit.
+
+Options that only trade time for memory are searched by dominance, exactly: a layout is tried
+with selective or full recompute, or with optimizer offload, only when it does not fit with
+every cheaper setting of those two (the same layout with less recompute and less offload is
+never slower). Sequence parallelism is searched both ways when TP > 1.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from workbench.errors import Problem, ScenarioError
+from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
+from workbench.plan.constraints import Constraints
+from workbench.plan.result import PlanResult
+from workbench.plan.space import ROW_FIELDS, candidate_rows
+from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, Scenario
+from workbench.units import capacity_bytes
+
+Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel
+
+
+class Cancelled(Exception):
+    """The progress callback asked the search to stop."""
+
+
+def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
+    par = dataclasses.replace(s.parallel, sequence_parallel=sp)
+    tr = dataclasses.replace(s.training, recompute=recompute, offload=offload)
+    return dataclasses.replace(s, parallel=par, training=tr)
+
+
+def _with_world(s: Scenario, world: int) -> Scenario:
+    """The scenario on ``world`` GPUs: whole nodes when it is a multiple of a node, else one
+    partly filled node (for the throughput-vs-GPU-count front)."""
+    gpn = s.hardware.gpus_per_node
+    if world % gpn == 0:
+        hw = dataclasses.replace(s.hardware, nodes=world // gpn)
+    else:
+        hw = dataclasses.replace(s.hardware, gpus_per_node=world, nodes=1)
+    return dataclasses.replace(s, hardware=hw)
+
+
+def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
+                share: tuple[float, float] = (0.0, 1.0)) -> dict:
+    """Every evaluated layout of ``s``'s hardware: a dict of column arrays (layout fields, sp,
+    pp_schedule, recompute, offload, step, memory_per_gpu, tokens_per_s, mfu, bubble, fits)
+    plus the screening counts."""
+    fixed = c.fixed
+    schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else list(SCHEDULES)
+    sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
+    recomputes = [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE)
+    offloads = [fixed["offload"]] if "offload" in fixed else list(OFFLOAD)
+    limit = c.max_memory_fraction * capacity_bytes(s.hardware.gpu.memory_gb)
+    world = s.hardware.world
+    cols: dict[str, list] = {k: [] for k in (*ROW_FIELDS, "sequence_parallel", "pp_schedule",
+                                            "recompute", "offload", "step", "memory_per_gpu",
+                                            "tokens_per_s", "mfu", "bubble")}
+    counts = {"candidates": 0, "valid": 0, "evaluated": 0}
+    caches: dict = {}
+    total = len(schedules) * len(sps)
+    done = 0
+    for schedule in schedules:
+        rows = candidate_rows(s, world, schedule, fixed)
+        for sp in sps:
+            if progress is not None and progress(
+                    share[0] + share[1] * done / total, f"{schedule}, SP {'on' if sp else 'off'}"
+            ) is False:
+                raise Cancelled()
+            done += 1
+            r = rows if sp else rows[:, rows[1] > 1]         # SP off only matters with TP
+            if r.shape[1] == 0:
+                continue
+            counts["candidates"] += r.shape[1]
+            # Fit status per (recompute, offload) pair, for the dominance rule.
+            fit = {}
+            for i, rc in enumerate(recomputes):
+                for j, off in enumerate(offloads):
+                    base = _variant(s, sp, rc, off)
+                    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp)
+                    ok = valid_layouts(base, g)
+                    if i == 0 and j == 0:
+                        counts["valid"] += int(ok.sum())
+                    for (ii, jj), f in fit.items():
+                        if ii <= i and jj <= j:
+                            ok &= ~f
+                    f_here = np.zeros(r.shape[1], bool)
+                    if ok.any():
+                        sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp)
+                        out = evaluate_layouts(base, sub, caches.setdefault((sp, rc), {}))
+                        counts["evaluated"] += int(ok.sum())
+                        f_here[ok] = out["memory_per_gpu"] <= limit
+                        for k, v in zip(ROW_FIELDS, r[:, ok]):
+                            cols[k].append(v)
+                        n = int(ok.sum())
+                        cols["sequence_parallel"].append(np.full(n, sp))
+                        cols["pp_schedule"].append(np.full(n, schedule, dtype=object))
+                        cols["recompute"].append(np.full(n, rc, dtype=object))
+                        cols["offload"].append(np.full(n, off, dtype=object))
+                        for k in ("step", "memory_per_gpu", "tokens_per_s", "mfu", "bubble"):
+                            cols[k].append(np.asarray(out[k], dtype=float))
+                    fit[(i, j)] = f_here
+    arrays = {k: (np.concatenate(v) if v else np.array([])) for k, v in cols.items()}
+    arrays["fits"] = (arrays["memory_per_gpu"] <= limit) if len(arrays["step"]) else \
+        np.array([], bool)
+    return {"columns": arrays, "counts": counts, "limit": limit}
+
+
+def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress | None = None
+         ) -> PlanResult:
+    """Rank every valid layout of ``s``'s model and training on its hardware by step time.
+    Raises ScenarioError naming the constraint that left no layout, never returns empty."""
+    c = constraints or Constraints()
+    t0 = time.perf_counter()
+    counts_front = list(c.gpu_counts)
+    share = 1.0 / (1 + len(counts_front))
+    main = search_rows(s, c, progress, (0.0, share))
+    result = PlanResult.build(s, c, main)
+    if not result.feasible:
+        raise ScenarioError([result.infeasible_reason()])
+    fronts = []
+    for k, n in enumerate(counts_front):
+        if n > s.hardware.world:
+            raise ScenarioError([Problem("gpu_counts", n,
+                                         f"at most the scenario's {s.hardware.world} GPUs")])
+        other = search_rows(_with_world(s, n), c, progress, ((k + 1) * share, share))
+        cols = other["columns"]
+        fits = cols["fits"] if len(cols["step"]) else np.array([], bool)
+        best = float(np.max(cols["tokens_per_s"][fits])) if fits.any() else float("nan")
+        fronts.append({"gpus": n, "tokens_per_s": best})
+    if counts_front:
+        fronts.append({"gpus": s.hardware.world, "tokens_per_s": result.best_tokens_per_s})
+    result.by_gpu_count = sorted(fronts, key=lambda d: d["gpus"])
+    result.seconds = time.perf_counter() - t0
+    if progress is not None:
+        progress(1.0, "done")
+    return result

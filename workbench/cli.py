@@ -46,6 +46,9 @@ def _trial(args: argparse.Namespace) -> int:
         inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
 
     def show(ev: dict) -> None:
+        if args.stream:             # one JSON event per line, for a live view in another process
+            print(json.dumps(ev), flush=True)
+            return
         if not args.json and ev["type"] == "step":
             loss = "" if ev.get("loss") is None else f" loss {ev['loss']:.4f}"
             print(f"rank {ev['rank']:2} step {ev['step']}: {ev['time'] * 1000:8.1f} ms{loss}",
@@ -56,7 +59,9 @@ def _trial(args: argparse.Namespace) -> int:
 
     result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
                        backend=args.backend, on_event=show, **inject)
-    if args.json:
+    if args.stream:
+        print(json.dumps({"type": "result", "result": result.to_dict()}), flush=True)
+    elif args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         for r in result.ranks():
@@ -175,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--rank", type=int, default=0)
     t.add_argument("--step", type=int, default=1)
     t.add_argument("--json", action="store_true")
+    t.add_argument("--stream", action="store_true",
+                   help="print every event as one JSON line, then the result (for live views)")
     t.set_defaults(run=_trial)
     pl = sub.add_parser("plan", help="rank every parallel layout of the scenario's hardware")
     pl.add_argument("scenario")
@@ -195,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--to", required=True, choices=list(TARGETS),
                    help="what to print: " + ", ".join(TARGETS))
     x.set_defaults(run=_export)
+    from workbench.bench.command import add_arguments as add_bench_arguments   # light
+    add_bench_arguments(sub.add_parser("bench", help="time collectives nccl-tests-style: "
+                                                     "algbw and busbw per size and world size"))
     c = sub.add_parser("catalog", help="list catalog entries")
     c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"])
     c.add_argument("--json", action="store_true")

@@ -1,0 +1,192 @@
+"""The widget layer driven from Python: panels write the scenario, the backend's numbers reach
+the charts, invalid input shows the validator's message by the field and keeps the charts, a
+live trial streams into its charts and can be cancelled, the planner loads and exports."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from widgets.charts.memory import GIB, MemoryChart
+from widgets.charts.step_time import StepTimeChart, step_terms
+from widgets.panels.hardware import HardwarePanel
+from widgets.panels.model import ModelPanel
+from widgets.panels.parallel import ParallelPanel
+from widgets.panels.training import TrainingPanel
+from widgets.state import ScenarioState
+from workbench.estimate import estimate
+from workbench.spec import load_scenario
+
+
+def _state(name: str = "llama3-8b-8xh100") -> ScenarioState:
+    return ScenarioState(yaml.safe_load((ROOT / f"examples/{name}.yaml").read_text()))
+
+
+def _wired(state: ScenarioState):
+    charts = (MemoryChart(), StepTimeChart())
+
+    def draw(s):
+        for c in charts:
+            c.update(s.estimate)
+
+    state.on_change(draw)
+    draw(state)
+    return charts
+
+
+def test_hardware_panel_gpu_count_reaches_the_charts_with_dp_refilled():
+    st = _state()
+    hw, par = HardwarePanel(st), ParallelPanel(st)
+    mem, step = _wired(st)
+    hw.nodes.value = 2                                   # 16 GPUs: dp fills them
+    assert st.valid and st.scenario.hardware.world == 16 and st.scenario.parallel.dp == 16
+    expected = estimate(load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml",
+                                      ["hardware.nodes=2", "parallel.dp=16"]))
+    assert mem.widget.data[0].y[0] == pytest.approx(expected.memory.per_gpu.params / GIB)
+    assert step.widget.data[0].y[-1] == pytest.approx(expected.time.step)
+    assert "16 GPUs" in par.dp.value
+
+
+def test_parallel_panel_offers_valid_divisors_and_tp_changes_memory():
+    st = _state()
+    par = ParallelPanel(st)
+    mem, _ = _wired(st)
+    assert list(par.tp.options) == [1, 2, 4, 8]          # divides 8 GPUs and 32/8 heads
+    before = mem.widget.data[3].y[0]                     # activations, rank 0
+    par.tp.value = 4
+    assert st.scenario.parallel.tp == 4 and st.scenario.parallel.dp == 2
+    assert mem.widget.data[3].y[0] == pytest.approx(
+        st.estimate.memory.per_stage[0].memory.activations / GIB)
+    assert mem.widget.data[3].y[0] < before
+
+
+def test_invalid_input_shows_the_message_by_the_field_and_keeps_the_charts():
+    st = _state()
+    tr = TrainingPanel(st)
+    mem, step = _wired(st)
+    kept = (mem.widget.data[0].y, step.widget.data[0].y)
+    tr.global_batch.value = 7
+    assert not st.valid
+    message = tr.fields["training.global_batch"][1].value
+    assert "must be a multiple of micro_batch*dp" in message
+    assert (mem.widget.data[0].y, step.widget.data[0].y) == kept
+    tr.global_batch.value = 64
+    assert st.valid and tr.fields["training.global_batch"][1].value == ""
+
+
+def test_model_panel_preset_and_custom_fields():
+    st = _state()
+    mp = ModelPanel(st)
+    mp.preset.value = "mixtral-8x7b"
+    assert st.scenario.model.moe is not None and mp.moe_box.layout.display == ""
+    assert mp.moe_inputs["experts"].value == 8
+    mp.inputs["layers"].value = 16                       # customise the preset
+    assert st.scenario.model.layers == 16 and st.doc["model"]["preset"] == "mixtral-8x7b"
+    mp.preset.value = "llama3-8b"                        # a new preset drops custom fields
+    assert st.scenario.model.layers == 32 and mp.moe_box.layout.display == "none"
+
+
+def test_memory_chart_marks_out_of_memory_ranks_and_the_capacity_line():
+    est = estimate(load_scenario(ROOT / "examples/brief-8xh200-70b.yaml"))
+    chart = MemoryChart()
+    chart.update(est)
+    cap = est.memory.capacity / GIB
+    assert list(chart.widget.data[-2].y) == pytest.approx([cap] * len(est.memory.per_stage))
+    over = [str(g.rank) for g in est.memory.per_stage if g.memory.total > est.memory.capacity]
+    assert list(chart.widget.data[-1].x) == over and over   # the brief's box does not fit
+    assert "does NOT fit" in chart.widget.layout.title.text
+
+
+def test_step_time_waterfall_adds_up_to_the_step():
+    est = estimate(load_scenario(ROOT / "examples/llama3-405b-h200-cluster.yaml"))
+    chart = StepTimeChart()
+    chart.update(est)
+    wf = chart.widget.data[0]
+    assert wf.x[-1] == "step" and wf.y[-1] == pytest.approx(est.time.step)
+    assert sum(wf.y[:-1]) == pytest.approx(est.time.step, rel=1e-9)
+    assert dict(zip(wf.x, wf.y))["pipeline bubble"] == pytest.approx(est.time.bubble)
+    assert [k for k, _ in step_terms(est)] == list(wf.x[:-1])
+
+
+def _children():
+    return [c for c in psutil.Process().children(recursive=True) if c.is_running()
+            and c.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.slow
+def test_a_live_trial_streams_into_the_charts_then_the_comparison():
+    from widgets.panels.trial import TrialPanel
+
+    st = _state()
+    panel = TrialPanel(st)
+    panel.world.value = 2
+    panel.steps.value = 2
+    arrived = []
+    charts_on_event = panel.charts.on_event
+    panel.charts.on_event = lambda ev: (arrived.append((ev["type"], time.time())),
+                                        charts_on_event(ev))
+    panel.run()
+    assert panel.wait(120)
+    kinds = [k for k, _ in arrived]
+    assert kinds[0] == "start" and kinds.count("step") == 4 and kinds[-1] == "result"
+    rank0 = panel.charts.widget.data[0]
+    assert list(rank0.x) == [0, 1] and all(y > 0 for y in rank0.y)
+    assert panel.result is not None and "exact" in panel.compare.value
+    assert panel.progress.value == panel.progress.max and not panel.run_button.disabled
+    assert not _children()
+
+
+@pytest.mark.slow
+def test_a_hanging_trial_is_cancelled_and_leaves_no_process():
+    from widgets.panels.trial import TrialPanel
+
+    st = _state()
+    panel = TrialPanel(st)
+    panel.world.value = 2
+    panel.steps.value = 5
+    panel.inject.value = "hang"
+    panel.rank.value = 1
+    panel.run()
+    deadline = time.time() + 60
+    while panel.charts.events < 2 and time.time() < deadline:   # started and stepping
+        time.sleep(0.1)
+    panel.cancel()
+    assert panel.wait(30)
+    time.sleep(0.3)
+    assert not _children()
+    assert not panel.run_button.disabled
+
+
+def test_planner_ranks_loads_a_row_and_exports_it():
+    from widgets.planner import PlannerPanel
+
+    st = _state()
+    pp = PlannerPanel(st)
+    pp.fix["tp"].value = 2
+    pp.search(wait=True)
+    assert pp.result is not None and (pp.result.table["tp"] == 2).all()
+    assert "<table class='wb-plan'>" in pp.table.value and pp.why.value.startswith("#1 ")
+    pp.pick.value = 1
+    pp.load(1)
+    best = pp.result.layout(1)["parallel"]
+    assert st.scenario.parallel.tp == 2 and st.scenario.parallel.pp == best["pp"]
+    assert st.estimate.time.step == pytest.approx(pp.result.table["step"].iloc[0], rel=1e-9)
+    pp.target.value = "deepspeed"
+    pp.fix["tp"].value = None
+    pp.export()
+    assert ("tensor" in pp.download.value or "DeepSpeed" in pp.download.value
+            or "download layout-deepspeed.txt" in pp.download.value)
+
+
+def test_planner_search_can_be_cancelled():
+    from widgets.planner import PlannerPanel
+
+    st = _state("llama3-405b-h200-cluster")
+    pp = PlannerPanel(st)
+    pp.search()
+    pp.cancel_button.click()          # the search checks between its passes
+    pp._thread.join(60)
+    assert "cancelled" in pp.status.value and pp.result is None

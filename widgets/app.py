@@ -1,0 +1,167 @@
+"""The workbench app: panels and charts in tabs (Plan, Trial, Compare, Build check, Planner,
+YAML), scenario import/export, progress bars and cancellation for long actions.
+
+Data flow: a panel writes a field -> ``ScenarioState`` validates and estimates with the backend
+-> every chart redraws from the new ``Estimate`` (or keeps the last valid one and the panels show
+the validator's messages). Sliders and number boxes send their value on release
+(``continuous_update=False``), so rapid moves cost one update.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import ipywidgets as w
+import yaml
+
+from widgets.charts.memory import MemoryChart
+from widgets.charts.step_time import StepTimeChart
+from widgets.charts.trial import TrialCharts
+from widgets.memory_table import memory_table_html
+from widgets.panels.hardware import HardwarePanel
+from widgets.panels.model import ModelPanel
+from widgets.panels.parallel import ParallelPanel
+from widgets.panels.trial import TrialPanel
+from widgets.panels.training import TrainingPanel
+from widgets.planner import PlannerPanel, download_link
+from widgets.state import ScenarioState
+from workbench.spec import dump_scenario
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEFAULT_EXAMPLE = "brief-8xh200-70b"
+
+
+class App:
+    """Compose everything; ``app.widget`` is what a notebook displays."""
+
+    def __init__(self, example: str = DEFAULT_EXAMPLE, examples_dir: Path = EXAMPLES) -> None:
+        from widgets.charts.mesh import MeshChart
+        from widgets.charts.scaling import ScalingChart
+        from widgets.charts.timeline import TimelineChart
+
+        self.examples = {p.stem: p for p in sorted(examples_dir.glob("*.yaml"))}
+        first = example if example in self.examples else next(iter(self.examples))
+        self.state = ScenarioState(yaml.safe_load(self.examples[first].read_text()))
+        s = self.state
+        self.panels = {"Hardware": HardwarePanel(s), "Model": ModelPanel(s),
+                       "Parallelism": ParallelPanel(s), "Training": TrainingPanel(s)}
+        self.memory = MemoryChart()
+        self.step = StepTimeChart()
+        self.timeline = TimelineChart()
+        self.mesh = MeshChart()
+        self.scaling = ScalingChart()
+        self.trial_charts = TrialCharts()
+        self.trial = TrialPanel(s, self.trial_charts)
+        self.planner = PlannerPanel(s)
+
+        self.picker = w.Dropdown(options=list(self.examples), value=first,
+                                 description="Example", layout=w.Layout(width="360px"))
+        self.picker.observe(self._pick, names="value")
+        self.upload = w.FileUpload(accept=".yaml,.yml,.json", multiple=False,
+                                   description="Open scenario")
+        self.upload.observe(self._upload, names="value")
+        self.download = w.HTML()
+        self.verdict = w.HTML()
+        self.checks = w.HTML()
+        self.yaml_text = w.Textarea(layout=w.Layout(width="100%", height="480px"),
+                                    continuous_update=False)
+        self.yaml_text.observe(self._yaml_edit, names="value")
+        self.scaling_over = w.Dropdown(options=["gpus", "dp", "tp", "pp", "cp", "ep"],
+                                       description="Scale over", layout=w.Layout(width="220px"))
+        self.scaling_button = w.Button(description="Draw scaling curve", icon="line-chart")
+        self.scaling_button.on_click(lambda _b: self.draw_scaling())
+        self._editing_yaml = False
+
+        accordion = w.Accordion(children=[p.box for p in self.panels.values()])
+        for i, name in enumerate(self.panels):
+            accordion.set_title(i, name)
+        accordion.selected_index = 2
+        plan_tab = w.HBox([
+            w.VBox([accordion], layout=w.Layout(width="34%")),
+            w.VBox([self.verdict, self.memory.widget, self.step.widget, self.timeline.widget,
+                    self.mesh.widget, w.HBox([self.scaling_over, self.scaling_button]),
+                    self.scaling.widget], layout=w.Layout(width="66%")),
+        ])
+        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget])])
+        compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
+                              self.trial.compare])
+        self.tabs = w.Tab(children=[plan_tab, trial_tab, compare_tab, self.checks,
+                                    self.planner.box, self.yaml_text])
+        for i, name in enumerate(("Plan", "Trial", "Compare", "Build check", "Planner",
+                                  "YAML")):
+            self.tabs.set_title(i, name)
+        self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
+        s.on_change(lambda _s: self.redraw())
+        self.redraw()
+
+    # -- reactions ---------------------------------------------------------------------------
+    def redraw(self) -> None:
+        """Every view from the state's last valid estimate (charts keep it while invalid)."""
+        s = self.state
+        est = s.estimate
+        if not s.valid:
+            items = "".join(f"<li>{html.escape(str(p))}</li>" for p in s.problems)
+            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>Not valid, "
+                                  f"showing the last valid scenario:<ul>{items}</ul></div>")
+        elif est is not None:
+            m = est.memory
+            color = "#1a7f37" if m.fits else "#cf222e"
+            self.verdict.value = (
+                f"<div class='wb-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
+                f" on {est.scenario.hardware.world} x {html.escape(est.scenario.hardware.gpu.name)}"
+                f": {m.per_gpu.total / 2**30:,.1f} GiB of {m.capacity / 2**30:,.1f} GiB per GPU "
+                f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
+                "</div>")
+        if est is None:
+            return
+        self.memory.update(est)
+        self.step.update(est)
+        self.timeline.update(est)
+        self.mesh.update(est.scenario)
+        self.checks.value = memory_table_html(est)
+        if s.valid:
+            text = dump_scenario(s.scenario)
+            self.download.value = download_link(text, "scenario.yaml")
+            if not self._editing_yaml:
+                self._editing_yaml = True
+                self.yaml_text.value = text
+                self._editing_yaml = False
+
+    def draw_scaling(self) -> None:
+        """Scaling curves search many layouts: drawn on request, not on every edit."""
+        if self.state.scenario is not None:
+            self.scaling.update(self.state.scenario, over=self.scaling_over.value)
+
+    def _pick(self, change: dict) -> None:
+        self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))
+
+    def _upload(self, change: dict) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
+        self.load_text(bytes(item["content"]).decode("utf-8", errors="replace"))
+
+    def _yaml_edit(self, change: dict) -> None:
+        if not self._editing_yaml:
+            self._editing_yaml = True
+            try:
+                self.load_text(change["new"])
+            finally:
+                self._editing_yaml = False
+
+    def load_text(self, text: str) -> None:
+        """A YAML/JSON scenario from text (upload or the YAML tab); bad text shows a message."""
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>The scenario is "
+                                  f"not valid YAML{where}.</div>")
+            return
+        if not isinstance(doc, dict):
+            self.verdict.value = ("<div class='wb-error' style='color:#cf222e'>A scenario is a "
+                                  "table with hardware, model, parallel and training.</div>")
+            return
+        self.state.load(doc)

@@ -1,0 +1,110 @@
+"""Live trial charts: step time and loss per rank, memory per rank (measured next to the
+prediction), communication bytes per parallel dimension; then the estimate-vs-measured table."""
+from __future__ import annotations
+
+import html
+import threading
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+KIB = 1024
+STATE_KEYS = ("params", "grads", "optimizer", "activations")
+
+
+class TrialCharts:
+    """Fed with trial events (``on_event``); safe to call from the pump thread (one lock)."""
+
+    def __init__(self) -> None:
+        fig = make_subplots(rows=2, cols=2, subplot_titles=(
+            "step time per rank (ms)", "loss", "memory per rank (KiB): measured | predicted",
+            "communication per step, rank 0 (KiB)"))
+        fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",
+                          legend={"orientation": "h", "y": -0.12})
+        self.widget = go.FigureWidget(fig)
+        self.table = ""          # HTML comparison, once the result is in
+        self._lock = threading.Lock()
+        self._rank_trace: dict[int, int] = {}
+        self.events = 0
+
+    def reset(self, world_size: int) -> None:
+        with self._lock, self.widget.batch_update():
+            self.widget.data = []
+            self._rank_trace = {}
+            for r in range(world_size):
+                self.widget.add_scatter(x=[], y=[], mode="lines+markers", name=f"rank {r}",
+                                        row=1, col=1)
+                self._rank_trace[r] = len(self.widget.data) - 1
+            self.widget.add_scatter(x=[], y=[], mode="lines+markers", name="loss", row=1, col=2)
+            for label in ("measured", "predicted"):
+                self.widget.add_bar(x=[], y=[], name=f"memory {label}", row=2, col=1)
+            for label in ("measured", "predicted"):
+                self.widget.add_bar(x=[], y=[], name=f"comm {label}", row=2, col=2)
+            self.table = ""
+            self.events = 0
+
+    def on_event(self, ev: dict) -> None:
+        with self._lock:
+            self.events += 1
+            if ev["type"] == "step":
+                i = self._rank_trace.get(ev["rank"])
+                if i is None:
+                    return
+                with self.widget.batch_update():
+                    tr = self.widget.data[i]
+                    tr.x = (*tr.x, ev["step"])
+                    tr.y = (*tr.y, ev["time"] * 1e3)
+                    if ev.get("loss") is not None:
+                        loss = self.widget.data[len(self._rank_trace)]
+                        if ev["step"] not in loss.x:
+                            loss.x = (*loss.x, ev["step"])
+                            loss.y = (*loss.y, ev["loss"])
+            elif ev["type"] == "result":
+                self._show_result(ev["result"])
+
+    def _show_result(self, res: dict) -> None:
+        n = len(self._rank_trace)
+        ranks = res["ranks"]
+        x = [f"r{r['rank']} {k}" for r in ranks for k in STATE_KEYS]
+        measured = [(r["measured"].get(k) or 0) / KIB for r in ranks for k in STATE_KEYS]
+        predicted = [(r["predicted"].get(k) or 0) / KIB for r in ranks for k in STATE_KEYS]
+        comm = ranks[0]["comm"] if ranks else {"measured": {}, "predicted": {}}
+        keys = sorted({(d, op) for side in ("measured", "predicted")
+                       for d, ops in comm[side].items() for op in ops})
+        cx = [f"{d} {op}" for d, op in keys]
+        cm = [comm["measured"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
+        cpred = [comm["predicted"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
+        with self.widget.batch_update():
+            for j, (xs, ys) in enumerate(((x, measured), (x, predicted), (cx, cm), (cx, cpred))):
+                bar = self.widget.data[n + 1 + j]
+                bar.x, bar.y = xs, ys
+        self.table = comparison_html(res)
+
+
+def comparison_html(res: dict) -> str:
+    """Estimate against measurement per rank and component, with the relative error."""
+    rows = []
+    for r in res["ranks"]:
+        for k in STATE_KEYS:
+            m, p = r["measured"].get(k), r["predicted"].get(k)
+            if m is None or p is None:
+                continue
+            err = (m - p) / p if p else 0.0
+            ok = "exact" if m == p else f"{err:+.1%}"
+            rows.append(f"<tr><td>{r['rank']}</td><td>{k}</td><td>{p:,.0f}</td>"
+                        f"<td>{m:,.0f}</td><td>{ok}</td></tr>")
+    comm = res["ranks"][0]["comm"] if res["ranks"] else {"measured": {}, "predicted": {}}
+    for dim, ops in sorted(comm["predicted"].items()):
+        for op, want in sorted(ops.items()):
+            got = comm["measured"].get(dim, {}).get(op, {})
+            gb, gc = got.get("bytes", 0), got.get("count", 0)
+            same = gb == want["bytes"] and gc == want["count"]
+            rows.append(f"<tr><td>0</td><td>{html.escape(dim)} {html.escape(op)} bytes "
+                        f"(count)</td><td>{want['bytes']:,.0f} ({want['count']:.0f})</td>"
+                        f"<td>{gb:,.0f} ({gc})</td><td>{'exact' if same else 'differs'}</td></tr>")
+    err = res.get("error")
+    head = (f"<div class='wb-error' style='color:#cf222e'>trial failed: {html.escape(err)}</div>"
+            if err else "")
+    return (head + "<table class='wb-compare'><tr><th>rank</th><th>what</th><th>predicted "
+            "(bytes)</th><th>measured (bytes)</th><th>error</th></tr>" + "".join(rows)
+            + "</table>")

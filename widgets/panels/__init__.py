@@ -1,0 +1,1 @@
+"""ipywidgets panels that edit one section of the scenario document each."""

@@ -1,0 +1,69 @@
+"""Hardware: GPU model and count, nodes, links, NICs, CPU, DDR grade/capacity/channels, NVMe."""
+from __future__ import annotations
+
+import ipywidgets as w
+
+from widgets.panels.base import Panel, check, dropdown, float_box, int_box
+from workbench.catalog import CATALOGS
+
+
+def _choices(kind: str) -> list[tuple[str, str]]:
+    return [(f"{rec.name} ({key})", key) for key, rec in CATALOGS[kind].items()]
+
+
+def refill_dp(state, world: int) -> dict:
+    """Data parallelism fills whatever GPUs the other degrees leave (when they divide it)."""
+    d = state.scenario.document["parallel"] if state.scenario else state.doc.get("parallel", {})
+    rest = d.get("tp", 1) * d.get("pp", 1) * d.get("cp", 1)
+    return {"parallel.dp": world // rest} if world % rest == 0 else {}
+
+
+class HardwarePanel(Panel):
+    title = "Hardware"
+
+    def __init__(self, state) -> None:
+        super().__init__(state)
+        self.gpu = dropdown("GPU", _choices("gpu"))
+        self.gpus_per_node = int_box("GPUs per node", 1, 1024)
+        self.nodes = int_box("Nodes", 1, 100_000)
+        self.intra = dropdown("Intra-node link", _choices("link"))
+        self.inter = dropdown("Inter-node link", _choices("link"))
+        self.nics = int_box("NICs per node", 0, 64)
+        self.rdma = check("RDMA (GPUDirect)")
+        self.rdma.disabled = True          # a property of the chosen link, shown for reference
+        self.cpu = dropdown("CPU", _choices("cpu"))
+        self.ddr = dropdown("DDR grade", _choices("memory"))
+        self.host_gb = float_box("Host memory (GB)", 1, 1e7)
+        self.channels = int_box("DDR channels", 1, 64)
+        self.sockets = int_box("Sockets", 1, 8)
+        self.drive = dropdown("NVMe drive", _choices("drive"))
+        self.drives = int_box("NVMe drives", 0, 64)
+
+        def gpn(v):
+            return refill_dp(state, v * (self.current("hardware.nodes") or 1))
+
+        def nodes(v):
+            return refill_dp(state, v * (self.current("hardware.gpus_per_node") or 1))
+
+        self.box = w.VBox([
+            w.HTML("<b>Hardware</b>"),
+            self.bind("hardware.gpu", self.gpu),
+            self.bind("hardware.gpus_per_node", self.gpus_per_node, on_set=gpn),
+            self.bind("hardware.nodes", self.nodes, on_set=nodes),
+            self.bind("hardware.intra_node", self.intra),
+            self.bind("hardware.inter_node.link", self.inter),
+            self.bind("hardware.inter_node.nics_per_node", self.nics), self.rdma,
+            self.bind("hardware.host.cpu", self.cpu),
+            self.bind("hardware.host.memory", self.ddr),
+            self.bind("hardware.host.memory_gb", self.host_gb, to_doc=float),
+            self.bind("hardware.host.channels", self.channels),
+            self.bind("hardware.host.sockets", self.sockets),
+            self.bind("hardware.storage.drive", self.drive),
+            self.bind("hardware.storage.drives", self.drives),
+        ])
+        self.refresh()
+
+    def before_refresh(self) -> None:
+        s = self.state.scenario
+        if s is not None:
+            self.rdma.value = bool(s.hardware.inter_node.link.rdma)

@@ -1,0 +1,86 @@
+"""Parallelism: degrees offered as valid divisors only (dp fills the rest of the GPUs), ZeRO
+stage / FSDP2 / HSDP, sequence parallelism, pipeline schedule and virtual stages."""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as w
+
+from widgets.panels.base import Panel, check, dropdown, int_box
+from workbench.spec.scenario import SCHEDULES
+
+ZERO_LABELS = [("0: DDP (replicated)", 0), ("1: ZeRO-1 / distributed optimizer", 1),
+               ("2: ZeRO-2 (+ gradients)", 2), ("3: ZeRO-3 / FSDP2 (+ parameters)", 3)]
+RESHARD = [("torchtitan default", None), ("yes", True), ("no", False)]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+class ParallelPanel(Panel):
+    title = "Parallelism"
+
+    def __init__(self, state) -> None:
+        super().__init__(state)
+        self.dp = w.HTML()
+        self.tp = dropdown("Tensor (tp)", [1])
+        self.pp = dropdown("Pipeline (pp)", [1])
+        self.cp = dropdown("Context (cp)", [1])
+        self.ep = dropdown("Expert (ep)", [1])
+        self.zero = dropdown("ZeRO / FSDP", ZERO_LABELS)
+        self.shard = dropdown("HSDP shard group", [("none (full sharding)", None)])
+        self.reshard = dropdown("Reshard after fwd", RESHARD)
+        self.sp = check("Sequence parallel (with TP)")
+        self.schedule = dropdown("PP schedule", list(SCHEDULES))
+        self.virtual = int_box("Virtual stages", 1, 64)
+
+        def with_dp(name):
+            def fill(v):
+                par = dict(self._par(), **{name: v})
+                rest = par["tp"] * par["pp"] * par["cp"]
+                world = self._world()
+                return {"parallel.dp": world // rest} if world % rest == 0 else {}
+            return fill
+
+        self.box = w.VBox([
+            w.HTML("<b>Parallelism</b>"), self.dp,
+            self.bind("parallel.tp", self.tp, on_set=with_dp("tp")),
+            self.bind("parallel.pp", self.pp, on_set=with_dp("pp")),
+            self.bind("parallel.cp", self.cp, on_set=with_dp("cp")),
+            self.bind("parallel.ep", self.ep),
+            self.bind("parallel.zero", self.zero),
+            self.bind("parallel.shard_group", self.shard),
+            self.bind("parallel.reshard_after_forward", self.reshard),
+            self.bind("parallel.sequence_parallel", self.sp),
+            self.bind("parallel.pp_schedule", self.schedule),
+            self.bind("parallel.virtual_stages", self.virtual),
+            self.bind("parallel.dp", w.IntText(layout=w.Layout(display="none"))),
+        ])
+        self.refresh()
+
+    def _par(self) -> dict:
+        return {k: self.current(f"parallel.{k}", 1) for k in ("dp", "tp", "pp", "cp", "ep")}
+
+    def _world(self) -> int:
+        return (self.current("hardware.gpus_per_node", 1) or 1) * (self.current(
+            "hardware.nodes", 1) or 1)
+
+    def before_refresh(self) -> None:
+        """Offer only degrees that divide the GPUs (and, for TP, the heads and FFN width)."""
+        world, par = self._world(), self._par()
+        s = self.state.scenario
+        width = math.gcd(s.model.heads, s.model.kv_heads, s.model.ffn_hidden) if s else world
+        self.tp.options = [t for t in _divisors(world) if width % t == 0] or [1]
+        self.pp.options = [p for p in _divisors(world) if s is None or p <= s.model.layers]
+        self.cp.options = _divisors(world)
+        experts = s.model.moe.experts if (s and s.model.moe) else 1
+        self.ep.options = [e for e in _divisors(experts) if (par["dp"] * par["cp"]) % e == 0]
+        shard = par["dp"] * par["cp"]
+        self.shard.options = [("none (full sharding)", None)] + [
+            (str(d), d) for d in _divisors(shard) if 1 < d < shard]
+        self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "
+                         f"(fills the {world} GPUs)</div>")
+        pipelined = par["pp"] > 1
+        self.schedule.disabled = self.virtual.disabled = not pipelined
+        self.sp.disabled = par["tp"] == 1

@@ -1,0 +1,138 @@
+"""Trial: world size (sub-layouts of the scenario's layout), steps, backend and fault injection;
+runs the trial in a child process and streams it into the live charts; cancellable."""
+from __future__ import annotations
+
+import html
+import threading
+
+import ipywidgets as w
+
+from widgets.charts.trial import TrialCharts
+from widgets.panels.base import STYLE, FIELD_LAYOUT, dropdown, int_box
+from widgets.state import ScenarioState
+from workbench.errors import ScenarioError
+
+
+class TrialPanel:
+    """The trial's settings, a Run and a Cancel button, a progress bar and the live charts."""
+
+    def __init__(self, state: ScenarioState, charts: TrialCharts | None = None) -> None:
+        self.state = state
+        self.charts = charts or TrialCharts()
+        self.world = dropdown("Processes", [("the layout's", None)])
+        self.steps = w.IntSlider(value=3, min=1, max=20, description="Steps", style=STYLE,
+                                 layout=FIELD_LAYOUT, continuous_update=False)
+        self.backend = dropdown("Backend", ["auto", "gloo", "nccl"])
+        self.inject = dropdown("Fault injection", [("none", None), ("kill a rank", "kill"),
+                                                   ("raise in a rank", "raise"),
+                                                   ("hang a rank", "hang")])
+        self.rank = int_box("Faulty rank", 0, 15)
+        self.rank.value = 0
+        self.at_step = int_box("At step", 0, 19)
+        self.at_step.value = 1
+        self.run_button = w.Button(description="Run trial", button_style="primary",
+                                   icon="play")
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress",
+                                      style=STYLE, layout=FIELD_LAYOUT)
+        self.status = w.HTML()
+        self.compare = w.HTML()
+        self.result: dict | None = None
+        self._process = None
+        self._thread: threading.Thread | None = None
+        self.run_button.on_click(lambda _b: self.run())
+        self.cancel_button.on_click(lambda _b: self.cancel())
+        state.on_change(lambda _s: self._offer_sizes())
+        self._offer_sizes()
+        self.box = w.VBox([
+            w.HTML("<b>Trial</b>: the layout on a scaled-down model, in real processes"),
+            self.world, self.steps, self.backend, self.inject, self.rank, self.at_step,
+            w.HBox([self.run_button, self.cancel_button]), self.progress, self.status])
+
+    def _offer_sizes(self) -> None:
+        """Process counts the layout (or a sub-layout of it) can run with, up to 16."""
+        from workbench.trial import sub_layout
+
+        s = self.state.scenario
+        if s is None:
+            return
+        sizes = []
+        for n in range(1, 17):
+            try:
+                sub_layout(s, n)
+                sizes.append(n)
+            except ScenarioError:
+                pass
+        default = [("the layout's", None)] if s.parallel.world <= 16 else []
+        self.world.options = default + [(str(n), n) for n in sizes]
+
+    def run(self) -> None:
+        """Start the trial (returns at once; events arrive from a background thread)."""
+        from workbench.trial import prepare
+        from workbench.trial.in_subprocess import TrialProcess, run_in_background
+
+        if self._thread is not None and self._thread.is_alive():
+            return
+        s = self.state.scenario
+        if s is None or not self.state.valid:
+            self.status.value = _error("fix the scenario first: " + "; ".join(
+                str(p) for p in self.state.problems))
+            return
+        try:
+            trial = prepare(s, self.world.value)
+        except ScenarioError as exc:
+            self.status.value = _error("; ".join(str(p) for p in exc.problems))
+            return
+        world = trial.parallel.world
+        self.charts.reset(world)
+        self.result = None
+        self.compare.value = ""
+        self.progress.max = world * self.steps.value + 2
+        self.progress.value = 0
+        self.status.value = f"starting {world} processes ..."
+        self.run_button.disabled, self.cancel_button.disabled = True, False
+        self._process = TrialProcess(s, self.world.value, self.steps.value, self.backend.value,
+                                     self.inject.value, self.rank.value, self.at_step.value)
+        self._thread = run_in_background(self._process, self._on_event)
+
+    def _on_event(self, ev: dict) -> None:
+        try:
+            self.charts.on_event(ev)
+            self.progress.value = min(self.progress.max, self.progress.value + 1)
+            if ev["type"] == "start":
+                self.status.value = (f"{ev['world_size']} processes, {ev['backend']} "
+                                     f"({ev['start_method']})")
+            elif ev["type"] == "step":
+                self.status.value = f"rank {ev['rank']} finished step {ev['step']}"
+            elif ev["type"] == "end":
+                if ev.get("error"):
+                    self.status.value = _error(f"trial failed: {ev['error']}")
+                else:
+                    self.status.value = f"done in {ev.get('wall_s', 0):.1f} s"
+                self._finish()
+            elif ev["type"] == "result":
+                self.result = ev["result"]
+                self.compare.value = self.charts.table
+        except Exception as exc:   # never a traceback on the page
+            self.status.value = _error(f"internal error ({type(exc).__name__}): {exc}")
+            self._finish()
+
+    def _finish(self) -> None:
+        self.run_button.disabled, self.cancel_button.disabled = False, True
+        self.progress.value = self.progress.max
+
+    def cancel(self) -> None:
+        if self._process is not None:
+            self._process.cancel()
+            self.status.value = "cancelled"
+
+    def wait(self, timeout: float = 120.0) -> bool:
+        """Block until the running trial's events are all in (tests, scripts)."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _error(text: str) -> str:
+    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

@@ -1,0 +1,169 @@
+"""Planner tab: constraints, the ranked table of layouts, loading a row into the scenario, and
+exports of the chosen layout. The search runs in a thread with a progress bar and can be
+cancelled."""
+from __future__ import annotations
+
+import base64
+import html
+import threading
+
+import ipywidgets as w
+
+from widgets.panels.base import STYLE, FIELD_LAYOUT, dropdown
+from widgets.state import ScenarioState
+from workbench.errors import ScenarioError
+from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES
+
+ANY = ("any", None)
+TARGETS = ("torchrun", "slurm", "torchtitan", "deepspeed", "megatron", "trial")
+
+
+class PlannerPanel:
+    """Search every layout of the current scenario's hardware and model."""
+
+    def __init__(self, state: ScenarioState) -> None:
+        self.state = state
+        opts = [ANY] + [(str(v), v) for v in (1, 2, 4, 8, 16, 32, 64)]
+        self.fix = {
+            "tp": dropdown("Fix tp", opts), "pp": dropdown("Fix pp", opts),
+            "cp": dropdown("Fix cp", opts),
+            "zero": dropdown("Fix ZeRO", [ANY] + [(str(z), z) for z in range(4)]),
+            "pp_schedule": dropdown("Fix schedule", [ANY] + [(s, s) for s in SCHEDULES]),
+            "recompute": dropdown("Fix recompute", [ANY] + [(r, r) for r in RECOMPUTE]),
+            "offload": dropdown("Fix offload", [ANY] + [(o, o) for o in OFFLOAD]),
+        }
+        self.memory = w.FloatSlider(value=1.0, min=0.5, max=1.0, step=0.05,
+                                    description="Max memory share", style=STYLE,
+                                    layout=FIELD_LAYOUT, continuous_update=False)
+        self.search_button = w.Button(description="Search layouts", button_style="primary",
+                                      icon="search")
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.progress = w.FloatProgress(value=0, min=0, max=1, description="Search",
+                                        style=STYLE, layout=FIELD_LAYOUT)
+        self.status = w.HTML()
+        self.table = w.HTML()
+        self.why = w.HTML()
+        self.pick = dropdown("Layout", [])
+        self.load_button = w.Button(description="Load into scenario", icon="upload")
+        self.target = dropdown("Export to", list(TARGETS))
+        self.export_button = w.Button(description="Export", icon="download")
+        self.export_text = w.Textarea(layout=w.Layout(width="100%", height="220px"))
+        self.download = w.HTML()
+        self.result = None
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.search_button.on_click(lambda _b: self.search())
+        self.cancel_button.on_click(lambda _b: self._cancel.set())
+        self.load_button.on_click(lambda _b: self.load(self.pick.value))
+        self.export_button.on_click(lambda _b: self.export())
+        self.box = w.VBox([
+            w.HTML("<b>Planner</b>: every layout of this hardware and model, fastest first"),
+            w.HBox([w.VBox(list(self.fix.values())[:4]), w.VBox(list(self.fix.values())[4:]
+                                                                 + [self.memory])]),
+            w.HBox([self.search_button, self.cancel_button]), self.progress, self.status,
+            self.table, self.why, w.HBox([self.pick, self.load_button]),
+            w.HBox([self.target, self.export_button]), self.download, self.export_text])
+
+    def search(self, wait: bool = False) -> None:
+        """Start the search in a thread (``wait``: block until it is done, for tests)."""
+        from workbench.plan import Constraints, plan
+        from workbench.plan.search import Cancelled
+
+        if self.state.scenario is None or not self.state.valid:
+            self.status.value = _error("fix the scenario first")
+            return
+        if self._thread is not None and self._thread.is_alive():
+            return
+        fixed = {k: d.value for k, d in self.fix.items() if d.value is not None}
+        try:
+            c = Constraints(fixed=fixed, max_memory_fraction=self.memory.value)
+        except ScenarioError as exc:
+            self.status.value = _error("; ".join(str(p) for p in exc.problems))
+            return
+        scenario = self.state.scenario
+        self._cancel.clear()
+        self.search_button.disabled, self.cancel_button.disabled = True, False
+        self.status.value = "searching ..."
+
+        def progress(fraction: float, what: str):
+            self.progress.value = fraction
+            return not self._cancel.is_set()
+
+        def work() -> None:
+            try:
+                self.result = plan(scenario, c, progress)
+                self._show()
+            except Cancelled:
+                self.status.value = "search cancelled"
+            except ScenarioError as exc:
+                self.result = None
+                self.table.value = self.why.value = ""
+                self.status.value = _error("; ".join(str(p) for p in exc.problems))
+            except Exception as exc:   # never a traceback on the page
+                self.status.value = _error(f"internal error ({type(exc).__name__}): {exc}")
+            finally:
+                self.search_button.disabled, self.cancel_button.disabled = False, True
+
+        self._thread = threading.Thread(target=work, daemon=True, name="planner")
+        self._thread.start()
+        if wait:
+            self._thread.join()
+
+    def _show(self, top: int = 15) -> None:
+        from workbench.plan.explain import explain
+
+        r = self.result
+        n = r.counts
+        self.status.value = (f"{n['candidates']:,} candidate layouts, {n['valid']:,} valid, "
+                             f"{n['fit']:,} fit; searched in {r.seconds:.2f} s")
+        head = ("rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "schedule", "v", "mb",
+                "recompute", "offload", "step s", "tokens/s", "MFU", "GiB/GPU", "Pareto")
+        rows = []
+        for _, x in r.table.head(top).iterrows():
+            vals = (x["rank"], x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"],
+                    "on" if x["sequence_parallel"] else "off", x["pp_schedule"],
+                    x["virtual_stages"], x["micro_batch"], x["recompute"], x["offload"],
+                    f"{x['step']:.3f}", f"{x['tokens_per_s']:,.0f}", f"{x['mfu']:.1%}",
+                    f"{x['memory_gib']:.1f}", "yes" if x["pareto_memory"] else "")
+            rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals)
+                        + "</tr>")
+        self.table.value = ("<table class='wb-plan'><tr>" + "".join(f"<th>{h}</th>" for h in head)
+                            + "</tr>" + "".join(rows) + "</table>")
+        self.why.value = "<br>".join(html.escape(line) for line in explain(r))
+        self.pick.options = [(f"#{i}", i) for i in range(1, min(top, len(r.table)) + 1)]
+
+    def load(self, rank: int | None) -> None:
+        """Put the layout ranked ``rank`` into the scenario (panels and charts follow)."""
+        if self.result is None or rank is None:
+            return
+        self.state.load(self.result.scenario_of(rank).to_dict())
+
+    def export(self) -> None:
+        """The chosen layout as the selected engine's artefact, shown and downloadable."""
+        from workbench.export import export
+
+        if self.result is not None and self.pick.value is not None:
+            scenario = self.result.scenario_of(self.pick.value)
+        else:
+            scenario = self.state.scenario
+        if scenario is None:
+            return
+        try:
+            text = export(scenario, self.target.value)
+        except ScenarioError as exc:
+            self.export_text.value = ""
+            self.download.value = _error("; ".join(str(p) for p in exc.problems))
+            return
+        self.export_text.value = text
+        self.download.value = download_link(text, f"layout-{self.target.value}.txt")
+
+
+def download_link(text: str, filename: str) -> str:
+    """An offline download link (a data: URI; nothing leaves the page)."""
+    data = base64.b64encode(text.encode()).decode()
+    return (f"<a download='{html.escape(filename)}' href='data:text/plain;base64,{data}'>"
+            f"download {html.escape(filename)}</a>")
+
+
+def _error(text: str) -> str:
+    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

@@ -1,0 +1,102 @@
+"""Run a trial from a program that has threads (a Jupyter kernel, a Voila page): in a fresh
+``python -m workbench trial --stream`` process, reading its events line by line.
+
+Forking the ranks straight from a kernel is unsafe (the kernel's threads may hold locks at the
+fork; ../shared/notes/jupyter.md), and spawning them costs 4-15 s. A single-threaded child
+process forks them instead; it costs one interpreter start. Cancelling kills the child's whole
+process session, so no rank is ever left behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+
+from workbench.spec import dump_scenario
+from workbench.spec.scenario import Scenario
+
+
+class TrialProcess:
+    """One trial in a child process. ``events()`` yields the contract-3 events (``start``,
+    ``step``, ``end``) and finally ``{"type": "result", "result": {...}}``, or an ``end`` event
+    with the error when the child fails before reporting."""
+
+    def __init__(self, scenario: Scenario, world_size: int | None = None, steps: int = 3,
+                 backend: str = "auto", inject: str | None = None, inject_rank: int = 0,
+                 inject_step: int = 1) -> None:
+        self._file = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        self._file.write(dump_scenario(scenario))
+        self._file.close()
+        cmd = [sys.executable, "-m", "workbench", "trial", self._file.name, "--stream",
+               "--steps", str(steps), "--backend", backend]
+        if world_size:
+            cmd += ["--world-size", str(world_size)]
+        if inject:
+            cmd += ["--inject", inject, "--rank", str(inject_rank), "--step", str(inject_step)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.cancelled = False
+
+    def events(self) -> Iterator[dict]:
+        ended = False
+        try:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                ev = json.loads(line)
+                ended = ended or ev["type"] == "end"
+                yield ev
+            code = self.proc.wait()
+            if not ended:
+                err = (self.proc.stderr.read() if self.proc.stderr else "").strip()
+                last = err.splitlines()[-1] if err else f"exit code {code}"
+                yield {"type": "end", "wall_s": 0.0,
+                       "error": "cancelled" if self.cancelled else last}
+        finally:
+            self.close()
+
+    def cancel(self) -> None:
+        """Stop the trial: SIGINT to the child's session (the launcher reaps its ranks), then
+        SIGKILL to whatever is left after two seconds."""
+        self.cancelled = True
+        self._signal(signal.SIGINT)
+        try:
+            self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            pass
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self._signal(signal.SIGKILL)
+            self.proc.wait()
+        self._signal(signal.SIGKILL)     # ranks that outlived their parent, if any
+        try:
+            os.unlink(self._file.name)
+        except OSError:
+            pass
+
+
+def run_in_background(trial: TrialProcess, on_event: Callable[[dict], None]) -> threading.Thread:
+    """Pump ``trial``'s events into ``on_event`` from a daemon thread (widget updates from a
+    thread reach the browser; ../shared/notes/jupyter.md)."""
+    def pump() -> None:
+        for ev in trial.events():
+            on_event(ev)
+
+    t = threading.Thread(target=pump, daemon=True, name="trial-events")
+    t.start()
+    return t

@@ -16,6 +16,7 @@ from workbench.estimate import estimate
 from workbench.plan import Constraints, plan
 from workbench.plan.explain import explain
 from workbench.spec import load_scenario, parse_scenario
+from workbench.units import hbm_bytes
 
 FIXED = {"recompute": "none", "offload": "none", "pp_schedule": "1f1b",
          "sequence_parallel": True}
@@ -83,7 +84,7 @@ def test_constraints_are_respected():
     s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")
     r = plan(s, Constraints(fixed={"tp": 2, "zero": 3}, max_memory_fraction=0.5))
     assert (r.table["tp"] == 2).all() and (r.table["zero"] == 3).all()
-    cap = 80 * 2 ** 30                              # H100 "80 GB" read as GiB (units.py)
+    cap = hbm_bytes(80)                                  # H100 "80 GB" as nvidia-smi sees it
     assert (r.table["memory_per_gpu"] <= 0.5 * cap).all()
     loose = plan(s, Constraints(fixed={"tp": 2, "zero": 3}))
     assert len(loose.table) > len(r.table)

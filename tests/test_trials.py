@@ -45,6 +45,12 @@ LAYOUTS = [
     ("tiny-dense", {"dp": 1, "tp": 2, "pp": 2}),                 # TP x PP
     ("tiny-moe", {"dp": 4, "ep": 4}),                            # EP (all-to-all dispatch)
     ("tiny-moe", {"dp": 4, "ep": 2}),                            # EP x expert-data-parallel
+    ("tiny-moe", {"dp": 4, "ep": 2, "zero": 3}),                 # EP x FSDP2, experts over EDP
+    ("tiny-moe", {"dp": 4, "ep": 4, "zero": 2}),                 # EP x ZeRO-2 (EDP of 1)
+    ("tiny-moe", {"dp": 2, "cp": 2, "ep": 2}),                   # EP x CP, DDP
+    ("tiny-moe", {"dp": 2, "cp": 2, "ep": 4, "zero": 3}),        # EP over dp x cp, FSDP2
+    ("tiny-moe", {"dp": 4, "ep": 2, "zero": 1}),                 # EP x ZeRO-1 (two partitions)
+    ("tiny-moe", {"dp": 2, "pp": 2, "ep": 2, "zero": 3}),        # EP x PP x FSDP2
     ("tiny-gpt", {"dp": 1, "cp": 4}),                            # CP: ring attention
     ("tiny-dense", {"dp": 2, "cp": 2, "zero": 3}),               # FSDP2 over dp x cp
     ("tiny-gpt", {"dp": 1, "cp": 2, "tp": 2, "zero": 3}),        # CP x TP
@@ -103,6 +109,9 @@ def test_invalid_trial_layouts_are_refused_before_any_process_starts():
         prepare(_scenario("tiny-dense", dp=4), world_size=32)
     with pytest.raises(ScenarioError, match="FSDP2 only"):
         prepare(_scenario("tiny-dense", dp=2, tp=2))
+    with pytest.raises(ScenarioError, match="do not combine with tensor"):
+        prepare(_scenario("tiny-moe", dp=2, tp=2, ep=2, zero=3))
+    prepare(_scenario("tiny-moe", dp=2, cp=2, ep=4, zero=3))     # EP x CP x FSDP2 runs
     assert not _children()
 
 
@@ -242,11 +251,19 @@ MEASURED_LAYOUTS = [
     ("tiny-gpt", {"dp": 1, "pp": 2, "pp_schedule": "dualpipev"}),
     ("tiny-dense", {"dp": 1, "pp": 2, "tp": 2}),                 # TP x PP
     ("tiny-dense", {"dp": 2, "pp": 2, "zero": 3}),               # FSDP2 x PP
+    ("tiny-dense", {"dp": 2, "tp": 2, "pp": 2, "zero": 3}),      # FSDP2 x TP x PP
+    ("tiny-dense", {"dp": 1, "tp": 2, "zero": 3}),               # zero 3 on one replica
     ("tiny-gpt", {"dp": 1, "cp": 2}),                            # ring attention
     ("tiny-dense", {"dp": 1, "cp": 4}),
     ("tiny-dense", {"dp": 1, "cp": 2, "tp": 2, "zero": 3}),      # CP x TP
     ("tiny-moe", {"dp": 4, "ep": 4}),                            # EP
     ("tiny-moe", {"dp": 4, "ep": 2}),                            # EP x expert data parallel
+    ("tiny-moe", {"dp": 4, "ep": 4, "zero": 3}),                 # EP x FSDP2, EDP of 1
+    ("tiny-moe", {"dp": 4, "ep": 2, "zero": 3}),                 # EP x FSDP2, experts over EDP
+    ("tiny-moe", {"dp": 4, "ep": 2, "zero": 2}),                 # EP x ZeRO-2 (FSDP2)
+    ("tiny-moe", {"dp": 2, "cp": 2, "ep": 2}),                   # EP x CP, DDP
+    ("tiny-moe", {"dp": 2, "cp": 2, "ep": 2, "zero": 3}),        # EP x CP x FSDP2
+    ("tiny-moe", {"dp": 4, "ep": 2, "zero": 1}),                 # EP x ZeroRedundancyOptimizer
 ]
 
 

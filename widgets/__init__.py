@@ -1,7 +1,5 @@
 """ipywidgets views of the workbench: they edit a scenario and show what the backend returns.
 
-Widgets never compute estimates; they call ``workbench``.
+Widgets never compute estimates; they call ``workbench`` (through ``widgets.state``).
+``widgets.app.App`` composes the panels (``widgets.panels``) and charts (``widgets.charts``).
 """
-from widgets.scenario_editor import ScenarioEditor
-
-__all__ = ["ScenarioEditor"]

@@ -72,19 +72,34 @@ class App:
         self.scaling_button.on_click(lambda _b: self.draw_scaling())
         self._editing_yaml = False
 
-        accordion = w.Accordion(children=[p.box for p in self.panels.values()])
-        for i, name in enumerate(self.panels):
-            accordion.set_title(i, name)
-        accordion.selected_index = 2
+        # DOM classes: stable hooks for the browser test and for classroom CSS
+        for widget, cls in ((self.panels["Hardware"].gpus_per_node, "wb-gpus-per-node"),
+                            (self.panels["Hardware"].nodes, "wb-nodes"),
+                            (self.panels["Parallelism"].tp, "wb-tp"),
+                            (self.panels["Parallelism"].pp, "wb-pp"),
+                            (self.panels["Training"].global_batch, "wb-global-batch"),
+                            (self.memory.widget, "wb-memory-chart"),
+                            (self.step.widget, "wb-step-chart"),
+                            (self.trial_charts.widget, "wb-trial-chart"),
+                            (self.trial.run_button, "wb-run-trial"),
+                            (self.trial.world, "wb-trial-world"),
+                            (self.trial.compare, "wb-compare-box")):
+            widget.add_class(cls)
+        panels = w.VBox([p.box for p in self.panels.values()],
+                        layout=w.Layout(border="1px solid #ddd", padding="6px"))
         plan_tab = w.HBox([
-            w.VBox([accordion], layout=w.Layout(width="34%")),
+            w.VBox([panels], layout=w.Layout(width="34%")),
             w.VBox([self.verdict, self.memory.widget, self.step.widget, self.timeline.widget,
                     self.mesh.widget, w.HBox([self.scaling_over, self.scaling_button]),
                     self.scaling.widget], layout=w.Layout(width="66%")),
         ])
-        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget])])
+        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
+                            w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])
+        self.compare = w.HTML()
+        self.trial.compare.observe(lambda c: setattr(self.compare, "value", c["new"]),
+                                   names="value")
         compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
-                              self.trial.compare])
+                              self.compare])
         self.tabs = w.Tab(children=[plan_tab, trial_tab, compare_tab, self.checks,
                                     self.planner.box, self.yaml_text])
         for i, name in enumerate(("Plan", "Trial", "Compare", "Build check", "Planner",
@@ -107,7 +122,7 @@ class App:
             m = est.memory
             color = "#1a7f37" if m.fits else "#cf222e"
             self.verdict.value = (
-                f"<div class='wb-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
+                f"<div class='wb-app-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
                 f" on {est.scenario.hardware.world} x {html.escape(est.scenario.hardware.gpu.name)}"
                 f": {m.per_gpu.total / 2**30:,.1f} GiB of {m.capacity / 2**30:,.1f} GiB per GPU "
                 f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"

@@ -10,3 +10,15 @@ def capacity_bytes(vendor_gb: float) -> float:
     "80 GB" reports 81,559 MiB (85.5e9 bytes) in nvidia-smi, an H200 "141 GB" 143,771 MiB, a
     "64 GB" DIMM holds 64 GiB — so the vendor figure is read as GiB."""
     return vendor_gb * GiB
+
+
+# nvidia-smi's total is 0.44 % under the binary reading: H100 "80 GB" 81,559 of 81,920 MiB,
+# H200 "141 GB" 143,771 of 144,384 MiB (the driver withholds the rest).
+HBM_REPORTED_FRACTION = 81_559 / 81_920
+
+
+def hbm_bytes(vendor_gb: float) -> float:
+    """GPU memory a program can see on a GPU sold as ``vendor_gb`` "GB": the binary reading less
+    what the driver withholds (as nvidia-smi reports it on H100 and H200; assumed the same on
+    other GPUs). The CUDA context (a few hundred MiB) is not subtracted."""
+    return capacity_bytes(vendor_gb) * HBM_REPORTED_FRACTION

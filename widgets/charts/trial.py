@@ -15,10 +15,23 @@ STATE_KEYS = ("params", "grads", "optimizer", "activations")
 class TrialCharts:
     """Fed with trial events (``on_event``); safe to call from the pump thread (one lock)."""
 
+    MAX_RANKS = 16     # trials run at most 16 processes (trial.launcher.MAX_PROCESSES)
+
     def __init__(self) -> None:
+        # Every trace exists from the start and is only emptied and hidden between trials: a
+        # FigureWidget on a page does not show traces added after it was first drawn (seen in
+        # Chromium with plotly 7 / anywidget).
         fig = make_subplots(rows=2, cols=2, subplot_titles=(
             "step time per rank (ms)", "loss", "memory per rank (KiB): measured | predicted",
             "communication per step, rank 0 (KiB)"))
+        for r in range(self.MAX_RANKS):
+            fig.add_scatter(x=[], y=[], mode="lines+markers", name=f"rank {r}", visible=False,
+                            row=1, col=1)
+        fig.add_scatter(x=[], y=[], mode="lines+markers", name="loss", row=1, col=2)
+        for k in ("measured", "predicted"):
+            fig.add_bar(x=[], y=[], name=f"memory {k}", row=2, col=1)
+        for k in ("measured", "predicted"):
+            fig.add_bar(x=[], y=[], name=f"comm {k}", row=2, col=2)
         fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",
                           legend={"orientation": "h", "y": -0.12})
         self.widget = go.FigureWidget(fig)
@@ -28,42 +41,36 @@ class TrialCharts:
         self.events = 0
 
     def reset(self, world_size: int) -> None:
-        with self._lock, self.widget.batch_update():
-            self.widget.data = []
-            self._rank_trace = {}
-            for r in range(world_size):
-                self.widget.add_scatter(x=[], y=[], mode="lines+markers", name=f"rank {r}",
-                                        row=1, col=1)
-                self._rank_trace[r] = len(self.widget.data) - 1
-            self.widget.add_scatter(x=[], y=[], mode="lines+markers", name="loss", row=1, col=2)
-            for label in ("measured", "predicted"):
-                self.widget.add_bar(x=[], y=[], name=f"memory {label}", row=2, col=1)
-            for label in ("measured", "predicted"):
-                self.widget.add_bar(x=[], y=[], name=f"comm {label}", row=2, col=2)
+        with self._lock:
+            for i, trace in enumerate(self.widget.data):
+                trace.x, trace.y = [], []
+                if i < self.MAX_RANKS:
+                    trace.visible = i < world_size
+            self._rank_trace = {r: r for r in range(min(world_size, self.MAX_RANKS))}
             self.table = ""
             self.events = 0
 
     def on_event(self, ev: dict) -> None:
         with self._lock:
             self.events += 1
+            # No ``batch_update`` here: this runs on the trial's pump thread, and a batch
+            # closed from a thread never reaches the browser (plain assignments do; seen in
+            # Voila with plotly 7).
             if ev["type"] == "step":
                 i = self._rank_trace.get(ev["rank"])
                 if i is None:
                     return
-                with self.widget.batch_update():
-                    tr = self.widget.data[i]
-                    tr.x = (*tr.x, ev["step"])
-                    tr.y = (*tr.y, ev["time"] * 1e3)
-                    if ev.get("loss") is not None:
-                        loss = self.widget.data[len(self._rank_trace)]
-                        if ev["step"] not in loss.x:
-                            loss.x = (*loss.x, ev["step"])
-                            loss.y = (*loss.y, ev["loss"])
+                tr = self.widget.data[i]
+                tr.x, tr.y = (*tr.x, ev["step"]), (*tr.y, ev["time"] * 1e3)
+                if ev.get("loss") is not None:
+                    loss = self.widget.data[self.MAX_RANKS]
+                    if ev["step"] not in loss.x:
+                        loss.x, loss.y = (*loss.x, ev["step"]), (*loss.y, ev["loss"])
             elif ev["type"] == "result":
                 self._show_result(ev["result"])
 
     def _show_result(self, res: dict) -> None:
-        n = len(self._rank_trace)
+        n = self.MAX_RANKS
         ranks = res["ranks"]
         x = [f"r{r['rank']} {k}" for r in ranks for k in STATE_KEYS]
         measured = [(r["measured"].get(k) or 0) / KIB for r in ranks for k in STATE_KEYS]
@@ -74,10 +81,9 @@ class TrialCharts:
         cx = [f"{d} {op}" for d, op in keys]
         cm = [comm["measured"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
         cpred = [comm["predicted"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
-        with self.widget.batch_update():
-            for j, (xs, ys) in enumerate(((x, measured), (x, predicted), (cx, cm), (cx, cpred))):
-                bar = self.widget.data[n + 1 + j]
-                bar.x, bar.y = xs, ys
+        for j, (xs, ys) in enumerate(((x, measured), (x, predicted), (cx, cm), (cx, cpred))):
+            bar = self.widget.data[n + 1 + j]
+            bar.x, bar.y = xs, ys
         self.table = comparison_html(res)
 
 

@@ -30,7 +30,7 @@ from workbench.estimate.step_time import (
 )
 from workbench.estimate.comm import collective_time, group_span
 from workbench.spec.scenario import Scenario
-from workbench.units import capacity_bytes
+from workbench.units import hbm_bytes
 
 
 @dataclass
@@ -248,7 +248,8 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
     nbytes = tr.seq_len * g.micro_batch / g.cp * m.hidden * e / np.where(g.sp, g.tp, 1)
     p2p = np.where(p > 1, collective_time("send_recv", nbytes, group_span(
         p, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
-    sp_grads = np.maximum(*(sp_grad_reduction(base, r["layers"], has, g.zero, g.tp, mbs, g.sp)[2]
+    sp_grads = np.maximum(*(sp_grad_reduction(base, r["layers"], has, g.zero, g.tp, mbs, g.sp,
+                                              g.dp * g.cp, g.pp)[2]
                             for r, has in ((ranks["first"], single | vshape),
                                            (ranks["last"], single | (not vshape)))))
     step = (mbs * steady + bubble + 2 * (p - 1) * p2p + sp_grads
@@ -260,7 +261,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
     world = g.dp * g.tp * g.pp * g.cp
     flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
     return {"step": step, "bubble": bubble, "memory_per_gpu": memory,
-            "fits": memory <= capacity_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
+            "fits": memory <= hbm_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
             "mfu": flops / (step * world * peak_flops(hw.gpu, tr.precision))}
 
 
@@ -272,6 +273,7 @@ def valid_layouts(base: Scenario, g: LayoutGrid) -> np.ndarray:
     ok &= (m.heads % g.tp == 0) & (m.kv_heads % g.tp == 0) & (m.ffn_hidden % g.tp == 0)
     ok &= m.layers >= g.pp * g.chunks_per_rank
     ok &= (g.dp * g.cp) % g.ep == 0
+    ok &= ~((g.zero == 2) & (g.pp > 1) & (g.dp * g.cp > 1))
     if m.moe is None:
         ok &= g.ep == 1
     else:

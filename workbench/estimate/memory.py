@@ -16,7 +16,7 @@ from workbench.estimate.model_states import model_states
 from workbench.estimate.params import StageParams, is_moe_layer, stage_params
 from workbench.estimate.pipeline import inflight_chunks, inflight_first_chunk, inflight_last_chunk
 from workbench.spec.scenario import Scenario
-from workbench.units import GB, TB, capacity_bytes
+from workbench.units import GB, TB, capacity_bytes, hbm_bytes
 
 # ZeRO-Infinity's NVMe staging: DeepSpeed's default offload_param/offload_optimizer
 # buffer_count 5 x buffer_size 1e8 elements, in the 2-byte compute dtype, pinned in host memory.
@@ -126,7 +126,7 @@ def estimate_memory(s: Scenario, pytorch_eager: bool = False) -> MemoryEstimate:
     # A node may hold GPUs of any pipeline rank; the worst rank's offload bounds it from above.
     host_node = per_node * max(g.host for g in stages)
     nvme_node = per_node * max(g.nvme for g in stages)
-    capacity = capacity_bytes(hw.gpu.memory_gb)
+    capacity = hbm_bytes(hw.gpu.memory_gb)
     est = MemoryEstimate(
         per_stage=stages, worst=worst, capacity=capacity,
         host_per_node=host_node, nvme_per_node=nvme_node,

@@ -298,11 +298,13 @@ def estimate_step_time(s: Scenario) -> StepTime:
     dense = np.array([st.dense for st in params], dtype=float)
     expert = np.array([st.expert for st in params], dtype=float)
     units = np.array([len(st.layers) + 1 for st in params])
+    moe_units = np.array([sum(lp.is_moe for lp in st.layer_params) for st in params])
     exposed_dp = float(np.max(dp_exposed(par, hw, tr.precision, mbs, dense, expert,
                                          np.array([g.fwd for g in stages]),
-                                         np.array([g.bwd for g in stages]), units=units)))
+                                         np.array([g.bwd for g in stages]), units=units,
+                                         expert_units=moe_units)))
     dp_exposed(par, hw, tr.precision, mbs, params[0].dense, params[0].expert, stages[0].fwd,
-               stages[0].bwd, vol, units=int(units[0]))
+               stages[0].bwd, vol, units=int(units[0]), expert_units=int(moe_units[0]))
 
     from workbench.estimate.model_states import optimizer_params
 
@@ -311,7 +313,8 @@ def estimate_step_time(s: Scenario) -> StepTime:
     sp_grads = 0.0
     for i, st in enumerate(params):
         nbytes, count, secs = sp_grad_reduction(s, len(st.layer_params), int(st.has_head),
-                                                par.zero, par.tp, mbs, par.sp)
+                                                par.zero, par.tp, mbs, par.sp,
+                                                par.dp * par.cp, par.pp)
         if i == 0 and count > 0:
             vol.add("tp", "all_reduce", float(nbytes), int(count))
         sp_grads = max(sp_grads, float(secs))
@@ -328,17 +331,19 @@ def estimate_step_time(s: Scenario) -> StepTime:
                     volume=vol.data)
 
 
-def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp) -> tuple:
+def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1, pp=1) -> tuple:
     """(bytes, count, seconds) per step of the TP all-reduce of sequence-parallel weights'
     gradients on a pipeline rank (arrays allowed). Megatron-LM coalesces them into one fp32
-    all-reduce per step (``_allreduce_layernorm_grads``); FSDP2 (ZeRO-2/3) redistributes each
-    one's partial gradient to its layout before every microbatch's reduce-scatter, in the
-    compute dtype."""
+    all-reduce per step (``_allreduce_layernorm_grads``); FSDP2 (ZeRO-2/3 over dp x cp > 1)
+    redistributes each one's partial gradient to its layout before it reduce-scatters, in the
+    compute dtype: every microbatch, or once per step under pipelining (no-sync until the last
+    microbatch, as ``_dp_counts`` counts the reduce-scatters)."""
     elements, tensors = sequence_parallel_replicated(s.model, layers, has_head)
-    fsdp = np.asarray(zero) >= 2
+    fsdp = (np.asarray(zero) >= 2) & (np.asarray(dp_cp) > 1)
     nbytes = np.where(fsdp, elements / np.maximum(tensors, 1)
                       * compute_dtype_bytes(s.training.precision), elements * 4)
-    count = np.where(sp & (tensors > 0), np.where(fsdp, tensors * mbs, 1), 0)
+    per_step = np.where(np.asarray(pp) > 1, 1, mbs)
+    count = np.where(sp & (tensors > 0), np.where(fsdp, tensors * per_step, 1), 0)
     span = group_span(tp, 1, s.hardware.gpus_per_node)
     secs = np.where(count > 0, count * collective_time("all_reduce", nbytes, span, s.hardware),
                     0.0)
@@ -346,14 +351,17 @@ def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp) -> tuple
 
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
-               vol: _Volume | None = None, units=1):
+               vol: _Volume | None = None, units=1, expert_units=None):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
     (dp x cp / ep). Gradients hide behind the last microbatch's backward, parameter gathers
     behind the forward (ZeRO-3: behind each microbatch's forward and backward). Under ZeRO-3
     each of the stage's ``units`` FSDP units (a block each, plus the root) gathers and reduces
-    its own parameters: ``units`` collectives of 1/units of the bytes each."""
+    its own parameters: ``units`` collectives of 1/units of the bytes each. Under EP the experts
+    of each MoE layer are a unit of their own over the expert-data-parallel group (torchtitan's
+    ``apply_fsdp``: ``fully_shard(block.moe.experts, mesh=edp_mesh)``): ``expert_units`` (the
+    stage's MoE layers; default ``units``) collectives for the expert bytes."""
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
     grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
@@ -363,12 +371,13 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     # Without EP the experts replicate over the same ranks as the dense weights: one reduction
     # (DDP buckets and FSDP2 units hold both), so they join the dense group.
     joined = ep == 1
+    expert_units = units if expert_units is None else np.maximum(expert_units, 1)
     groups = [(dense + np.where(joined, expert, 0), np.asarray(par.dp) * par.cp,
-               par.dense_shard, tp),
+               par.dense_shard, tp, units),
               (np.where(joined, 0, expert), np.asarray(par.expert_data_parallel),
-               par.expert_shard, tp * ep)]
+               par.expert_shard, tp * ep, expert_units)]
     ag = rs = ar = 0.0
-    for nparams, n, shard, stride in groups:
+    for nparams, n, shard, stride, group_units in groups:
         shard = np.where(zero > 0, shard, n)
         rep = n // shard
         shard_span = group_span(shard, stride, gpn)
@@ -380,7 +389,7 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
             (shard_span.size, shard_span.per_node, shard_span.nodes))))
         ar_bytes = np.where(zero > 0, np.where(rep > 1, nparams * grad_b / shard, 0),
                             nparams * grad_b)
-        per_unit = np.where(zero == 3, units, 1)
+        per_unit = np.where(zero == 3, group_units, 1)
         for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
                                    ("reduce_scatter", nparams * grad_b, shard_span),
                                    ("all_reduce", ar_bytes, ar_span)):

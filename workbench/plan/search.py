@@ -20,7 +20,7 @@ from workbench.plan.constraints import Constraints
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, Scenario
-from workbench.units import capacity_bytes
+from workbench.units import hbm_bytes
 
 Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel
 
@@ -56,7 +56,7 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
     recomputes = [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE)
     offloads = [fixed["offload"]] if "offload" in fixed else list(OFFLOAD)
-    limit = c.max_memory_fraction * capacity_bytes(s.hardware.gpu.memory_gb)
+    limit = c.max_memory_fraction * hbm_bytes(s.hardware.gpu.memory_gb)
     world = s.hardware.world
     cols: dict[str, list] = {k: [] for k in (*ROW_FIELDS, "sequence_parallel", "pp_schedule",
                                             "recompute", "offload", "step", "memory_per_gpu",

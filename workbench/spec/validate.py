@@ -459,6 +459,11 @@ def _cross_checks(c: _Checker, s: Scenario) -> None:
     if not m.head_dim and m.hidden % m.heads:
         c.add("model.heads", m.heads, f"must divide model.hidden = {m.hidden} "
                                       "(or set model.head_dim)")
+    if par.zero == 2 and par.pp > 1 and par.dp * par.cp > 1:
+        c.add("parallel.zero", par.zero,
+              "ZeRO-2 does not combine with pipeline parallelism in any engine (DeepSpeed's "
+              "PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed optimizer is ZeRO-1); "
+              "use zero 1, or zero 3 (FSDP2) with reshard_after_forward false")
     if par.pp > 1 and par.pp_schedule in ("interleaved-1f1b", "zero-bubble") and \
             par.virtual_stages < 2:
         c.add("parallel.virtual_stages", par.virtual_stages,

@@ -55,11 +55,11 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
             "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
             "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
             "in flight"))
-    if par.ep > 1 and (par.zero > 0 or par.cp > 1):
+    if par.ep > 1 and par.tp > 1:
         problems.append(Problem(
-            "parallel.zero", par.zero, "expert-parallel trials run with DDP (zero: 0): experts "
-            "differ between EP ranks, so ZeRO/FSDP2 must shard them over the expert-data-"
-            "parallel group, which trials do not do yet"))
+            "parallel.ep", par.ep, "expert-parallel trials do not combine with tensor "
+            "parallelism: the trial's TP plan does not shard the MoE layers (router, experts), "
+            "where the estimator splits each expert's FFN over TP"))
     if problems:
         raise ScenarioError(problems)
     trial = trial_scenario(s)
@@ -105,7 +105,9 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
     from workbench.estimate.activations import activation_shape, embedding_bytes, head_bytes, layer_bytes
     from workbench.estimate.model_states import model_states
     from workbench.estimate.params import stage_params
-    from workbench.trial.zero_partition import parameter_tensors, zero_redundancy_partition
+    from workbench.trial.zero_partition import (
+        parameter_tensors, routed_expert_tensors, zero_redundancy_partition,
+    )
 
     run = as_run(trial)
     par, tr, m = run.parallel, run.training, run.model
@@ -119,9 +121,13 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
         per_stage[st.rank] = {"params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
                               "activations": act / len(st.chunks)}
     zero1 = par.zero == 1 and par.dense_shard > 1
-    if zero1:      # trials refuse ZeRO-1 with TP, PP or EP: one stage, the whole model
-        sizes = parameter_tensors(m)
+    if zero1:      # trials refuse ZeRO-1 with TP or PP: one stage, the whole model
+        # under EP two ZeroRedundancyOptimizers: dense tensors over dp x cp, the rank's own
+        # experts over the expert-data-parallel group (parallelize.make_optimizer)
+        sizes = parameter_tensors(m, experts=0 if par.ep > 1 else None)
         owned = zero_redundancy_partition(sizes, par.dense_shard)
+        experts = routed_expert_tensors(m, m.moe.experts // par.ep) if par.ep > 1 else []
+        expert_owned = zero_redundancy_partition(experts, par.expert_shard)
         state_bytes = model_states(1, 0, tr.precision, tr.optimizer, 0, 1, 1).optimizer
     out = {}
     for rank in range(par.world):
@@ -129,7 +135,9 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
         pred = dict(per_stage[pp_rank])
         if zero1:
             shard_rank = (rank // par.tp) % (par.dp * par.cp)     # rank in the dp x cp group
-            pred["optimizer"] = state_bytes * sum(sizes[i] for i in owned[shard_rank])
+            pred["optimizer"] = state_bytes * (
+                sum(sizes[i] for i in owned[shard_rank])
+                + sum(experts[i] for i in expert_owned[shard_rank // par.ep]))
         pred["peak"] = sum(pred.values())
         out[rank] = pred
     return out
@@ -138,18 +146,29 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
 def predicted_comm(trial: Scenario, backend: str) -> dict:
     """The estimator's communication volume of rank 0 for what the trial runs, named as
     ``backend`` executes it. ZeRO-1 under PyTorch's ZeroRedundancyOptimizer: DDP's gradient
-    all-reduce, then one broadcast per parameter tensor from its owner (``_sync_params``)."""
+    all-reduce, then one broadcast per parameter tensor from its owner (``_sync_params``);
+    under EP the same again for the rank's experts over the expert-data-parallel group (their
+    coalesced gradient all-reduce, ``worker._reduce_expert_grads``, then the second
+    optimizer's broadcasts) when that group has more than one rank."""
     from workbench.estimate.step_time import estimate_step_time
-    from workbench.trial.zero_partition import parameter_tensors
+    from workbench.trial.zero_partition import parameter_tensors, routed_expert_tensors
 
     run = as_run(trial)
     volume = estimate_step_time(run).volume
     par = run.parallel
     if par.zero == 1 and par.dense_shard > 1:
-        sizes = parameter_tensors(run.model)
-        grad_bytes = 4 * sum(sizes)                  # fp32 trials: DDP reduces fp32 gradients
-        volume["dp"] = {"all_reduce": {"bytes": float(grad_bytes), "count": 1.0},
-                        "broadcast": {"bytes": float(grad_bytes), "count": float(len(sizes))}}
+        groups = [parameter_tensors(run.model, experts=0 if par.ep > 1 else None)]
+        if par.ep > 1 and par.expert_shard > 1:
+            groups.append(routed_expert_tensors(run.model, run.model.moe.experts // par.ep))
+        dp: dict = {"all_reduce": {"bytes": 0.0, "count": 0.0},
+                    "broadcast": {"bytes": 0.0, "count": 0.0}}
+        for sizes in groups:
+            grad_bytes = 4.0 * sum(sizes)            # fp32 trials: DDP reduces fp32 gradients
+            dp["all_reduce"]["bytes"] += grad_bytes
+            dp["all_reduce"]["count"] += 1
+            dp["broadcast"]["bytes"] += grad_bytes
+            dp["broadcast"]["count"] += len(sizes)
+        volume["dp"] = dp
     return as_run_by(volume, backend)
 
 

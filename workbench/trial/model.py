@@ -77,6 +77,22 @@ class MLP(nn.Module):
         return self.w2(F.gelu(self.w1(x)))
 
 
+class Experts(nn.ModuleList):
+    """One MoE layer's routed experts. A ModuleList (parameter names ``experts.<i>.w1...``) with
+    a ``forward``, so FSDP2 can shard them as one unit over the expert-data-parallel group:
+    ``fully_shard`` gathers on the forward hooks, which a plain ModuleList never runs."""
+
+    def forward(self, x: torch.Tensor, expert_of_row: torch.Tensor) -> torch.Tensor:
+        """Rows of ``x`` through their (local) expert ``expert_of_row``; unweighted. Every
+        expert runs, on no rows if none came (as a grouped GEMM would): each gets a gradient,
+        zero if unused, so the expert-data-parallel replicas reduce the same tensors."""
+        y = torch.zeros_like(x)
+        for j, expert in enumerate(self):
+            rows = (expert_of_row == j).nonzero(as_tuple=True)[0]
+            y = y.index_add(0, rows, expert(x[rows]))
+        return y
+
+
 class MoE(nn.Module):
     """Top-k routed experts plus optional shared experts (dropless, token-choice routing)."""
 
@@ -85,8 +101,8 @@ class MoE(nn.Module):
         moe = m.moe
         self.top_k = moe.top_k
         self.router = nn.Linear(m.hidden, moe.experts, bias=False)
-        self.experts = nn.ModuleList(MLP(m.hidden, moe.expert_ffn_hidden, m.mlp, False)
-                                     for _ in range(moe.experts))
+        self.experts = Experts(MLP(m.hidden, moe.expert_ffn_hidden, m.mlp, False)
+                               for _ in range(moe.experts))
         self.shared = (MLP(m.hidden, moe.shared_experts * moe.expert_ffn_hidden, m.mlp, False)
                        if moe.shared_experts else None)
 
@@ -135,11 +151,7 @@ class MoE(nn.Module):
         recv_expert = torch.arange(local).repeat(self.ep_size).repeat_interleave(got)
         x_in = all_to_all_single_autograd(tokens[token_of], recv_sizes, send_sizes,
                                           self.ep_group)
-        y = torch.zeros_like(x_in)
-        for j, expert in enumerate(self.experts):
-            rows = (recv_expert == j).nonzero(as_tuple=True)[0]
-            if rows.numel():
-                y = y.index_add(0, rows, expert(x_in[rows]))
+        y = self.experts(x_in, recv_expert)
         back = all_to_all_single_autograd(y, send_sizes, recv_sizes, self.ep_group)
         w = weights.reshape(-1)[order, None].to(tokens.dtype)
         return torch.zeros_like(tokens).index_add(0, token_of, back * w)

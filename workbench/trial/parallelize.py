@@ -4,6 +4,8 @@ Recipe order as torchtitan's ``parallelize_llama``: tensor (+ sequence) parallel
 ``parallelize_module``, then data parallelism — DDP, ZeRO-1 (``ZeroRedundancyOptimizer``, in
 ``make_optimizer``) or FSDP2 ``fully_shard`` per transformer block (ZeRO-2 keeps parameters
 unsharded between forward and backward: ``reshard_after_forward=False``; ZeRO-3 reshards).
+Under EP the rank's experts replicate only over the expert-data-parallel group, so each data-
+parallel flavour treats them over that group (``apply_fsdp``, ``make_optimizer``).
 Pipeline stages are cut before this step (``pipeline.chunk_model`` / ``make_stage``).
 """
 from __future__ import annotations
@@ -117,15 +119,16 @@ def apply_ep(model: nn.Module, group, ep_rank: int, ep_size: int) -> list[str]:
     """Expert parallelism: keep this rank's E/ep experts in every MoE layer and route tokens to
     their experts' ranks (``model.MoE._expert_parallel``). Returns the names of the expert
     parameters (they are not replicated over data parallelism: the caller excludes them from
-    DDP and reduces their gradients over the expert-data-parallel group)."""
-    from workbench.trial.model import MoE
+    DDP and reduces their gradients over the expert-data-parallel group, FSDP2 shards them over
+    it)."""
+    from workbench.trial.model import Experts, MoE
 
     names = []
     for mod_name, mod in model.named_modules():
         if isinstance(mod, MoE):
             per = len(mod.experts) // ep_size
             first = ep_rank * per
-            mod.experts = nn.ModuleList(list(mod.experts)[first:first + per])
+            mod.experts = Experts(list(mod.experts)[first:first + per])
             mod.ep_group, mod.ep_size, mod.first_expert = group, ep_size, first
             names += [f"{mod_name}.experts.{n}" for n, _ in mod.experts.named_parameters()]
     return names
@@ -145,11 +148,26 @@ def apply_cp(model: nn.Module, group, ranks: list[int], seq_len: int) -> None:
         model.embeddings.position_offset = ranks.index(dist.get_rank()) * (seq_len // len(ranks))
 
 
-def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool) -> None:
-    """FSDP2: one unit per transformer block, the rest at the root."""
+def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool,
+               expert_mesh: DeviceMesh | None = None) -> None:
+    """FSDP2: one unit per transformer block, the rest at the root. Under EP each MoE layer's
+    rank-local experts are a unit of their own over ``expert_mesh`` (the expert-data-parallel
+    group: the ranks holding the same experts), as torchtitan's ``apply_fsdp`` does."""
+    import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
 
+    from workbench.trial.model import MoE
+
     for layer in model.layers.values():
+        ff = layer.feed_forward
+        if expert_mesh is not None and isinstance(ff, MoE):
+            fully_shard(ff.experts, mesh=expert_mesh, reshard_after_forward=reshard_after_forward)
+            # FSDP2 would average over the EDP group only; the loss is a mean over all dp x cp
+            # ranks (each expert's gradient already sums its EP group's tokens), so divide by
+            # dp x cp, torchtitan's fsdp_gradient_divide_factor for the experts.
+            ff.experts.set_gradient_divide_factor(float(mesh.size()))
+            if dist.get_backend() == "gloo":     # gloo has no PREMUL_SUM: sum, then divide
+                ff.experts.set_force_sum_reduction_for_comms(True)
         fully_shard(layer, mesh=mesh, reshard_after_forward=reshard_after_forward)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
 
@@ -166,10 +184,11 @@ def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.
 
 
 def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
-                seq_len: int = 0) -> nn.Module:
+                seq_len: int = 0, expert_mesh: DeviceMesh | None = None) -> nn.Module:
     """Apply TP/SP, EP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
-    stage's model. ``ep`` = (group, rank in it) when plan.ep > 1. Returns the module to call
-    (DDP wraps; the others change the model in place)."""
+    stage's model. ``ep`` = (group, rank in it) and ``expert_mesh`` the 1-D expert-data-parallel
+    mesh when plan.ep > 1. Returns the module to call (DDP wraps; the others change the model in
+    place)."""
     if plan.tp > 1:
         apply_tp(model, mesh["tp"], plan.sequence_parallel)
     experts = apply_ep(model, ep[0], ep[1], plan.ep) if plan.ep > 1 else []
@@ -182,19 +201,55 @@ def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
         return model
     if plan.zero >= 2:
         # ZeRO-2: gathered weights stay until backward (torchtitan's ZeRO-2 setting)
-        apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3 and plan.reshards)
+        apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3 and plan.reshards,
+                   expert_mesh=expert_mesh if plan.ep > 1 else None)
         return model
     return apply_ddp(model, dp_mesh, experts)   # ZeRO-1 = DDP gradients + a sharded optimizer
 
 
-def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str):
-    """AdamW or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer over the DP group."""
+class Optimizers:
+    """Several optimizers stepped as one (ZeRO-1 under EP: one per parameter group)."""
+
+    def __init__(self, parts: list) -> None:
+        self.parts = parts
+
+    def step(self) -> None:
+        for opt in self.parts:
+            opt.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for opt in self.parts:
+            opt.zero_grad(set_to_none=set_to_none)
+
+
+def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str,
+                   experts: tuple[list, object] | None = None):
+    """AdamW or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer over the DP group.
+    Under EP, ``experts`` = (the rank's expert parameters, the expert-data-parallel group):
+    experts differ between EP ranks, so ZeRO-1 partitions them over that group with a second
+    ZeroRedundancyOptimizer (Megatron-LM's expert distributed optimizer), the dense parameters
+    over dp x cp."""
     params = [p for p in model.parameters() if p.requires_grad]
     cls = torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD
     kwargs = {"lr": 1e-3} if optimizer == "adamw" else {"lr": 1e-2, "momentum": 0.9}
     if plan.zero == 1 and plan.dp * plan.cp > 1:
+        import torch.distributed as dist
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
         group = mesh["dp_cp" if plan.cp > 1 else "dp"].get_group()   # the estimator's dp x cp
-        return ZeroRedundancyOptimizer(params, optimizer_class=cls, process_group=group, **kwargs)
+        if experts is None:
+            return ZeroRedundancyOptimizer(params, optimizer_class=cls, process_group=group,
+                                           **kwargs)
+        expert_params, edp_group = experts
+        mine = {id(p) for p in expert_params}
+        dense = [p for p in params if id(p) not in mine]
+        routed = [p for p in params if id(p) in mine]
+        parts = [ZeroRedundancyOptimizer(dense, optimizer_class=cls, process_group=group,
+                                         **kwargs)]
+        if dist.get_world_size(edp_group) > 1:
+            parts.append(ZeroRedundancyOptimizer(routed, optimizer_class=cls,
+                                                 process_group=edp_group, **kwargs))
+        else:                   # no other rank holds these experts: nothing to shard
+            parts.append(cls(routed, **kwargs))
+        return Optimizers(parts)
     return cls(params, **kwargs)

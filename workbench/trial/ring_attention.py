@@ -76,6 +76,10 @@ class _RingAttention(torch.autograd.Function):
             outs.append(torch.softmax(s, dim=-1) @ vv.repeat_interleave(groups, dim=1))
         lse = torch.logsumexp(torch.stack(lses), dim=0)
         out = sum(o * torch.exp(l - lse).unsqueeze(-1) for o, l in zip(outs, lses))
+        # Stored (b, s, heads, d) as FlashAttention writes it: the caller's transpose + reshape
+        # to the output projection's input is then a view of the saved output, not a second
+        # copy of it (measured: one extra s x b x q tensor per layer otherwise).
+        out = out.transpose(1, 2).contiguous().transpose(1, 2)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.group, ctx.ranks, ctx.groups, ctx.scale = group, ranks, groups, scale
         return out

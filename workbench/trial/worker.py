@@ -39,12 +39,13 @@ def _local_bytes(t) -> int:
 
 
 def _optimizer_bytes(opt) -> int:
-    inner = getattr(opt, "optim", opt)      # ZeroRedundancyOptimizer keeps the local shard here
     total = 0
-    for state in inner.state.values():
-        for v in state.values():
-            if hasattr(v, "numel") and v.dim() > 0:
-                total += _local_bytes(v)
+    for part in getattr(opt, "parts", [opt]):      # parallelize.Optimizers: ZeRO-1 under EP
+        inner = getattr(part, "optim", part)   # ZeroRedundancyOptimizer keeps the local shard
+        for state in inner.state.values():
+            for v in state.values():
+                if hasattr(v, "numel") and v.dim() > 0:
+                    total += _local_bytes(v)
     return total
 
 
@@ -135,10 +136,11 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         chunks = stage_chunks(par, pp_rank) if par.pp > 1 else (0,)
         modules = [chunk_model(full, par, c) if par.pp > 1 else full for c in chunks]
         phase.value = "parallelizing"
-        ep = edp_group = None
+        ep = edp_group = edp_mesh = None
         if par.ep > 1:
-            ep, edp_group = _expert_groups(mesh, par)
-        wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len) for mod in modules]
+            ep, edp_mesh = _expert_groups(mesh, par)
+            edp_group = edp_mesh.get_group()
+        wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len, edp_mesh) for mod in modules]
         # DualPipeV puts both ends of the model on pipeline rank 0: one tied weight there.
         # The schedule would divide its gradient by the microbatch count once per stage that
         # uses it, so this rank scales its gradients itself.
@@ -146,7 +148,8 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
         if shared:
             tie_across_chunks(modules)
         params = list(_Joined(modules).parameters())
-        opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer)
+        opt = make_optimizer(_Joined(modules), par, mesh, tr.optimizer,
+                             (_expert_parameters(modules), edp_group) if par.ep > 1 else None)
         mbs = s.microbatches
         loss_fn = (lambda logits, labels: F.cross_entropy(
             logits.flatten(0, 1).float(), labels.flatten()))
@@ -238,15 +241,15 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                             loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
                             loss.backward()
                         losses.append(_scalar(loss) * mbs)
-            if par.tp > 1 and par.zero < 2:      # FSDP2 brings its gradients to layout
+            if par.tp > 1 and (par.zero < 2 or par.dp * par.cp == 1):   # else FSDP2 does
                 phase.value = f"step {step}: tensor-parallel gradient layouts"
                 finalize_tp_grads(params)
             if tied:
                 phase.value = f"step {step}: tied-embedding gradient sum"
                 sync_tied_grads(modules, tied_group)
-            if par.ep > 1:
+            if par.ep > 1 and par.zero < 2:      # FSDP2 reduces the experts' itself
                 phase.value = f"step {step}: expert gradient reduction"
-                _reduce_expert_grads(modules, edp_group, par.dp)
+                _reduce_expert_grads(modules, edp_group, par.dp * par.cp)
             t1 = time.perf_counter()
             grads = sum(_local_bytes(p.grad) for p in params if p.grad is not None)
             phase.value = f"step {step}: optimizer"
@@ -360,42 +363,52 @@ class _CommRecorder:
 
 
 def _expert_groups(mesh, par):
-    """EP groups of ``ep`` consecutive data-parallel ranks and the expert-data-parallel groups
-    across them (ranks holding the same experts); every rank creates every group."""
+    """EP groups of ``ep`` consecutive ranks of the dp x cp index (EP is drawn from dp x cp,
+    contract 1; the index is the flattened ``dp_cp`` mesh's) and the expert-data-parallel
+    groups striding across them (ranks holding the same experts), this rank's as a 1-D
+    DeviceMesh for FSDP2. Every rank creates every group, in the same order. Both are new groups,
+    never the default one, so their traffic is told apart from the dense dp x cp group's."""
     import torch.distributed as dist
+    from torch.distributed.device_mesh import DeviceMesh
 
-    grid = mesh.mesh                      # (pp, dp, cp, tp)
+    grid = mesh.mesh.reshape(par.pp, par.dp * par.cp, par.tp)    # (pp, dp x cp, tp)
     me = dist.get_rank()
     mine_ep = mine_edp = None
     ep_rank = 0
     for pp in range(grid.shape[0]):
-        for cp in range(grid.shape[2]):
-            for tp in range(grid.shape[3]):
-                ranks = grid[pp, :, cp, tp].tolist()
-                for g0 in range(0, len(ranks), par.ep):
-                    members = ranks[g0:g0 + par.ep]
-                    group = dist.new_group(members)
-                    if me in members:
-                        mine_ep, ep_rank = group, members.index(me)
-                for j in range(par.ep):
-                    members = ranks[j::par.ep]
-                    group = dist.new_group(members)
-                    if me in members:
-                        mine_edp = group
-    return (mine_ep, ep_rank), mine_edp
+        for tp in range(grid.shape[2]):
+            ranks = grid[pp, :, tp].tolist()
+            for g0 in range(0, len(ranks), par.ep):
+                members = ranks[g0:g0 + par.ep]
+                group = dist.new_group(members)
+                if me in members:
+                    mine_ep, ep_rank = group, members.index(me)
+            for j in range(par.ep):
+                members = ranks[j::par.ep]
+                group = dist.new_group(members)
+                if me in members:
+                    mine_edp, edp_ranks = group, members
+    edp_mesh = DeviceMesh.from_group(mine_edp, mesh.device_type, mesh=edp_ranks,
+                                     mesh_dim_names=("edp",))
+    return (mine_ep, ep_rank), edp_mesh
+
+
+def _expert_parameters(modules) -> list:
+    """The rank's routed-expert parameters (every MoE layer's ``experts``)."""
+    from workbench.trial.model import MoE
+
+    return [p for m in modules for mod in m.modules() if isinstance(mod, MoE)
+            for p in mod.experts.parameters()]
 
 
 def _reduce_expert_grads(modules, edp_group, dp: int) -> None:
     """Expert gradients arrive summed over the EP group's tokens; summing over the expert-data-
-    parallel replicas and dividing by dp gives the mean over every data-parallel rank's loss,
-    as DDP gives the dense parameters."""
+    parallel replicas and dividing by ``dp`` (= dp x cp) gives the mean over every data-parallel
+    rank's loss, as DDP gives the dense parameters."""
     import torch
     import torch.distributed as dist
 
-    from workbench.trial.model import MoE
-
-    grads = [p.grad for m in modules for mod in m.modules() if isinstance(mod, MoE)
-             for p in mod.experts.parameters() if p.grad is not None]
+    grads = [p.grad for p in _expert_parameters(modules) if p.grad is not None]
     if not grads:
         return
     if dist.get_world_size(edp_group) > 1:   # one coalesced all-reduce, as a DDP bucket

@@ -13,9 +13,11 @@ from __future__ import annotations
 from workbench.catalog.types import ModelShape
 
 
-def parameter_tensors(m: ModelShape) -> list[int]:
+def parameter_tensors(m: ModelShape, experts: int | None = None) -> list[int]:
     """Element counts of the trial Transformer's parameters, in ``Module.parameters()`` order
-    (tied output weight once), for the unsharded model."""
+    (tied output weight once), for the unsharded model. ``experts``: routed experts listed per
+    MoE layer (all by default; 0 gives the dense tensors an expert-parallel rank shares with
+    its whole data-parallel group, ``routed_expert_tensors`` its own experts)."""
     h, q, kv = m.hidden, m.heads * m.dim_per_head, m.kv_dim
     norm = [h, h] if m.norm == "layernorm" else [h]
 
@@ -40,7 +42,7 @@ def parameter_tensors(m: ModelShape) -> list[int]:
         if is_moe_layer(m, i):
             e = m.moe
             sizes.append(e.experts * h)                              # router
-            for _ in range(e.experts):
+            for _ in range(e.experts if experts is None else experts):
                 sizes += mlp(e.expert_ffn_hidden, False)
             if e.shared_experts:
                 sizes += mlp(e.shared_experts * e.expert_ffn_hidden, False)
@@ -50,6 +52,19 @@ def parameter_tensors(m: ModelShape) -> list[int]:
     if not m.tied_embeddings:
         sizes.append(m.vocab * h)
     return sizes
+
+
+def routed_expert_tensors(m: ModelShape, local: int) -> list[int]:
+    """Element counts of ``local`` routed experts per MoE layer (an expert-parallel rank's
+    ``experts`` modules), in ``Module.parameters()`` order: each expert's bias-free w1, w2
+    (and w3 for SwiGLU), hidden x expert_ffn_hidden elements each."""
+    from workbench.estimate.params import is_moe_layer
+
+    if m.moe is None:
+        return []
+    per_expert = [m.hidden * m.moe.expert_ffn_hidden] * (3 if m.mlp == "swiglu" else 2)
+    moe_layers = sum(is_moe_layer(m, i) for i in range(m.layers))
+    return per_expert * local * moe_layers
 
 
 def zero_redundancy_partition(sizes: list[int], world: int) -> list[list[int]]:

@@ -1,0 +1,126 @@
+"""Scaling curves: tokens/s (top) and memory per GPU against the GPU capacity (bottom), against
+the GPU count or one parallel degree, as ``workbench.plan.scaling.scaling_curve`` returns them."""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workbench.plan.search import Progress
+from workbench.spec.scenario import Scenario
+from workbench.units import GiB
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FIT, MEM, NO_FIT = "#4C78A8", "#72B7B2", "#E45756"
+NOTE_LINES = 6   # dropped points listed under the plot (the rest counted)
+
+
+def _x_title(over: str, df: "pd.DataFrame") -> str:
+    if over == "gpus":
+        return "GPUs (best layout at each count; log scale)"
+    if over == "dp":
+        return "dp degree (GPUs = dp x tp x pp x cp; log scale)"
+    if over == "ep":
+        return "ep degree (EP drawn from dp x cp; GPUs unchanged; log scale)"
+    gpus = int(df["gpus"].iloc[0]) if len(df) else 0
+    return f"{over} degree (dp fills the {gpus} GPUs; log scale)"
+
+
+def _layout_text(row) -> str:
+    parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep")]
+    text = (f"{int(row['gpus'])} GPUs: " + ", ".join(parts) + f"<br>ZeRO {int(row['zero'])}, "
+            f"micro-batch {int(row['micro_batch'])}, {row['recompute']} recompute, offload "
+            f"{row['offload']}")
+    if int(row["pp"]) > 1:
+        text += f", {row['pp_schedule']}"
+    if row["reason"]:
+        text += f"<br>{row['reason']}"
+    return text
+
+
+class ScalingChart:
+    """Two stacked plots sharing the x axis. Top: tokens/s of the whole job (filled markers fit
+    in memory, crosses do not). Bottom: worst-GPU memory in GiB (2^30 bytes) and the GPU's
+    capacity. Points the backend marks invalid are not drawn; ``dropped`` lists them with the
+    reason (also in a note under the plot). ``update`` asks the backend for the curve; ``draw``
+    draws one already computed. After either, ``data`` is the DataFrame drawn from."""
+
+    def __init__(self, height: int = 480) -> None:
+        self._lock = threading.Lock()
+        self._height = height
+        self.data = None
+        self.dropped: list[tuple[int, str]] = []
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+        fig.add_trace(go.Scatter(name="tokens/s", mode="lines+markers", x=[], y=[],
+                                 line=dict(color=FIT),
+                                 hovertemplate="%{y:,.0f} tokens/s<br>%{hovertext}"
+                                               "<extra></extra>"), row=1, col=1)
+        fig.add_trace(go.Scatter(name="memory per GPU", mode="lines+markers", x=[], y=[],
+                                 line=dict(color=MEM),
+                                 hovertemplate="%{y:,.1f} GiB per GPU<br>%{hovertext}"
+                                               "<extra></extra>"), row=2, col=1)
+        fig.add_trace(go.Scatter(name="GPU capacity", mode="lines", x=[], y=[],
+                                 line=dict(color="black", dash="dash"),
+                                 hovertemplate="capacity %{y:,.1f} GiB<extra></extra>"),
+                      row=2, col=1)
+        fig.update_layout(height=height, margin=dict(l=80, r=20, t=60, b=70),
+                          legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+                          title=dict(text="scaling", font=dict(size=14)), hovermode="closest")
+        fig.update_yaxes(title_text="tokens/s<br>(whole job)", rangemode="tozero", row=1, col=1)
+        fig.update_yaxes(title_text="memory per GPU<br>(GiB = 2^30 bytes)", rangemode="tozero",
+                         row=2, col=1)
+        fig.update_xaxes(type="log", row=1, col=1)
+        fig.update_xaxes(type="log", row=2, col=1)
+        self.widget = go.FigureWidget(fig)
+
+    def update(self, scenario: Scenario, over: str = "gpus", values: list[int] | None = None,
+               progress: Progress | None = None) -> None:
+        """Compute ``scaling_curve(scenario, over, values, progress=progress)`` (the backend;
+        a ``gpus`` sweep takes seconds, so call it from a thread with a progress bar) and draw
+        it."""
+        from workbench.plan.scaling import scaling_curve
+
+        self.draw(scaling_curve(scenario, over, values, progress=progress), over)
+
+    def draw(self, df: "pd.DataFrame", over: str) -> None:
+        """Draw a ``scaling_curve`` result: its valid rows only, x = ``value``."""
+        ok = df[df["valid"]]
+        xs = ok["value"].astype(int).tolist()
+        fits = ok["fits"].astype(bool).tolist()
+        hover = [_layout_text(r) for _, r in ok.iterrows()]
+        self.dropped = [(int(r["value"]), str(r["reason"])) for _, r in df[~df["valid"]].iterrows()]
+        cap = float(df["capacity"].iloc[0]) / GiB if len(df) else 0.0
+        n_fit = sum(fits)
+        what = "GPU count" if over == "gpus" else f"{over} degree"
+        title = f"scaling with the {what}: {n_fit} of {len(ok)} points fit in memory"
+        lines = [f"{over} {v}: {why[:110]}" for v, why in self.dropped[:NOTE_LINES]]
+        if len(self.dropped) > NOTE_LINES:
+            lines.append(f"and {len(self.dropped) - NOTE_LINES} more")
+        note = "not drawn: " + "<br>".join(lines) if lines else ""
+        with self._lock, self.widget.batch_update():
+            tok, mem, capl = self.widget.data
+            tok.x, tok.y, tok.hovertext = xs, ok["tokens_per_s"].tolist(), hover
+            tok.marker = dict(symbol=["circle" if f else "x" for f in fits],
+                              color=[FIT if f else NO_FIT for f in fits], size=9)
+            mem.x, mem.y, mem.hovertext = xs, (ok["memory_per_gpu"] / GiB).tolist(), hover
+            mem.marker = dict(symbol=["circle" if f else "x" for f in fits],
+                              color=[MEM if f else NO_FIT for f in fits], size=9)
+            capl.x = [min(xs), max(xs)] if xs else []
+            capl.y = [cap, cap] if xs else []
+            lay = self.widget.layout
+            lay.xaxis2.title.text = _x_title(over, df)
+            for ax in (lay.xaxis, lay.xaxis2):
+                ax.update(tickmode="array", tickvals=xs, ticktext=[str(x) for x in xs])
+            lay.title.text = title
+            # the note sits under the x title, in a bottom margin grown to hold it
+            lay.margin.b = 70 + 15 * len(lines)
+            lay.height = self._height + 15 * len(lines)
+            lay.annotations = ([dict(text=note, showarrow=False, xref="paper", yref="paper",
+                                     x=0, y=0, yshift=-55, xanchor="left", yanchor="top",
+                                     align="left", font=dict(size=11, color=NO_FIT))]
+                               if note else [])
+            self.data = df

@@ -156,7 +156,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
                 arg=f"{four_tp2.run.tokens_per_s:,.0f} tokens/s", timeout=30_000)
 
             # a real 2-rank trial, streamed live, then the comparison
-            page.get_by_role("tab", name="Trial").click()
+            page.get_by_role("tab", name="Trial", exact=True).click()
             page.locator(".wb-trial-world select").select_option("2")
             page.locator(".wb-run-trial").click()
             _wait_chart(page, "wb-trial-chart", "data[0].x.length >= 1",
@@ -167,7 +167,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
 
             # an invalid combination: 6 GPUs per node cannot hold tp 2 x pp ... x dp evenly? use
             # a global batch that is not a multiple of micro-batch x dp
-            page.get_by_role("tab", name="Plan").click()
+            page.get_by_role("tab", name="Plan", exact=True).click()
             gb = page.locator(".wb-global-batch input")
             gb.fill("3")
             gb.press("Enter")

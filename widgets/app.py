@@ -35,10 +35,6 @@ class App:
     """Compose everything; ``app.widget`` is what a notebook displays."""
 
     def __init__(self, example: str = DEFAULT_EXAMPLE, examples_dir: Path = EXAMPLES) -> None:
-        from widgets.charts.mesh import MeshChart
-        from widgets.charts.scaling import ScalingChart
-        from widgets.charts.timeline import TimelineChart
-
         self.examples = {p.stem: p for p in sorted(examples_dir.glob("*.yaml"))}
         first = example if example in self.examples else next(iter(self.examples))
         self.state = ScenarioState(yaml.safe_load(self.examples[first].read_text()))
@@ -47,11 +43,14 @@ class App:
                        "Parallelism": ParallelPanel(s), "Training": TrainingPanel(s)}
         self.memory = MemoryChart()
         self.step = StepTimeChart()
-        self.timeline = TimelineChart()
-        self.mesh = MeshChart()
-        self.scaling = ScalingChart()
-        self.trial_charts = TrialCharts()
-        self.trial = TrialPanel(s, self.trial_charts)
+        # The other charts are built when their tab is first opened: every plotly FigureWidget
+        # ships plotly.js (~5 MB) to the page, and anywidget gives each model 2 s to start, so
+        # a page that starts six at once loses some of them on a slow machine (seen here).
+        self.timeline = Lazy(_timeline, self._redraw_one)
+        self.mesh = Lazy(_mesh, self._redraw_one)
+        self.scaling = Lazy(_scaling)
+        self.trial_charts = Lazy(TrialCharts, self._attach_trial_charts)
+        self.trial = TrialPanel(s, charts=None)
         self.planner = PlannerPanel(s)
 
         self.picker = w.Dropdown(options=list(self.examples), value=first,
@@ -80,20 +79,24 @@ class App:
                             (self.panels["Training"].global_batch, "wb-global-batch"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),
-                            (self.trial_charts.widget, "wb-trial-chart"),
                             (self.trial.run_button, "wb-run-trial"),
                             (self.trial.world, "wb-trial-world"),
                             (self.trial.compare, "wb-compare-box")):
             widget.add_class(cls)
         panels = w.VBox([p.box for p in self.panels.values()],
                         layout=w.Layout(border="1px solid #ddd", padding="6px"))
+        self.more = w.Tab(children=[self.timeline.box, self.mesh.box, w.VBox([
+            w.HBox([self.scaling_over, self.scaling_button]), self.scaling.box])])
+        for i, name in enumerate(("Pipeline timeline", "GPU mesh", "Scaling")):
+            self.more.set_title(i, name)
+        self.more.selected_index = None
+        self.more.observe(self._open_more, names="selected_index")
         plan_tab = w.HBox([
             w.VBox([panels], layout=w.Layout(width="34%")),
-            w.VBox([self.verdict, self.memory.widget, self.step.widget, self.timeline.widget,
-                    self.mesh.widget, w.HBox([self.scaling_over, self.scaling_button]),
-                    self.scaling.widget], layout=w.Layout(width="66%")),
+            w.VBox([self.verdict, self.memory.widget, self.step.widget, self.more],
+                   layout=w.Layout(width="66%")),
         ])
-        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
+        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.box]),
                             w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])
         self.compare = w.HTML()
         self.trial.compare.observe(lambda c: setattr(self.compare, "value", c["new"]),
@@ -106,8 +109,31 @@ class App:
                                   "YAML")):
             self.tabs.set_title(i, name)
         self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
+        self.tabs.observe(self._open_tab, names="selected_index")
         s.on_change(lambda _s: self.redraw())
         self.redraw()
+
+    # -- lazily built charts -------------------------------------------------------------------
+    def _open_tab(self, change: dict) -> None:
+        if change["new"] == 1:
+            self.trial_charts.build()
+
+    def _open_more(self, change: dict) -> None:
+        if change["new"] is not None:
+            (self.timeline, self.mesh, self.scaling)[change["new"]].build()
+
+    def _attach_trial_charts(self, charts: TrialCharts) -> None:
+        charts.widget.add_class("wb-trial-chart")
+        self.trial.charts = charts
+
+    def _redraw_one(self, chart) -> None:
+        est = self.state.estimate
+        if est is None:
+            return
+        if isinstance(chart, _scenario_charts()):
+            chart.update(est.scenario)
+        else:
+            chart.update(est)
 
     # -- reactions ---------------------------------------------------------------------------
     def redraw(self) -> None:
@@ -131,8 +157,9 @@ class App:
             return
         self.memory.update(est)
         self.step.update(est)
-        self.timeline.update(est)
-        self.mesh.update(est.scenario)
+        for lazy in (self.timeline, self.mesh):
+            if lazy.obj is not None:
+                self._redraw_one(lazy.obj)
         self.checks.value = memory_table_html(est)
         if s.valid:
             text = dump_scenario(s.scenario)
@@ -145,7 +172,7 @@ class App:
     def draw_scaling(self) -> None:
         """Scaling curves search many layouts: drawn on request, not on every edit."""
         if self.state.scenario is not None:
-            self.scaling.update(self.state.scenario, over=self.scaling_over.value)
+            self.scaling.build().update(self.state.scenario, over=self.scaling_over.value)
 
     def _pick(self, change: dict) -> None:
         self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))
@@ -180,3 +207,46 @@ class App:
                                   "table with hardware, model, parallel and training.</div>")
             return
         self.state.load(doc)
+
+
+class Lazy:
+    """A chart made on first use: ``box`` holds its place on the page, ``build()`` creates it
+    (once) and tells ``on_built``."""
+
+    def __init__(self, factory, on_built=None) -> None:
+        self.factory, self.on_built = factory, on_built
+        self.obj = None
+        self.box = w.VBox()
+
+    def build(self):
+        if self.obj is None:
+            self.obj = self.factory()
+            if self.on_built is not None:   # before it is shown: classes set later are lost
+                self.on_built(self.obj)
+            self.box.children = [self.obj.widget]
+        return self.obj
+
+
+def _timeline():
+    from widgets.charts.timeline import TimelineChart
+
+    return TimelineChart()
+
+
+def _mesh():
+    from widgets.charts.mesh import MeshChart
+
+    return MeshChart()
+
+
+def _scaling():
+    from widgets.charts.scaling import ScalingChart
+
+    return ScalingChart()
+
+
+def _scenario_charts() -> tuple:
+    """Charts drawn from a scenario rather than an estimate."""
+    from widgets.charts.mesh import MeshChart
+
+    return (MeshChart,)

@@ -24,7 +24,7 @@ class MemoryChart:
                           marker={"symbol": "x", "size": 14, "color": "#cf222e"})],
             layout=go.Layout(barmode="stack", height=340, margin={"t": 40, "b": 40},
                              title="Memory per GPU by pipeline rank",
-                             xaxis={"title": "pipeline rank"},
+                             xaxis={"title": "pipeline rank", "type": "category"},
                              yaxis={"title": "GiB (2^30 bytes)"},
                              legend={"orientation": "h", "y": -0.25}))
 

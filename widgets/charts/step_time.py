@@ -25,7 +25,8 @@ class StepTimeChart:
         self.widget = go.FigureWidget(
             data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}})],
             layout=go.Layout(height=340, margin={"t": 40, "b": 80}, title="Step time",
-                             yaxis={"title": "seconds per step"}, showlegend=False))
+                             xaxis={"type": "category"}, yaxis={"title": "seconds per step"},
+                             showlegend=False))
 
     def update(self, est: Estimate) -> None:
         terms = step_terms(est)

@@ -32,6 +32,7 @@ class TrialCharts:
             fig.add_bar(x=[], y=[], name=f"memory {k}", row=2, col=1)
         for k in ("measured", "predicted"):
             fig.add_bar(x=[], y=[], name=f"comm {k}", row=2, col=2)
+        fig.update_xaxes(type="category", row=2)      # bars are labelled, not numbered
         fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",
                           legend={"orientation": "h", "y": -0.12})
         self.widget = go.FigureWidget(fig)

@@ -18,7 +18,7 @@ class TrialPanel:
 
     def __init__(self, state: ScenarioState, charts: TrialCharts | None = None) -> None:
         self.state = state
-        self.charts = charts or TrialCharts()
+        self.charts = charts        # the app hands them in when its Trial tab opens
         self.world = dropdown("Processes", [("the layout's", None)])
         self.steps = w.IntSlider(value=3, min=1, max=20, description="Steps", style=STYLE,
                                  layout=FIELD_LAYOUT, continuous_update=False)
@@ -84,6 +84,8 @@ class TrialPanel:
             self.status.value = _error("; ".join(str(p) for p in exc.problems))
             return
         world = trial.parallel.world
+        if self.charts is None:
+            self.charts = TrialCharts()
         self.charts.reset(world)
         self.result = None
         self.compare.value = ""

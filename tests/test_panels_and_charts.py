@@ -118,10 +118,11 @@ def _children():
 
 @pytest.mark.slow
 def test_a_live_trial_streams_into_the_charts_then_the_comparison():
+    from widgets.charts.trial import TrialCharts
     from widgets.panels.trial import TrialPanel
 
     st = _state()
-    panel = TrialPanel(st)
+    panel = TrialPanel(st, TrialCharts())
     panel.world.value = 2
     panel.steps.value = 2
     arrived = []
@@ -190,3 +191,59 @@ def test_planner_search_can_be_cancelled():
     pp.cancel_button.click()          # the search checks between its passes
     pp._thread.join(60)
     assert "cancelled" in pp.status.value and pp.result is None
+
+
+def test_app_tabs_build_charts_on_first_use_and_keep_them_current():
+    import base64
+
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    assert app.timeline.obj is None and app.trial_charts.obj is None   # nothing built yet
+    app.more.selected_index = 0                       # Pipeline timeline
+    app.more.selected_index = 1                       # GPU mesh
+    app.tabs.selected_index = 1                       # Trial
+    assert app.trial.charts is app.trial_charts.obj
+    app.panels["Parallelism"].pp.value = 2
+    est = app.state.estimate
+    assert est.scenario.parallel.pp == 2
+    bars = sum(len(t.x) for t in app.timeline.obj.widget.data)
+    assert bars == len(est.timeline())
+    assert app.memory.widget.data[0].y[0] == pytest.approx(
+        est.memory.per_stage[0].memory.params / GIB)
+    # the YAML download holds the current scenario
+    data = app.download.value.split("base64,")[1].split("'")[0]
+    assert yaml.safe_load(base64.b64decode(data))["parallel"]["pp"] == 2
+
+
+def test_app_yaml_tab_upload_and_bad_files():
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    doc = yaml.safe_load(app.yaml_text.value)
+    doc["parallel"].update({"dp": 2, "tp": 4})
+    app.yaml_text.value = yaml.safe_dump(doc)          # edit in the YAML tab
+    assert app.state.scenario.parallel.tp == 4
+    assert app.panels["Parallelism"].tp.value == 4      # the panels follow
+    text = (ROOT / "examples/mixtral-8x7b-ep.yaml").read_bytes()
+    app._upload({"new": [{"name": "m.yaml", "content": memoryview(text)}]})
+    assert app.state.scenario.model.moe is not None
+    app.load_text("hardware: [unclosed")
+    assert "not valid YAML at line 1" in app.verdict.value
+    assert app.state.scenario.model.moe is not None     # the last valid scenario stays
+
+
+@pytest.mark.slow
+def test_collective_benchmark_tab_draws_busbw_and_leaves_no_process():
+    from widgets.panels.bench import BenchPanel
+
+    panel = BenchPanel()
+    panel.run(wait=True)
+    df = panel.frame
+    assert list(df.columns)[:6] == ["collective", "bytes", "world_size", "time_s",
+                                    "algbw_gb_per_s", "busbw_gb_per_s"]
+    lines = panel.chart.widget.data
+    assert len(lines) == df.groupby(["collective", "world_size"]).ngroups
+    ys = sorted(v for t in lines for v in t.y)
+    assert ys == pytest.approx(sorted(df["busbw_gb_per_s"]))
+    assert not _children()

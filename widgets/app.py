@@ -18,6 +18,7 @@ from widgets.charts.memory import MemoryChart
 from widgets.charts.step_time import StepTimeChart
 from widgets.charts.trial import TrialCharts
 from widgets.memory_table import memory_table_html
+from widgets.panels.bench import BenchPanel
 from widgets.panels.hardware import HardwarePanel
 from widgets.panels.model import ModelPanel
 from widgets.panels.parallel import ParallelPanel
@@ -29,6 +30,7 @@ from workbench.spec import dump_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "brief-8xh200-70b"
+TIMELINE_MICROBATCHES = 16
 
 
 class App:
@@ -52,6 +54,7 @@ class App:
         self.trial_charts = Lazy(TrialCharts, self._attach_trial_charts)
         self.trial = TrialPanel(s, charts=None)
         self.planner = PlannerPanel(s)
+        self.bench = BenchPanel()
 
         self.picker = w.Dropdown(options=list(self.examples), value=first,
                                  description="Example", layout=w.Layout(width="360px"))
@@ -104,9 +107,9 @@ class App:
         compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
                               self.compare])
         self.tabs = w.Tab(children=[plan_tab, trial_tab, compare_tab, self.checks,
-                                    self.planner.box, self.yaml_text])
+                                    self.planner.box, self.bench.box, self.yaml_text])
         for i, name in enumerate(("Plan", "Trial", "Compare", "Build check", "Planner",
-                                  "YAML")):
+                                  "Collectives", "YAML")):
             self.tabs.set_title(i, name)
         self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
         self.tabs.observe(self._open_tab, names="selected_index")
@@ -132,8 +135,8 @@ class App:
             return
         if isinstance(chart, _scenario_charts()):
             chart.update(est.scenario)
-        else:
-            chart.update(est)
+        else:   # the timeline: 16 microbatches show the schedule's pattern and draw in < 50 ms
+            chart.update(est, microbatches=TIMELINE_MICROBATCHES)
 
     # -- reactions ---------------------------------------------------------------------------
     def redraw(self) -> None:

@@ -30,7 +30,8 @@ from workbench.estimate.step_time import (
 )
 from workbench.estimate.comm import collective_time, group_span
 from workbench.spec.scenario import Scenario
-from workbench.units import hbm_bytes
+from workbench.estimate.memory import NVME_STAGING_BYTES_PER_GPU
+from workbench.units import TB, capacity_bytes, hbm_bytes
 
 
 @dataclass
@@ -230,7 +231,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
         opt, off = optimizer_and_offload(hw, tr, optimizer_params(
             pdense, pexpert, g.zero, g.dense_shard, g.expert_shard))
         res[name] = {"f": f, "b": b, "total": total, "dp": exp_dp, "opt": opt, "off": off,
-                     "host": ms.host}
+                     "host": ms.host, "nvme": ms.nvme}
 
     # Means over all ranks for the bubble: every layer, the head and the embedding, over p.
     n_moe_total = L - d_layers if m.moe is not None else 0
@@ -260,7 +261,14 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
     tokens = tr.seq_len * tr.global_batch / step
     world = g.dp * g.tp * g.pp * g.cp
     flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
-    return {"step": step, "bubble": bubble, "memory_per_gpu": memory,
+    # Offload: what a node's GPUs put in host DDR and on NVMe (memory.estimate_memory's rule)
+    staging = NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0
+    gpn = hw.gpus_per_node
+    host_node = gpn * (np.maximum(res["first"]["host"], res["last"]["host"]) + staging)
+    nvme_node = gpn * np.maximum(res["first"]["nvme"], res["last"]["nvme"])
+    host_fits = ((host_node <= capacity_bytes(hw.host.memory_gb))
+                 & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb * TB))
+    return {"step": step, "bubble": bubble, "memory_per_gpu": memory, "host_fits": host_fits,
             "fits": memory <= hbm_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
             "mfu": flops / (step * world * peak_flops(hw.gpu, tr.precision))}
 

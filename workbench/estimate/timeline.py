@@ -83,27 +83,36 @@ def simulate(par: Parallel, microbatches: int, f: list[float], b: list[float],
             return None
         return max(t + (p2p if owner[stage + 1] != owner[stage] else 0), done[("F", stage, mb)])
 
+    def candidates(r: int) -> list[tuple]:
+        """What rank r could run next, with when it could start."""
+        cands = []
+        if nb[r] < len(b_order[r]):
+            stage, mb = b_order[r][nb[r]]
+            t = arrival(bk, stage, mb)
+            if t is not None:
+                turn = 0 if last[r] == "F" else 1
+                cands.append((max(t, free[r]), 1 if fwd_first else turn, bk, stage, mb))
+        if nf[r] < len(f_order[r]) and (fwd_first or held[r] < cap[r]):
+            stage, mb = f_order[r][nf[r]]
+            t = arrival("F", stage, mb)
+            if t is not None:
+                turn = 0 if last[r] != "F" else 1
+                cands.append((max(t, free[r]), 0 if fwd_first else turn, "F", stage, mb))
+        if pending_w[r] and (not cands or min(c[0] for c in cands) > free[r]):
+            # Zero-bubble filling: a weight-gradient block runs in what would be idle time.
+            stage, mb = pending_w[r][0]
+            cands.append((free[r], 2, "W", stage, mb))
+        return cands
+
+    # A rank's candidates change only when it runs a block or a neighbouring stage finishes
+    # one: they are kept between iterations and recomputed for those ranks alone.
+    cached: list[list[tuple] | None] = [None] * p
     while len(blocks) < total:
         best = None
         for r in range(p):
-            cands = []
-            if nb[r] < len(b_order[r]):
-                stage, mb = b_order[r][nb[r]]
-                t = arrival(bk, stage, mb)
-                if t is not None:
-                    turn = 0 if last[r] == "F" else 1
-                    cands.append((max(t, free[r]), 1 if fwd_first else turn, bk, stage, mb))
-            if nf[r] < len(f_order[r]) and (fwd_first or held[r] < cap[r]):
-                stage, mb = f_order[r][nf[r]]
-                t = arrival("F", stage, mb)
-                if t is not None:
-                    turn = 0 if last[r] != "F" else 1
-                    cands.append((max(t, free[r]), 0 if fwd_first else turn, "F", stage, mb))
-            if pending_w[r] and (not cands or min(c[0] for c in cands) > free[r]):
-                # Zero-bubble filling: a weight-gradient block runs in what would be idle time.
-                stage, mb = pending_w[r][0]
-                cands.append((free[r], 2, "W", stage, mb))
-            for c in cands:
+            if cached[r] is None:
+                cached[r] = candidates(r)
+            for c in cached[r]:
                 key = (c[0], c[1], r)
                 if best is None or key < best[0]:
                     best = (key, r, c)
@@ -126,6 +135,10 @@ def simulate(par: Parallel, microbatches: int, f: list[float], b: list[float],
                 pending_w[r].append((stage, mb))
         else:
             pending_w[r].pop(0)
+        cached[r] = None
+        for neighbour in (stage - 1, stage + 1):
+            if 0 <= neighbour < n_stages:
+                cached[owner[neighbour]] = None
     return blocks
 
 

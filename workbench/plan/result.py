@@ -25,6 +25,7 @@ class PlanResult:
     counts: dict                      # candidates, valid, evaluated, fit
     limit: float                      # bytes per GPU a layout may use
     smallest: dict | None = None      # least-memory evaluated layout (for infeasibility)
+    gpu_fit_host_short: int = 0       # layouts within GPU memory but not host DDR / NVMe
     by_gpu_count: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -34,6 +35,8 @@ class PlanResult:
 
         cols = found["columns"]
         df = pd.DataFrame({k: v for k, v in cols.items()})
+        if len(df):       # sequence parallelism means nothing without TP: show it off
+            df["sequence_parallel"] = df["sequence_parallel"].astype(bool) & (df["tp"] > 1)
         smallest = None
         if len(df):
             smallest = df.loc[df["memory_per_gpu"].idxmin()].to_dict()
@@ -46,8 +49,10 @@ class PlanResult:
             ok["pareto_memory"] = _front(ok["memory_per_gpu"].to_numpy(),
                                          ok["tokens_per_s"].to_numpy())
         counts = dict(found["counts"], fit=int(len(ok)))
+        short = int(((df["memory_per_gpu"] <= found["limit"]) & ~df["host_fits"]).sum()) \
+            if len(df) else 0
         return cls(scenario=s, constraints=c, table=ok, counts=counts, limit=found["limit"],
-                   smallest=smallest)
+                   smallest=smallest, gpu_fit_host_short=short)
 
     @property
     def feasible(self) -> bool:
@@ -70,6 +75,12 @@ class PlanResult:
                                f"with {names}; without it there are valid layouts")
             return Problem("scenario", f"{s.model.name} on {s.hardware.world} GPUs",
                            "no parallel layout passes the rules: " + _sample_rule(s, c))
+        if self.gpu_fit_host_short:
+            return Problem("hardware.host", f"{s.hardware.host.memory_gb:g} GB DDR, "
+                           f"{s.hardware.storage.drives} drive(s)",
+                           f"{self.gpu_fit_host_short:,} layouts fit the GPUs only by offloading "
+                           "more than the node's host memory or NVMe holds; add host memory or "
+                           "drives, or GPUs")
         sm = self.smallest
         need = sm["memory_per_gpu"] / GIB
         cap = self.limit / c.max_memory_fraction / GIB

@@ -60,7 +60,7 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     world = s.hardware.world
     cols: dict[str, list] = {k: [] for k in (*ROW_FIELDS, "sequence_parallel", "pp_schedule",
                                             "recompute", "offload", "step", "memory_per_gpu",
-                                            "tokens_per_s", "mfu", "bubble")}
+                                            "tokens_per_s", "mfu", "bubble", "host_fits")}
     counts = {"candidates": 0, "valid": 0, "evaluated": 0}
     caches: dict = {}
     total = len(schedules) * len(sps)
@@ -94,7 +94,8 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                         sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp)
                         out = evaluate_layouts(base, sub, caches.setdefault((sp, rc), {}))
                         counts["evaluated"] += int(ok.sum())
-                        f_here[ok] = out["memory_per_gpu"] <= limit
+                        # fits: GPU memory within the limit, offload within host DDR and NVMe
+                        f_here[ok] = (out["memory_per_gpu"] <= limit) & out["host_fits"]
                         for k, v in zip(ROW_FIELDS, r[:, ok]):
                             cols[k].append(v)
                         n = int(ok.sum())
@@ -104,10 +105,11 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                         cols["offload"].append(np.full(n, off, dtype=object))
                         for k in ("step", "memory_per_gpu", "tokens_per_s", "mfu", "bubble"):
                             cols[k].append(np.asarray(out[k], dtype=float))
+                        cols["host_fits"].append(np.asarray(out["host_fits"], dtype=bool))
                     fit[(i, j)] = f_here
     arrays = {k: (np.concatenate(v) if v else np.array([])) for k, v in cols.items()}
-    arrays["fits"] = (arrays["memory_per_gpu"] <= limit) if len(arrays["step"]) else \
-        np.array([], bool)
+    arrays["fits"] = ((arrays["memory_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
+                      if len(arrays["step"]) else np.array([], bool))
     return {"columns": arrays, "counts": counts, "limit": limit}
 
 

@@ -247,3 +247,23 @@ def test_collective_benchmark_tab_draws_busbw_and_leaves_no_process():
     ys = sorted(v for t in lines for v in t.y)
     assert ys == pytest.approx(sorted(df["busbw_gb_per_s"]))
     assert not _children()
+
+
+def test_app_scaling_curve_runs_in_the_background_and_can_be_cancelled():
+    from workbench.plan.scaling import scaling_curve
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    app.scaling_over.value = "tp"
+    app.draw_scaling(wait=True)
+    df = scaling_curve(app.state.scenario, over="tp")
+    drawn = [y for t in app.scaling.obj.widget.data for y in (t.y or ())]
+    assert app.scaling_progress.value == 1.0 and app.scaling_status.value == ""
+    for v in df[df["valid"] & df["fits"]]["tokens_per_s"]:
+        assert any(v == pytest.approx(y) for y in drawn)
+    app.scaling_over.value = "gpus"
+    app._scaling_cancel.set()
+    app.draw_scaling()
+    app.scaling_cancel.click()
+    app._scaling_thread.join(60)
+    assert app.scaling_status.value == "cancelled" and not app.scaling_button.disabled

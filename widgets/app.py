@@ -9,6 +9,7 @@ the validator's messages). Sliders and number boxes send their value on release
 from __future__ import annotations
 
 import html
+import threading
 from pathlib import Path
 
 import ipywidgets as w
@@ -72,6 +73,13 @@ class App:
                                        description="Scale over", layout=w.Layout(width="220px"))
         self.scaling_button = w.Button(description="Draw scaling curve", icon="line-chart")
         self.scaling_button.on_click(lambda _b: self.draw_scaling())
+        self.scaling_cancel = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.scaling_progress = w.FloatProgress(value=0, min=0, max=1,
+                                                layout=w.Layout(width="200px"))
+        self.scaling_status = w.HTML()
+        self._scaling_cancel = threading.Event()
+        self._scaling_thread = None
+        self.scaling_cancel.on_click(lambda _b: self._scaling_cancel.set())
         self._editing_yaml = False
 
         # DOM classes: stable hooks for the browser test and for classroom CSS
@@ -89,7 +97,8 @@ class App:
         panels = w.VBox([p.box for p in self.panels.values()],
                         layout=w.Layout(border="1px solid #ddd", padding="6px"))
         self.more = w.Tab(children=[self.timeline.box, self.mesh.box, w.VBox([
-            w.HBox([self.scaling_over, self.scaling_button]), self.scaling.box])])
+            w.HBox([self.scaling_over, self.scaling_button, self.scaling_cancel,
+                    self.scaling_progress]), self.scaling_status, self.scaling.box])])
         for i, name in enumerate(("Pipeline timeline", "GPU mesh", "Scaling")):
             self.more.set_title(i, name)
         self.more.selected_index = None
@@ -172,10 +181,39 @@ class App:
                 self.yaml_text.value = text
                 self._editing_yaml = False
 
-    def draw_scaling(self) -> None:
-        """Scaling curves search many layouts: drawn on request, not on every edit."""
-        if self.state.scenario is not None:
-            self.scaling.build().update(self.state.scenario, over=self.scaling_over.value)
+    def draw_scaling(self, wait: bool = False) -> None:
+        """Scaling curves search many layouts (a full planner search per GPU count): drawn on
+        request, in a thread, with a progress bar and a Cancel button."""
+        from workbench.plan.search import Cancelled
+
+        scenario = self.state.scenario
+        if scenario is None or (self._scaling_thread and self._scaling_thread.is_alive()):
+            return
+        chart = self.scaling.build()
+        self._scaling_cancel.clear()
+        self.scaling_button.disabled, self.scaling_cancel.disabled = True, False
+
+        def progress(fraction: float, what: str):
+            self.scaling_progress.value = fraction
+            return not self._scaling_cancel.is_set()
+
+        def work() -> None:
+            try:
+                chart.update(scenario, over=self.scaling_over.value, progress=progress)
+                self.scaling_status.value = ""
+            except Cancelled:
+                self.scaling_status.value = "cancelled"
+            except Exception as exc:   # never a traceback on the page
+                self.scaling_status.value = (f"<span class='wb-error' style='color:#cf222e'>"
+                                             f"{html.escape(str(exc))}</span>")
+            finally:
+                self.scaling_progress.value = 1.0
+                self.scaling_button.disabled, self.scaling_cancel.disabled = False, True
+
+        self._scaling_thread = threading.Thread(target=work, daemon=True, name="scaling")
+        self._scaling_thread.start()
+        if wait:
+            self._scaling_thread.join()
 
     def _pick(self, change: dict) -> None:
         self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))

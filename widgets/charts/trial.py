@@ -54,9 +54,9 @@ class TrialCharts:
     def on_event(self, ev: dict) -> None:
         with self._lock:
             self.events += 1
-            # No ``batch_update`` here: this runs on the trial's pump thread, and a batch
-            # closed from a thread never reaches the browser (plain assignments do; seen in
-            # Voila with plotly 7).
+            # Plain assignments from the trial's pump thread (no ``batch_update``, here or in
+            # ``reset``): with batches, the page stopped receiving this chart's updates (seen in
+            # Voila with plotly 7); with plain assignments it receives every one.
             if ev["type"] == "step":
                 i = self._rank_trace.get(ev["rank"])
                 if i is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 
 import ipywidgets as w
 
@@ -38,6 +39,7 @@ class TrialPanel:
         self.status = w.HTML()
         self.compare = w.HTML()
         self.result: dict | None = None
+        self.lags: list[float] = []      # seconds from a step's end to its point on the chart
         self._process = None
         self._thread: threading.Thread | None = None
         self.run_button.on_click(lambda _b: self.run())
@@ -88,6 +90,7 @@ class TrialPanel:
             self.charts = TrialCharts()
         self.charts.reset(world)
         self.result = None
+        self.lags = []
         self.compare.value = ""
         self.progress.max = world * self.steps.value + 2
         self.progress.value = 0
@@ -100,6 +103,8 @@ class TrialPanel:
     def _on_event(self, ev: dict) -> None:
         try:
             self.charts.on_event(ev)
+            if "at" in ev:   # how long after the step ended it reached the charts
+                self.lags.append(time.time() - ev["at"])
             self.progress.value = min(self.progress.max, self.progress.value + 1)
             if ev["type"] == "start":
                 self.status.value = (f"{ev['world_size']} processes, {ev['backend']} "

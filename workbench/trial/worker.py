@@ -264,6 +264,7 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
                 activations_mb = saved["bytes"] / (mbs * len(chunks))
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
+                "at": time.time(),            # wall clock when the step ended (live-view lag)
                 "comm": comm,
                 "forward_backward_s": t1 - t0, "optimizer_s": t2 - t1,
                 "loss": sum(losses) / len(losses) if losses else None,

@@ -22,7 +22,11 @@ class _Printer:
 
     def put(self, event: dict) -> None:
         if event.get("type") != "heartbeat":
-            print(json.dumps(event, default=str), flush=True)
+            # One write per line: the ranks of an agent share its stdout, and a pipe keeps a
+            # write of up to PIPE_BUF (4 KiB) bytes whole (print's two writes interleave).
+            line = json.dumps(event, default=str, separators=(",", ":")) + "\n"
+            sys.stdout.flush()
+            os.write(sys.stdout.fileno(), line.encode())
 
     def close(self) -> None:
         pass

@@ -265,6 +265,9 @@ def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
             queue.put({
                 "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
                 "at": time.time(),            # wall clock when the step ended (live-view lag)
+                # the one step that carried the saved-tensor hooks (and, for PP/CP, the
+                # profiler): its time includes the measurement; the others' do not
+                "measured": bool(args.measure and counted),
                 "comm": comm,
                 "forward_backward_s": t1 - t0, "optimizer_s": t2 - t1,
                 "loss": sum(losses) / len(losses) if losses else None,

@@ -56,6 +56,7 @@ def grid_speed() -> None:
     print(f"{'schedule':18} {'layouts':>9} {'valid':>7} {'seconds':>9} {'screened/s':>12} "
           f"{'evaluated/s':>12}")
     total_n = total_t = total_v = 0.0
+    cache: dict = {}     # block costs per (tp, cp, ep, micro-batch), shared as the planner does
     for sched in ("1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev", "gpipe"):
         rows = [(world // (tp * pp * cp), tp, pp, cp, 1, zero, v, mb)
                 for tp, pp, cp, zero, v, mb in itertools.product(
@@ -66,7 +67,7 @@ def grid_speed() -> None:
         t0 = time.perf_counter()
         mask = valid_layouts(base, g)
         sub = LayoutGrid(*(np.array(rows).T[:, mask]), pp_schedule=sched)
-        out = evaluate_layouts(base, sub)
+        out = evaluate_layouts(base, sub, cache)
         dt = time.perf_counter() - t0
         total_n += len(rows)
         total_t += dt

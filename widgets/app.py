@@ -19,6 +19,7 @@ from widgets.charts.memory import MemoryChart
 from widgets.charts.step_time import StepTimeChart
 from widgets.charts.trial import TrialCharts
 from widgets.memory_table import memory_table_html
+from widgets.panels.base import error_html
 from widgets.panels.bench import BenchPanel
 from widgets.panels.hardware import HardwarePanel
 from widgets.panels.model import ModelPanel
@@ -204,8 +205,7 @@ class App:
             except Cancelled:
                 self.scaling_status.value = "cancelled"
             except Exception as exc:   # never a traceback on the page
-                self.scaling_status.value = (f"<span class='wb-error' style='color:#cf222e'>"
-                                             f"{html.escape(str(exc))}</span>")
+                self.scaling_status.value = error_html(str(exc))
             finally:
                 self.scaling_progress.value = 1.0
                 self.scaling_button.disabled, self.scaling_cancel.disabled = False, True

@@ -9,7 +9,7 @@ import threading
 
 import ipywidgets as w
 
-from widgets.panels.base import STYLE, FIELD_LAYOUT, dropdown
+from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
 from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES
@@ -35,11 +35,8 @@ class PlannerPanel:
         self.memory = w.FloatSlider(value=1.0, min=0.5, max=1.0, step=0.05,
                                     description="Max memory share", style=STYLE,
                                     layout=FIELD_LAYOUT, continuous_update=False)
-        self.search_button = w.Button(description="Search layouts", button_style="primary",
-                                      icon="search")
-        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
-        self.progress = w.FloatProgress(value=0, min=0, max=1, description="Search",
-                                        style=STYLE, layout=FIELD_LAYOUT)
+        self.search_button, self.cancel_button, self.progress = run_controls(
+            "Search layouts", "search", "Search")
         self.status = w.HTML()
         self.table = w.HTML()
         self.why = w.HTML()
@@ -70,7 +67,7 @@ class PlannerPanel:
         from workbench.plan.search import Cancelled
 
         if self.state.scenario is None or not self.state.valid:
-            self.status.value = _error("fix the scenario first")
+            self.status.value = error_html("fix the scenario first")
             return
         if self._thread is not None and self._thread.is_alive():
             return
@@ -78,7 +75,7 @@ class PlannerPanel:
         try:
             c = Constraints(fixed=fixed, max_memory_fraction=self.memory.value)
         except ScenarioError as exc:
-            self.status.value = _error("; ".join(str(p) for p in exc.problems))
+            self.status.value = error_html("; ".join(str(p) for p in exc.problems))
             return
         scenario = self.state.scenario
         self._cancel.clear()
@@ -98,9 +95,10 @@ class PlannerPanel:
             except ScenarioError as exc:
                 self.result = None
                 self.table.value = self.why.value = ""
-                self.status.value = _error("; ".join(str(p) for p in exc.problems))
+                self.status.value = error_html("; ".join(str(p) for p in exc.problems))
             except Exception as exc:   # never a traceback on the page
-                self.status.value = _error(f"internal error ({type(exc).__name__}): {exc}")
+                self.status.value = error_html(
+                    f"internal error ({type(exc).__name__}): {exc}")
             finally:
                 self.search_button.disabled, self.cancel_button.disabled = False, True
 
@@ -152,7 +150,7 @@ class PlannerPanel:
             text = export(scenario, self.target.value)
         except ScenarioError as exc:
             self.export_text.value = ""
-            self.download.value = _error("; ".join(str(p) for p in exc.problems))
+            self.download.value = error_html("; ".join(str(p) for p in exc.problems))
             return
         self.export_text.value = text
         self.download.value = download_link(text, f"layout-{self.target.value}.txt")
@@ -163,7 +161,3 @@ def download_link(text: str, filename: str) -> str:
     data = base64.b64encode(text.encode()).decode()
     return (f"<a download='{html.escape(filename)}' href='data:text/plain;base64,{data}'>"
             f"download {html.escape(filename)}</a>")
-
-
-def _error(text: str) -> str:
-    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

@@ -98,3 +98,18 @@ def float_box(label: str, lo: float = 0.0, hi: float = 1e21) -> w.BoundedFloatTe
 
 def check(label: str) -> w.Checkbox:
     return w.Checkbox(description=label, indent=False, layout=FIELD_LAYOUT)
+
+
+def run_controls(label: str, icon: str, progress: str, integer: bool = False):
+    """A primary Run button, a Cancel button (disabled until something runs) and a progress
+    bar: what every long action on the page gets."""
+    run = w.Button(description=label, button_style="primary", icon=icon)
+    cancel = w.Button(description="Cancel", icon="stop", disabled=True)
+    bar = (w.IntProgress if integer else w.FloatProgress)(
+        value=0, min=0, max=1, description=progress, style=STYLE, layout=FIELD_LAYOUT)
+    return run, cancel, bar
+
+
+def error_html(text: str) -> str:
+    """A one-line message in the page's error style (escaped: it may echo user input)."""
+    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

@@ -2,7 +2,6 @@
 from the kernel) and draws busbw against message size; cancellable."""
 from __future__ import annotations
 
-import html
 import json
 import os
 import signal
@@ -13,7 +12,7 @@ import threading
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown
+from widgets.panels.base import dropdown, error_html, run_controls
 
 
 class BenchChart:
@@ -44,11 +43,8 @@ class BenchPanel:
         self.world = dropdown("Processes", [2, 4, 8])
         self.sweep = dropdown("Sweep", [("quick (seconds)", "quick"),
                                         ("1 KiB - 16 MiB", "medium")])
-        self.run_button = w.Button(description="Run benchmark", button_style="primary",
-                                   icon="play")
-        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
-        self.progress = w.FloatProgress(value=0, min=0, max=1, description="Running",
-                                        style=STYLE, layout=FIELD_LAYOUT)
+        self.run_button, self.cancel_button, self.progress = run_controls(
+            "Run benchmark", "play", "Running")
         self.status = w.HTML()
         self.chart: BenchChart | None = None
         self.chart_box = w.VBox()
@@ -90,13 +86,13 @@ class BenchPanel:
                 out, err = self._proc.communicate()
                 if self._proc.returncode != 0:
                     last = (err.strip().splitlines() or ["cancelled"])[-1]
-                    self.status.value = _error(f"benchmark stopped: {last}")
+                    self.status.value = error_html(f"benchmark stopped: {last}")
                     return
                 self.frame = pd.DataFrame(json.loads(out))
                 self.chart.update(self.frame)
                 self.status.value = f"{len(self.frame)} rows"
             except Exception as exc:   # never a traceback on the page
-                self.status.value = _error(f"internal error ({type(exc).__name__}): {exc}")
+                self.status.value = error_html(f"internal error ({type(exc).__name__}): {exc}")
             finally:
                 self.progress.value = 1.0
                 self.run_button.disabled, self.cancel_button.disabled = False, True
@@ -119,7 +115,3 @@ class BenchPanel:
                     break
                 except subprocess.TimeoutExpired:
                     continue
-
-
-def _error(text: str) -> str:
-    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

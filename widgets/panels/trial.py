@@ -2,14 +2,15 @@
 runs the trial in a child process and streams it into the live charts; cancellable."""
 from __future__ import annotations
 
-import html
 import threading
 import time
 
 import ipywidgets as w
 
 from widgets.charts.trial import TrialCharts
-from widgets.panels.base import STYLE, FIELD_LAYOUT, dropdown, int_box
+from widgets.panels.base import (
+    FIELD_LAYOUT, STYLE, dropdown, error_html, int_box, run_controls,
+)
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
 
@@ -31,11 +32,8 @@ class TrialPanel:
         self.rank.value = 0
         self.at_step = int_box("At step", 0, 19)
         self.at_step.value = 1
-        self.run_button = w.Button(description="Run trial", button_style="primary",
-                                   icon="play")
-        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="Progress",
-                                      style=STYLE, layout=FIELD_LAYOUT)
+        self.run_button, self.cancel_button, self.progress = run_controls(
+            "Run trial", "play", "Progress", integer=True)
         self.status = w.HTML()
         self.compare = w.HTML()
         self.result: dict | None = None
@@ -77,13 +75,13 @@ class TrialPanel:
             return
         s = self.state.scenario
         if s is None or not self.state.valid:
-            self.status.value = _error("fix the scenario first: " + "; ".join(
+            self.status.value = error_html("fix the scenario first: " + "; ".join(
                 str(p) for p in self.state.problems))
             return
         try:
             trial = prepare(s, self.world.value)
         except ScenarioError as exc:
-            self.status.value = _error("; ".join(str(p) for p in exc.problems))
+            self.status.value = error_html("; ".join(str(p) for p in exc.problems))
             return
         world = trial.parallel.world
         if self.charts is None:
@@ -113,7 +111,7 @@ class TrialPanel:
                 self.status.value = f"rank {ev['rank']} finished step {ev['step']}"
             elif ev["type"] == "end":
                 if ev.get("error"):
-                    self.status.value = _error(f"trial failed: {ev['error']}")
+                    self.status.value = error_html(f"trial failed: {ev['error']}")
                 else:
                     self.status.value = f"done in {ev.get('wall_s', 0):.1f} s"
                 self._finish()
@@ -121,7 +119,7 @@ class TrialPanel:
                 self.result = ev["result"]
                 self.compare.value = self.charts.table
         except Exception as exc:   # never a traceback on the page
-            self.status.value = _error(f"internal error ({type(exc).__name__}): {exc}")
+            self.status.value = error_html(f"internal error ({type(exc).__name__}): {exc}")
             self._finish()
 
     def _finish(self) -> None:
@@ -139,7 +137,3 @@ class TrialPanel:
             return True
         self._thread.join(timeout)
         return not self._thread.is_alive()
-
-
-def _error(text: str) -> str:
-    return f"<span class='wb-error' style='color:#cf222e'>{html.escape(text)}</span>"

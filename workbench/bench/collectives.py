@@ -11,18 +11,16 @@ they would deadlock.
 from __future__ import annotations
 
 import math
-import os
-import signal
-import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from workbench.bench.definitions import buffer_elements, human_bytes
 
-HEARTBEAT_S = 0.5
+if TYPE_CHECKING:
+    from workbench.trial.worker import Phase
 
 
 @dataclass(frozen=True)
@@ -44,42 +42,15 @@ class RankArgs:
     inject_rank: int = -1
 
 
-class _Phase:
-    """What the rank is doing, sent with every heartbeat so a failure or hang names it."""
-
-    def __init__(self) -> None:
-        self.value = "starting"
-
-
 def run_rank(args: RankArgs, queue) -> None:
     """Entry point of one rank (forked or spawned). Reports ``cell`` events, then ``done``; on
-    any exception an ``error`` event with one line, then exits non-zero."""
-    phase = _Phase()
-    stop = threading.Event()
+    any exception an ``error`` event with one line, then exits non-zero (the trial's protocol)."""
+    from workbench.trial.worker import supervised_rank
 
-    def beat() -> None:
-        while not stop.wait(HEARTBEAT_S):
-            queue.put({"type": "heartbeat", "rank": args.rank, "phase": phase.value,
-                       "time": time.time()})
-
-    threading.Thread(target=beat, daemon=True).start()
-    try:
-        _bench(args, queue, phase)
-    except BaseException as exc:   # report, then exit non-zero: the supervisor decides
-        queue.put({"type": "error", "rank": args.rank, "phase": phase.value,
-                   "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
-                   "traceback": traceback.format_exc()[-2000:]})
-        stop.set()
-        queue.close()
-        queue.join_thread()        # the report must leave before the process does
-        os._exit(1)
-    stop.set()
-    queue.put({"type": "done", "rank": args.rank})
-    queue.close()
-    queue.join_thread()
+    supervised_rank(args.rank, queue, lambda phase: _bench(args, queue, phase))
 
 
-def _bench(args: RankArgs, queue, phase: _Phase) -> None:
+def _bench(args: RankArgs, queue, phase: Phase) -> None:
     import torch
     import torch.distributed as dist
 
@@ -181,7 +152,7 @@ def check(name: str, op: Callable[[], None], send, recv, rank: int, world: int) 
     recv.zero_()
 
 
-def time_op(op: Callable[[], None], args: RankArgs, phase: _Phase, label: str,
+def time_op(op: Callable[[], None], args: RankArgs, phase: Phase, label: str,
             device) -> list[float]:
     """Warm up, then time each of the agreed number of iterations; seconds per iteration."""
     import torch
@@ -212,7 +183,7 @@ def time_op(op: Callable[[], None], args: RankArgs, phase: _Phase, label: str,
     return _timed(op, timed, cuda, phase, label)
 
 
-def _timed(op: Callable[[], None], n: int, cuda: bool, phase: _Phase | None = None,
+def _timed(op: Callable[[], None], n: int, cuda: bool, phase: Phase | None = None,
            label: str = "") -> list[float]:
     import torch
 
@@ -234,7 +205,7 @@ def _timed(op: Callable[[], None], n: int, cuda: bool, phase: _Phase | None = No
     return out
 
 
-def _maybe_inject(args: RankArgs, phase: _Phase, label: str, queue) -> None:
+def _maybe_inject(args: RankArgs, phase: Phase, label: str, queue) -> None:
     """Tests only: fail this rank on its first timed collective."""
     if args.inject is None or args.rank != args.inject_rank:
         return
@@ -243,10 +214,6 @@ def _maybe_inject(args: RankArgs, phase: _Phase, label: str, queue) -> None:
     # stalled first, and its peers' phases (blocked in the collective) change about now too.
     queue.put({"type": "heartbeat", "rank": args.rank, "phase": phase.value,
                "time": time.time()})
-    if args.inject == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if args.inject == "raise":
-        raise RuntimeError(f"injected failure on rank {args.rank}")
-    if args.inject == "hang":
-        while True:
-            time.sleep(1)
+    from workbench.trial.worker import inject_fault
+
+    inject_fault(args.inject, f"rank {args.rank}")

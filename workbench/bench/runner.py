@@ -137,7 +137,7 @@ def make_config(world_size=None, *, backend: str = "auto",
     worlds = tuple(sorted(set(worlds)))
     resolved = _backend(backend, max(worlds))
     need = max(worlds) * (RANK_BASE_BYTES + BUFFERS_PER_RANK * hi)
-    have = _available if _available is not None else _available_memory()
+    have = _available if _available is not None else _free_memory()
     if have is not None and need > have:
         raise ScenarioError([Problem("--max-bytes", hi, f"{max(worlds)} ranks with "
                                      f"{human_bytes(hi)} buffers need about {need / 1e9:.1f} GB; "
@@ -165,13 +165,10 @@ def _backend(requested: str, world: int) -> str:
     return backend
 
 
-def _available_memory() -> float | None:
-    try:
-        import psutil
+def _free_memory() -> float | None:
+    from workbench.trial import _available_memory   # one definition: the trials' refusal
 
-        return float(psutil.virtual_memory().available)
-    except ImportError:
-        return None
+    return _available_memory()
 
 
 def start_method(backend: str) -> str:

@@ -10,6 +10,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -49,28 +50,30 @@ def _optimizer_bytes(opt) -> int:
     return total
 
 
-class _Phase:
-    """What the rank is doing, sent with every heartbeat so a hang names its phase."""
+class Phase:
+    """What this rank is doing now, as the heartbeat reports it."""
 
     def __init__(self) -> None:
         self.value = "starting"
 
 
-def run(args: WorkerArgs, queue) -> None:
-    """Entry point of one rank (forked or spawned; also usable under torchrun)."""
-    phase = _Phase()
+def supervised_rank(rank: int, queue, body: Callable[[Phase], None]) -> None:
+    """Run one rank's ``body`` under the supervisor's protocol (trials and the collective
+    benchmark): a heartbeat with the current phase every HEARTBEAT_S, ``done`` at the end, or an
+    ``error`` event with one line and a non-zero exit."""
+    phase = Phase()
     stop = threading.Event()
 
     def beat() -> None:
         while not stop.wait(HEARTBEAT_S):
-            queue.put({"type": "heartbeat", "rank": args.rank, "phase": phase.value,
+            queue.put({"type": "heartbeat", "rank": rank, "phase": phase.value,
                        "time": time.time()})
 
     threading.Thread(target=beat, daemon=True).start()
     try:
-        _train(args, queue, phase)
+        body(phase)
     except BaseException as exc:   # report, then exit non-zero: the supervisor decides
-        queue.put({"type": "error", "rank": args.rank, "phase": phase.value,
+        queue.put({"type": "error", "rank": rank, "phase": phase.value,
                    "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
                    "traceback": traceback.format_exc()[-2000:]})
         stop.set()
@@ -78,25 +81,35 @@ def run(args: WorkerArgs, queue) -> None:
         queue.join_thread()      # the report must leave before the process does
         os._exit(1)
     stop.set()
-    queue.put({"type": "done", "rank": args.rank})
+    queue.put({"type": "done", "rank": rank})
     queue.close()
     queue.join_thread()
 
 
-def _inject(args: WorkerArgs, step: int, phase: _Phase) -> None:
+def run(args: WorkerArgs, queue) -> None:
+    """Entry point of one rank (forked or spawned; also usable under torchrun)."""
+    supervised_rank(args.rank, queue, lambda phase: _train(args, queue, phase))
+
+
+def _inject(args: WorkerArgs, step: int, phase: Phase) -> None:
     if args.inject is None or args.rank != args.inject_rank or step != args.inject_step:
         return
     phase.value = f"step {step}: injected {args.inject}"
-    if args.inject == "kill":
+    inject_fault(args.inject, f"rank {args.rank} at step {step}")
+
+
+def inject_fault(kind: str, where: str) -> None:
+    """Fault injection for teaching and tests: die (SIGKILL), raise, or hang forever."""
+    if kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if args.inject == "raise":
-        raise RuntimeError(f"injected failure on rank {args.rank} at step {step}")
-    if args.inject == "hang":
+    if kind == "raise":
+        raise RuntimeError(f"injected failure on {where}")
+    if kind == "hang":
         while True:
             time.sleep(1)
 
 
-def _train(args: WorkerArgs, queue, phase: _Phase) -> None:
+def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F

@@ -50,8 +50,11 @@ class App:
         # The other charts are built when their tab is first opened: every plotly FigureWidget
         # ships plotly.js (~5 MB) to the page, and anywidget gives each model 2 s to start, so
         # a page that starts six at once loses some of them on a slow machine (seen here).
-        self.timeline = Lazy(_timeline, self._redraw_one)
-        self.mesh = Lazy(_mesh, self._redraw_one)
+        # the timeline draws 16 microbatches: enough for every schedule's pattern, < 50 ms
+        self.timeline = Lazy(_timeline, self._redraw_one, lambda chart, est: chart.update(
+            est, microbatches=TIMELINE_MICROBATCHES))
+        self.mesh = Lazy(_mesh, self._redraw_one,
+                         lambda chart, est: chart.update(est.scenario))
         self.scaling = Lazy(_scaling)
         self.trial_charts = Lazy(TrialCharts, self._attach_trial_charts)
         self.trial = TrialPanel(s, charts=None)
@@ -140,15 +143,10 @@ class App:
         self.trial.charts = charts
 
     def _redraw_one(self, chart) -> None:
-        est = self.state.estimate
-        if est is None:
-            return
-        if isinstance(chart, _scenario_charts()):
-            chart.update(est.scenario)
-        else:   # the timeline: 16 microbatches show the schedule's pattern and draw in < 50 ms
-            chart.update(est, microbatches=TIMELINE_MICROBATCHES)
+        lazy = next(x for x in (self.timeline, self.mesh) if x.obj is chart)
+        if self.state.estimate is not None:
+            lazy.redraw(chart, self.state.estimate)
 
-    # -- reactions ---------------------------------------------------------------------------
     def redraw(self) -> None:
         """Every view from the state's last valid estimate (charts keep it while invalid)."""
         s = self.state
@@ -172,7 +170,7 @@ class App:
         self.step.update(est)
         for lazy in (self.timeline, self.mesh):
             if lazy.obj is not None:
-                self._redraw_one(lazy.obj)
+                lazy.redraw(lazy.obj, est)
         self.checks.value = memory_table_html(est)
         if s.valid:
             text = dump_scenario(s.scenario)
@@ -254,8 +252,8 @@ class Lazy:
     """A chart made on first use: ``box`` holds its place on the page, ``build()`` creates it
     (once) and tells ``on_built``."""
 
-    def __init__(self, factory, on_built=None) -> None:
-        self.factory, self.on_built = factory, on_built
+    def __init__(self, factory, on_built=None, redraw=None) -> None:
+        self.factory, self.on_built, self.redraw = factory, on_built, redraw
         self.obj = None
         self.box = w.VBox()
 
@@ -284,10 +282,3 @@ def _scaling():
     from widgets.charts.scaling import ScalingChart
 
     return ScalingChart()
-
-
-def _scenario_charts() -> tuple:
-    """Charts drawn from a scenario rather than an estimate."""
-    from widgets.charts.mesh import MeshChart
-
-    return (MeshChart,)

@@ -267,3 +267,17 @@ def test_app_scaling_curve_runs_in_the_background_and_can_be_cancelled():
     app.scaling_cancel.click()
     app._scaling_thread.join(60)
     assert app.scaling_status.value == "cancelled" and not app.scaling_button.disabled
+
+
+def test_rdma_box_switches_the_inter_node_link_and_the_estimate_follows():
+    st = _state()
+    hw = HardwarePanel(st)
+    hw.nodes.value = 2
+    hw.inter.value = "400gbe"
+    assert hw.rdma.value is False and not hw.rdma.disabled
+    hw.rdma.value = True
+    assert st.scenario.hardware.inter_node.link.rdma and st.doc["hardware"]["inter_node"][
+        "link"] == "400gbe-rdma"
+    assert st.estimate.scenario.hardware.inter_node.link.name == st.scenario.hardware.inter_node.link.name
+    hw.inter.value = "ib-ndr"
+    assert hw.rdma.value is True and hw.rdma.disabled

@@ -29,8 +29,10 @@ class HardwarePanel(Panel):
         self.intra = dropdown("Intra-node link", _choices("link"))
         self.inter = dropdown("Inter-node link", _choices("link"))
         self.nics = int_box("NICs per node", 0, 64)
+        # RDMA is a property of the inter-node link: the box switches between a link and its
+        # RDMA sibling in the catalog (400gbe <-> 400gbe-rdma); InfiniBand is always RDMA
         self.rdma = check("RDMA (GPUDirect)")
-        self.rdma.disabled = True          # a property of the chosen link, shown for reference
+        self.rdma.observe(self._toggle_rdma, names="value")
         self.cpu = dropdown("CPU", _choices("cpu"))
         self.ddr = dropdown("DDR grade", _choices("memory"))
         self.host_gb = float_box("Host memory (GB)", 1, 1e7)
@@ -67,3 +69,21 @@ class HardwarePanel(Panel):
         s = self.state.scenario
         if s is not None:
             self.rdma.value = bool(s.hardware.inter_node.link.rdma)
+            self.rdma.disabled = rdma_sibling(self.current("hardware.inter_node.link")) is None
+
+    def _toggle_rdma(self, change: dict) -> None:
+        if self._syncing:
+            return
+        other = rdma_sibling(self.current("hardware.inter_node.link"))
+        if other is not None and CATALOGS["link"][other].rdma == change["new"]:
+            self.state.set("hardware.inter_node.link", other)
+
+
+def rdma_sibling(link) -> str | None:
+    """The catalog link that differs from ``link`` only in RDMA (``400gbe`` <-> ``400gbe-rdma``),
+    or None (InfiniBand, NVLink, inline links)."""
+    if not isinstance(link, str):
+        return None
+    key = link.lower()
+    other = key[:-len("-rdma")] if key.endswith("-rdma") else key + "-rdma"
+    return other if other in CATALOGS["link"] else None

@@ -109,8 +109,10 @@ def test_invalid_trial_layouts_are_refused_before_any_process_starts():
         prepare(_scenario("tiny-dense", dp=4), world_size=32)
     with pytest.raises(ScenarioError, match="FSDP2 only"):
         prepare(_scenario("tiny-dense", dp=2, tp=2))
-    with pytest.raises(ScenarioError, match="do not combine with tensor"):
+    with pytest.raises(ScenarioError, match="MoE models run without tensor parallelism"):
         prepare(_scenario("tiny-moe", dp=2, tp=2, ep=2, zero=3))
+    with pytest.raises(ScenarioError, match="MoE models run without tensor parallelism"):
+        prepare(_scenario("tiny-moe", dp=1, tp=2))       # crashed in a rank before: refused now
     prepare(_scenario("tiny-moe", dp=2, cp=2, ep=4, zero=3))     # EP x CP x FSDP2 runs
     assert not _children()
 

@@ -55,11 +55,11 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
             "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
             "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
             "in flight"))
-    if par.ep > 1 and par.tp > 1:
+    if s.model.moe is not None and par.tp > 1:
         problems.append(Problem(
-            "parallel.ep", par.ep, "expert-parallel trials do not combine with tensor "
-            "parallelism: the trial's TP plan does not shard the MoE layers (router, experts), "
-            "where the estimator splits each expert's FFN over TP"))
+            "parallel.tp", par.tp, "trials of MoE models run without tensor parallelism: the "
+            "trial's TP plan does not shard the MoE layers (router, experts), where the "
+            "estimator splits each expert's FFN over TP; use tp 1 (with ep) for the trial"))
     if problems:
         raise ScenarioError(problems)
     trial = trial_scenario(s)

@@ -87,11 +87,15 @@ def _plan(args: argparse.Namespace) -> int:
     c = Constraints.parse(args.fix, args.max_memory_fraction)
     c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
                     gpu_counts=tuple(args.gpu_counts or ()))
+    import time
+
     shown = {"at": 0.0}
+    started = time.monotonic()
 
     def progress(fraction: float, what: str) -> None:
-        # a bar on stderr once the search outlasts a blink, so --json stays clean
-        if not args.json and sys.stderr.isatty() and fraction - shown["at"] >= 0.1:
+        # a bar on stderr once the search outlasts a blink (0.3 s); --json stays clean
+        if (not args.json and sys.stderr.isatty() and time.monotonic() - started > 0.3
+                and fraction - shown["at"] >= 0.1):
             shown["at"] = fraction
             bar = "#" * int(30 * fraction)
             print(f"\rsearching [{bar:30}] {fraction:4.0%} {what:30}", end="", file=sys.stderr,

@@ -53,7 +53,10 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
         ot = step_terms(est)
         gap = est.time.step - best.time.step
         diffs = sorted(((ot[k] - bt[k], k) for k in TERMS), key=lambda d: -abs(d[0]))
-        named = [f"{k} {d:+.4f} s" for d, k in diffs[:2] if abs(d) > 1e-9 * best.time.step]
+        # the largest term, and the next one when it matters (a tenth of the largest or more)
+        top = abs(diffs[0][0])
+        named = [f"{k} {d:+.4f} s" for i, (d, k) in enumerate(diffs[:2])
+                 if abs(d) > 1e-9 * best.time.step and (i == 0 or abs(d) >= 0.1 * top)]
         mem = (est.memory.per_gpu.total - best.memory.per_gpu.total) / 2**30
         why = ", ".join(named) if named else (
             f"the same step time; ranked after it on memory ({mem:+.2f} GiB/GPU)")

@@ -80,10 +80,6 @@ class ScenarioState:
         self.doc = copy.deepcopy(doc)
         self._apply()
 
-    def get(self, path: str, default: Any = None) -> Any:
-        """A field of the document as written (after defaults once valid)."""
-        return get_path(self.doc, path, default)
-
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)
 

@@ -8,6 +8,8 @@ import threading
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.trial.launcher import MAX_PROCESSES   # no torch import
+
 KIB = 1024
 STATE_KEYS = ("params", "grads", "optimizer", "activations")
 
@@ -15,7 +17,7 @@ STATE_KEYS = ("params", "grads", "optimizer", "activations")
 class TrialCharts:
     """Fed with trial events (``on_event``); safe to call from the pump thread (one lock)."""
 
-    MAX_RANKS = 16     # trials run at most 16 processes (trial.launcher.MAX_PROCESSES)
+    MAX_RANKS = MAX_PROCESSES     # one step-time trace per possible rank
 
     def __init__(self) -> None:
         # Every trace exists from the start and is only emptied and hidden between trials: a

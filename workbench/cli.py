@@ -1,4 +1,5 @@
-"""`workbench` command line (contracts 2-4): estimate, trial, plan, export, catalog, dashboard.
+"""`workbench` command line (contracts 2-4): estimate, trial, plan, export, bench, calibrate,
+report, catalog, dashboard.
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -209,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.bench.command import add_arguments as add_bench_arguments   # light
     add_bench_arguments(sub.add_parser("bench", help="time collectives nccl-tests-style: "
                                                      "algbw and busbw per size and world size"))
+    from workbench.calibrate.command import add_arguments as add_calibrate_arguments
+    from workbench.proof.command import add_arguments as add_report_arguments
+
+    add_calibrate_arguments(sub.add_parser(
+        "calibrate", help="measure this machine (GEMMs, memory, eager runtime, collectives) "
+                          "into a profile usable as hardware.gpu"))
+    add_report_arguments(sub.add_parser(
+        "report", help="run the standard matrix of trials and compare each with the estimate"))
     c = sub.add_parser("catalog", help="list catalog entries")
     c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"])
     c.add_argument("--json", action="store_true")

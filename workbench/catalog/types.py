@@ -26,6 +26,9 @@ class GPU:
     form_factor: str = "sxm"  # sxm | pcie | consumer
     source: str = "inline"
     arch: str = ""            # ampere | ada | hopper | blackwell | cdna3 (kernel efficiencies)
+    # A measured machine profile (workbench.calibrate.MachineProfile): when set, the estimator
+    # times GEMMs, memory traffic, eager ops and collectives from it instead of the datasheet.
+    profile: object = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ Every constant below cites its measurement in benchmarks/data/published_kernels.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from workbench.catalog.types import GPU
 
 # Measured figures, by GPU architecture. Each is a measurement divided by the datasheet dense
@@ -75,10 +77,22 @@ def peak_flops(gpu: GPU, precision: str) -> float:
     return gpu.bf16_tflops * 1e12
 
 
+def on_hardware(hw) -> GPU:
+    """The scenario's GPU; a calibrated machine profile is told how many ranks share the
+    machine (``gpus_per_node`` processes on its cores)."""
+    gpu = hw.gpu
+    if gpu.profile is None:
+        return gpu
+    return dataclasses.replace(gpu, profile=gpu.profile.with_ranks(hw.gpus_per_node))
+
+
 def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: float = 1) -> float:
-    """Seconds for ``count`` GEMMs of (m x k) @ (k x n)."""
+    """Seconds for ``count`` GEMMs of (m x k) @ (k x n) (on a calibrated profile: the measured
+    seconds of that shape; the eager runtime's per-operation cost is ``runtime_ops``)."""
     if m <= 0 or n <= 0 or k <= 0 or count <= 0:
         return 0.0
+    if gpu.profile is not None:
+        return count * gpu.profile.gemm(m, n, k, precision)
     flops = 2.0 * m * n * k
     elem = 1 if precision == "fp8" else (4 if precision == "fp32" else 2)
     nbytes = elem * (m * k + k * n) + 2 * m * n   # fp8 inputs, 16-bit output
@@ -91,6 +105,8 @@ def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2
     """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training)."""
     if flops <= 0:
         return 0.0
+    if gpu.profile is not None:   # the trials' precision (fp32), at the best measured rate
+        return flops / gpu.profile.peak_flops("fp32") * gpu.profile.share
     fwd_bwd = EAGER_ATTENTION if kernel == "eager" else \
         ARCH.get(gpu.arch, ARCH["hopper"])["attention"][kernel]
     return flops / (gpu.bf16_tflops * 1e12 * fwd_bwd[0 if direction == "fwd" else 1]
@@ -98,6 +114,46 @@ def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2
 
 
 def memory_time(nbytes: float, gpu: GPU, kernels: float = 0) -> float:
-    """Seconds for streaming ``nbytes`` through HBM in ``kernels`` launches."""
+    """Seconds for streaming ``nbytes`` through HBM in ``kernels`` launches (on a calibrated
+    profile: the measured copy bandwidth; its operations are counted by ``runtime_ops``)."""
+    if gpu.profile is not None:
+        return gpu.profile.stream(nbytes)
     return (nbytes / (gpu.hbm_gb_per_s * 1e9 * HBM_EFFICIENCY * SUSTAINED_FRACTION)
             + kernels * KERNEL_OVERHEAD_S)
+
+
+def runtime_ops(gpu: GPU, forward: float, backward: float = 0, no_grad: float = 0) -> float:
+    """Seconds the eager runtime spends dispatching ``forward`` recorded operations,
+    ``backward`` autograd nodes and ``no_grad`` unrecorded ones (the optimizer's), on a
+    calibrated profile; 0 on a catalog GPU, whose launch cost is ``KERNEL_OVERHEAD_S`` per
+    kernel inside the kernel times."""
+    if gpu.profile is None:
+        return 0.0
+    return gpu.profile.ops(forward, backward, no_grad)
+
+
+def wrapper_time(gpu: GPU, par, part: str) -> tuple[float, float]:
+    """What PyTorch's DTensor-based wrappers add on a calibrated profile (0 elsewhere): tensor
+    parallelism when tp > 1, FSDP2 (with or without resharding) when ZeRO-2/3 shards over
+    dp x cp > 1. ``part``: ``layer`` / ``rest`` (forward, backward seconds per microbatch) or
+    ``tensor`` (optimizer seconds per parameter tensor; a tensor is one DTensor however many
+    wrappers made it, so the larger of the two counts)."""
+    if gpu.profile is None:
+        return 0.0, 0.0
+    names = []
+    if par.tp > 1:
+        names.append("tp")
+    if par.zero >= 2 and par.dp * par.cp > 1:
+        names.append("fsdp_reshard" if par.reshards else "fsdp")
+    parts = [gpu.profile.wrapper(n, part) for n in names] or [(0.0, 0.0)]
+    if part == "tensor":
+        return max(p[0] for p in parts), 0.0
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def overlap(hw) -> float:
+    """1 when communication can hide behind compute, 0 when it cannot: on a calibrated machine
+    whose ranks occupy every core (a CPU rank's collective runs on the cores its compute needs,
+    and a rank waiting for a descheduled peer has nothing to overlap with)."""
+    prof = hw.gpu.profile
+    return 0.0 if prof is not None and hw.gpus_per_node >= prof.cores else 1.0

@@ -23,6 +23,7 @@ import numpy as np
 
 from workbench.estimate.arrays import plain
 
+from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
@@ -100,7 +101,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     """Costs of the blocks a pipeline stage is made of, for this scenario's TP/CP/EP degrees and
     micro-batch (they do not depend on DP, PP or the schedule)."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
-    gpu, prec = hw.gpu, tr.precision
+    gpu, prec = eff.on_hardware(hw), tr.precision
     t, cp = par.tp, par.cp
     e = compute_dtype_bytes(prec)
     tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
@@ -169,25 +170,36 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             block = 2 * tokens * kv / t * e
             step_t = collective_time("send_recv", block, cp_span, hw)
             ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
-            comm["cp"] = max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
+            hide = eff.overlap(hw)
+            comm["cp"] = max(0.0, ring_f - hide * a_f) + max(0.0, ring_b - hide * a_b)
             volume.append(("cp", "send_recv", block, 3 * (cp - 1)))
         if t > 1:   # two TP collectives per layer per pass (Korthikanti et al. 2022 Sec. 4.2)
             nbytes = tokens * h * e
             kinds = ("all_gather", "reduce_scatter") if par.sp else ("all_reduce",)
             comm["tp"] = 2 * passes * sum(collective_time(k, nbytes, tp_span, hw) for k in kinds)
             volume += [("tp", k, nbytes, 2 * passes) for k in kinds]
+        ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
+        extra_f, extra_b = eff.wrapper_time(gpu, par, "layer")
+        mem_t += eff.runtime_ops(gpu, ops_f) + extra_f
+        mem_b += eff.runtime_ops(gpu, 0, ops_b) + extra_b
         return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
     g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
     mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
-    head = BlockCost(fwd=g + mem_t, bwd=2 * g + mem_t, wgrad=g)
-    embedding = BlockCost()
+    # the wrappers' cost outside the layers: half with the head, half with the embedding
+    extra_f, extra_b = (x / 2 for x in eff.wrapper_time(gpu, par, "rest"))
+    ops_f, ops_b = eager_ops.head_ops(m)
+    head = BlockCost(fwd=g + mem_t + eff.runtime_ops(gpu, ops_f) + extra_f,
+                     bwd=2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b) + extra_b, wgrad=g)
+    ops_f, ops_b = eager_ops.embedding_ops(m)
+    embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f) + extra_f,
+                          bwd=eff.runtime_ops(gpu, 0, ops_b) + extra_b)
     if t > 1:
         nbytes = tokens * h * e
         head_ops, emb_ops = _tp_edge_ops(m, par.sp, nbytes, tokens)
         head = dataclasses.replace(head, **_comm_of(head_ops, tp_span, hw))
-        embedding = BlockCost(**_comm_of(emb_ops, tp_span, hw))
+        embedding = dataclasses.replace(embedding, **_comm_of(emb_ops, tp_span, hw))
     out = {"dense": layer(False), "head": head, "embedding": embedding}
     if m.moe is not None:
         out["moe"] = layer(True)
@@ -310,6 +322,7 @@ def estimate_step_time(s: Scenario) -> StepTime:
 
     optimizer, offload = (float(np.max(x)) for x in optimizer_and_offload(
         hw, tr, optimizer_params(dense, expert, par.zero, par.dense_shard, par.expert_shard)))
+    optimizer += max(_optimizer_ops_time(s, st) for st in params)
     sp_grads = 0.0
     for i, st in enumerate(params):
         nbytes, count, secs = sp_grad_reduction(s, len(st.layer_params), int(st.has_head),
@@ -329,6 +342,22 @@ def estimate_step_time(s: Scenario) -> StepTime:
     return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
                     optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
                     volume=vol.data)
+
+
+def _optimizer_ops_time(s: Scenario, st: StageParams) -> float:
+    """The eager runtime's cost of one pipeline rank's optimizer step (calibrated profiles
+    only): its optimizer's operations over the parameter tensors it updates."""
+    gpu = eff.on_hardware(s.hardware)
+    if gpu.profile is None:
+        return 0.0
+    m, par = s.model, s.parallel
+    local = m.moe.experts // par.ep if m.moe is not None else None
+    tensors = sum(eager_ops.layer_tensors(m, lp.is_moe, local) for lp in st.layer_params)
+    tensors += eager_ops.edge_tensors(m, st.has_embedding, st.has_head)
+    if par.zero == 1 and par.dense_shard > 1:   # whole tensors split over the shard group
+        tensors = -(-tensors // par.dense_shard)
+    return (eff.runtime_ops(gpu, 0, 0, eager_ops.optimizer_ops(tensors, s.training.optimizer))
+            + tensors * eff.wrapper_time(gpu, par, "tensor")[0])
 
 
 def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1, pp=1) -> tuple:
@@ -404,6 +433,8 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                 rs = rs + one
             else:
                 ar = ar + one
+    hide = eff.overlap(hw)
+    fwd, bwd = hide * np.asarray(fwd), hide * np.asarray(bwd)
     ddp = np.maximum(0.0, ar - bwd)
     zero12 = np.maximum(0.0, rs + ar - bwd) + np.maximum(0.0, ag - fwd)
     gathers_bwd = np.where(par.reshards, mbs, 0)
@@ -439,7 +470,7 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
     on the NVMe drives. The 80 % and 70 % are assumptions, not measurements."""
     moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
-        return plain(eff.memory_time(moved, hw.gpu, kernels=4)), 0.0
+        return plain(eff.memory_time(moved, eff.on_hardware(hw), kernels=4)), 0.0
     pcie = hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
     t_pcie = 2 * 2 * np.asarray(local_params) / pcie
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)

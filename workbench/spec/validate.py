@@ -30,6 +30,10 @@ HARDWARE_DEFAULTS = {
     "storage": {"drive": "pcie5-nvme", "drives": 1},
 }
 
+# ``hardware.gpu: "calibration:FILE"`` uses a measured machine profile as the accelerator.
+CALIBRATION_PREFIX = "calibration:"
+
+
 def default_intra_node(gpu) -> str:
     """The GPU-to-GPU link a GPU comes with when the scenario names none: the NVLink generation
     of SXM boards (A100: NVLink 3, H100/H200: NVLink 4, B200: NVLink 5), else its PCIe slot."""
@@ -143,6 +147,8 @@ class _Checker:
     def catalog(self, kind: str, value: Any, path: str) -> tuple[Any, Any]:
         """Resolve a catalog key or an inline table; returns (record, document form)."""
         table = CATALOGS[kind]
+        if kind == "gpu" and isinstance(value, str) and value.startswith(CALIBRATION_PREFIX):
+            return self._calibration(value, path)
         if isinstance(value, str):
             key = value.strip().lower()
             if key in table:
@@ -154,6 +160,20 @@ class _Checker:
             return self._inline(kind, value, path)
         self.add(path, value, f"must be a {kind} catalog key ({', '.join(sorted(table))}) "
                               "or an inline table")
+        return None, value
+
+    def _calibration(self, value: str, path: str) -> tuple[Any, Any]:
+        """``calibration:FILE``: a machine profile written by ``workbench calibrate``."""
+        from workbench.calibrate.profile import load_profile, profile_gpu
+
+        file = value[len(CALIBRATION_PREFIX):].strip()
+        try:
+            return profile_gpu(load_profile(file), source=f"calibration file {file}"), value
+        except FileNotFoundError:
+            self.add(path, value, f"no calibration file at {file!r}; write one with "
+                                  f"`workbench calibrate --out {file}`")
+        except (ValueError, KeyError, TypeError) as exc:
+            self.add(path, value, f"{file!r} is not a calibration file: {exc}")
         return None, value
 
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:

@@ -1,0 +1,178 @@
+"""Measure this machine's profile: GEMM seconds over a grid of shapes per precision, copy
+bandwidth, the eager runtime's per-operation cost, and collective latency/bandwidth per world
+size (through ``workbench.bench``). Every figure is timed with one thread, as a trial rank runs
+(``torch.set_num_threads(1)`` in ``workbench/trial/worker.py``).
+
+Timing statistic: the median over repeats of the mean of a timed loop: the loop mean spreads one
+timer read over many calls of a microsecond-scale operation; the median, because the trials it
+predicts are compared on the median of their steps (this shared 2-core box drifts by +-25 %
+between runs of the same loop, so the minimum would describe a machine the trials rarely see).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import socket
+import statistics
+import time
+from collections.abc import Callable
+
+from workbench.calibrate.profile import MachineProfile, fit_alpha_beta
+
+# The grid spans the trial models' GEMMs (tokens 64..2048 per rank, widths 16..512) and beyond.
+FULL_GRID = {"m": [16, 64, 256, 1024, 4096], "n": [16, 64, 256, 1024], "k": [16, 64, 256, 1024]}
+QUICK_GRID = {"m": [16, 256, 4096], "n": [16, 256, 1024], "k": [16, 256, 1024]}
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
+COLLECTIVE_SIZES = {"min_bytes": 1 << 10, "max_bytes": 16 << 20, "step_factor": 4}
+QUICK_COLLECTIVE_SIZES = {"min_bytes": 1 << 10, "max_bytes": 4 << 20, "step_factor": 64}
+
+
+def median_mean(fn: Callable[[], object], budget_s: float, repeats: int = 5) -> float:
+    """Median over ``repeats`` of the mean seconds per call of loops lasting ~budget_s in all."""
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    n = max(1, int(budget_s / repeats / one))
+    means = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        means.append((time.perf_counter() - t0) / n)
+    return statistics.median(means)
+
+
+def gemm_seconds(grid: dict, precision: str, budget_s: float) -> list[float]:
+    """Seconds of one ``a @ b`` for every (m, n, k) of the grid, row-major."""
+    import torch
+
+    dtype = getattr(torch, PRECISIONS[precision])
+    out = []
+    for m in grid["m"]:
+        for n in grid["n"]:
+            for k in grid["k"]:
+                a = torch.randn(m, k).to(dtype)
+                b = torch.randn(k, n).to(dtype)
+                out.append(median_mean(lambda: torch.mm(a, b), budget_s))
+    return out
+
+
+def copy_bandwidth(nbytes: int = 256 << 20) -> float:
+    """GB/s of one thread copying a buffer larger than the caches (read + write bytes)."""
+    import torch
+
+    src = torch.ones(nbytes // 4)
+    dst = torch.empty_like(src)
+    t = median_mean(lambda: dst.copy_(src), budget_s=1.0, repeats=3)
+    return 2 * nbytes / t / 1e9
+
+
+def runtime_costs(gemm: dict, grid: dict, budget_s: float) -> tuple[tuple, dict, dict]:
+    """(forward, backward, no-grad) seconds per eager op, the wrappers' additions and the raw
+    probe, from ``runtime.probe_runtime`` (see its docstring for the method)."""
+    from workbench.calibrate.runtime import per_layer, probe_runtime
+    from workbench.catalog import CATALOGS
+    from workbench.estimate.eager_ops import layer_ops, layer_tensors
+    from workbench.trial.shrink import TRIAL_SEQ, trial_model
+
+    raw = probe_runtime(budget_s)
+    fit = per_layer(raw)
+    m = trial_model(CATALOGS["model"]["tiny-dense"], 1, 1, 1)
+    probe = MachineProfile(date="", host={}, cores=1, memory_gb=0, gemm_grid=grid,
+                           gemm_seconds=gemm, copy_gb_per_s=1, op_forward_s=0,
+                           op_backward_s=0, op_no_grad_s=0, wrappers={}, collectives={})
+    tokens, h, q, kv, f = 2 * TRIAL_SEQ, m.hidden, m.heads * m.dim_per_head, m.kv_dim, m.ffn_hidden
+    gemm_s = (probe.gemm(tokens, q + 2 * kv, h, "fp32") + probe.gemm(tokens, h, q, "fp32")
+              + probe.gemm(tokens, 2 * f, h, "fp32") + probe.gemm(tokens, h, f, "fp32"))
+    ops_f, ops_b = layer_ops(m, False)
+    tensors = layer_tensors(m, False)
+    plain = fit["plain"]
+    per_op = (max(plain["forward"][0] - gemm_s, 0.0) / ops_f,
+              max(plain["backward"][0] - 2 * gemm_s, 0.0) / ops_b,
+              max(plain["optimizer"][0], 0.0) / (tensors * 10))     # AdamW: 10 ops per tensor
+    wrappers = {}
+    for name in ("tp", "fsdp", "fsdp_reshard"):
+        w = fit[name]
+        wrappers[name] = {
+            "layer": tuple(max(0.0, w[k][0] - plain[k][0]) for k in ("forward", "backward")),
+            "rest": tuple(max(0.0, w[k][1] - plain[k][1]) for k in ("forward", "backward")),
+            "tensor": (max(0.0, w["optimizer"][0] - plain["optimizer"][0]) / tensors, 0.0)}
+    return per_op, wrappers, raw
+
+
+def collective_fits(world_sizes, backend: str, quick: bool,
+                    on_event: Callable[[dict], None] | None = None) -> tuple[dict, object]:
+    """{kind: {world: (alpha, beta)}} fitted to ``workbench bench`` rows, and the rows."""
+    from workbench.bench.runner import run_bench
+
+    sizes = QUICK_COLLECTIVE_SIZES if quick else COLLECTIVE_SIZES
+    df = run_bench(list(world_sizes), backend=backend, on_event=on_event,
+                   warmup=2 if quick else 5, iters=5 if quick else 20, **sizes)
+    fits: dict = {}
+    for (kind, world), rows in df.groupby(["collective", "world_size"]):
+        fits.setdefault(str(kind), {})[int(world)] = fit_alpha_beta(
+            list(zip(rows["bytes"], rows["time_s"])))
+    return fits, df
+
+
+def host_facts() -> dict:
+    """What the profile was measured on."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        import psutil
+
+        memory = psutil.virtual_memory().total / 1e9
+    except ImportError:
+        memory = 0.0
+    return {"cpu": cpu, "cores": int(cores or 1), "memory_gb": round(memory, 1),
+            "torch": torch.__version__, "python": platform.python_version(),
+            "hostname": socket.gethostname()}
+
+
+def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "gloo",
+                    on_event: Callable[[dict], None] | None = None) -> MachineProfile:
+    """Measure everything the profile holds (``quick``: a coarser grid and fewer sizes)."""
+    import torch
+
+    def say(what: str) -> None:
+        if on_event is not None:
+            on_event({"type": "phase", "what": what})
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        grid = QUICK_GRID if quick else FULL_GRID
+        budget = 0.01 if quick else 0.04
+        say("GEMM sweep")
+        gemm = {p: gemm_seconds(grid, p, budget) for p in PRECISIONS}
+        say("copy bandwidth")
+        copy = copy_bandwidth(64 << 20 if quick else 256 << 20)
+    finally:
+        torch.set_num_threads(threads)
+    say("eager runtime on the reference model")
+    (fwd, bwd, no_grad), wrappers, raw = runtime_costs(gemm, grid, 0.15 if quick else 0.6)
+    say("collectives")
+    fits, _ = collective_fits(world_sizes, backend, quick, on_event)
+    say("collective latency inside a training loop")
+    from workbench.calibrate.sync import in_loop_latency
+
+    in_loop = in_loop_latency(tuple(sorted({*world_sizes, 16})), iters=30 if quick else 80)
+    facts = host_facts()
+    return MachineProfile(
+        date=_dt.date.today().isoformat(), host=facts, cores=facts["cores"],
+        memory_gb=facts["memory_gb"], gemm_grid=grid, gemm_seconds=gemm,
+        copy_gb_per_s=copy, op_forward_s=fwd, op_backward_s=bwd, op_no_grad_s=no_grad,
+        wrappers=wrappers, runtime_probe=raw, in_loop_s=in_loop,
+        collectives={backend: fits}, backend=backend,
+        source=f"workbench calibrate{' --quick' if quick else ''} on {facts['hostname']}")

@@ -1,0 +1,221 @@
+"""A machine profile: what the machine at hand measured, in the form the estimator reads.
+
+Pure Python and numpy (no torch): the estimator loads profiles without importing torch. The
+measurements themselves are in ``measure.py``; the file format is JSON (``save`` / ``load``).
+
+What the estimator takes from a profile (``workbench/estimate/efficiency.py`` and ``comm.py``):
+- GEMM seconds for an (m x k) @ (k x n) product: log-linear interpolation of the measured
+  seconds over the sweep's grid of shapes (log2 m, log2 n, log2 k), per precision. Outside the
+  grid the nearest grid shape's seconds scale with the FLOP ratio (compute-bound).
+- Streaming seconds: bytes / the measured copy bandwidth.
+- Per-operation cost of the eager runtime (forward with autograd recording, backward node,
+  no-grad op) and what DTensor (tensor parallelism) and FSDP2 add per layer, per model edge
+  and per optimizer tensor, measured on the reference trial model (``runtime.py``).
+- Collective seconds: time = alpha + beta x bytes, fitted per collective and world size to
+  the collective benchmark's rows (``workbench bench``); for a group size between or beyond the
+  measured ones, the nearest measured size's alpha scales with the ring's step count and beta
+  with nccl-tests' bus-bandwidth factor (``workbench/bench/definitions.py``).
+- Sharing: ``ranks`` processes on ``cores`` cores run their compute ``ranks / cores`` times
+  slower when ranks > cores (every rank is one thread: ``torch.set_num_threads(1)``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from workbench.bench.definitions import busbw_factor
+
+FORMAT = 1
+
+# Ring step counts (latency terms) of the collectives, as the estimator's comm model uses them.
+_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1,
+          "reduce_scatter": lambda n: n - 1, "all_to_all": lambda n: n - 1,
+          "broadcast": lambda n: n - 1, "send_recv": lambda n: 1}
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """Measurements of one machine and software stack (see the module docstring)."""
+
+    date: str                          # ISO date of the measurement
+    host: dict                         # cpu, cores, memory_gb, torch, python, hostname
+    cores: int                         # cores the ranks share
+    memory_gb: float                   # host RAM, GB (1e9 bytes): the "device memory" of a rank
+    gemm_grid: dict                    # {"m": [...], "n": [...], "k": [...]}
+    gemm_seconds: dict                 # precision -> flat list over (m, n, k), row-major
+    copy_gb_per_s: float               # one thread: bytes read + written / seconds
+    op_forward_s: float                # one eager op with autograd recording (runtime.py)
+    op_backward_s: float               # one autograd node of the backward
+    op_no_grad_s: float                # one op outside autograd (the optimizer's)
+    wrappers: dict                     # tp | fsdp | fsdp_reshard -> what they add (runtime.py)
+    collectives: dict                  # backend -> kind -> {world: [alpha_s, beta_s_per_byte]}
+    backend: str = "gloo"
+    source: str = ""                   # the command that measured it
+    runtime_probe: dict = field(default_factory=dict)   # runtime.py's raw seconds (evidence)
+    in_loop_s: dict = field(default_factory=dict)  # world -> [[burst s, latency s], ...]
+    ranks: int = field(default=1, compare=False)   # processes sharing ``cores`` (estimate time)
+
+    # -- persistence -----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("ranks")
+        return {"format": FORMAT, **d}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MachineProfile":
+        if d.get("format") != FORMAT:
+            raise ValueError(f"calibration format {d.get('format')!r}; this workbench reads "
+                             f"format {FORMAT} (run `workbench calibrate` again)")
+        d = {k: v for k, v in d.items() if k != "format"}
+        d["wrappers"] = {w: {k: tuple(v) for k, v in parts.items()}
+                         for w, parts in d.get("wrappers", {}).items()}
+        d["in_loop_s"] = {int(w): [tuple(p) for p in v] for w, v in d.get("in_loop_s", {}).items()}
+        d["collectives"] = {b: {kind: {int(w): tuple(v) for w, v in worlds.items()}
+                                for kind, worlds in kinds.items()}
+                            for b, kinds in d["collectives"].items()}
+        return cls(**d)
+
+    def with_ranks(self, ranks: int) -> "MachineProfile":
+        """The profile as seen by one of ``ranks`` processes sharing this machine."""
+        return replace(self, ranks=max(1, int(ranks)))
+
+    # -- what the estimator asks -----------------------------------------------------------
+    @property
+    def share(self) -> float:
+        """How many times slower a rank computes because ranks outnumber cores (>= 1)."""
+        return max(1.0, self.ranks / self.cores)
+
+    def peak_flops(self, precision: str) -> float:
+        """Best measured FLOP/s of one rank's thread over the sweep (for MFU-style figures)."""
+        g = self._grid_flops()
+        return float(np.max(g / np.asarray(self._table(precision))))
+
+    def gemm(self, m: float, n: float, k: float, precision: str) -> float:
+        """Seconds for one (m x k) @ (k x n) product on one rank's thread (sharing included)."""
+        grid = self.gemm_grid
+        axes = [np.log2(np.asarray(grid[a], dtype=float)) for a in ("m", "n", "k")]
+        point = [math.log2(max(v, 1.0)) for v in (m, n, k)]
+        clamped = [min(max(p, ax[0]), ax[-1]) for p, ax in zip(point, axes)]
+        table = np.log(np.asarray(self._table(precision), dtype=float)).reshape(
+            [len(a) for a in axes])
+        log_t = _interpolate(axes, table, clamped)
+        scale = 2.0 ** (sum(point) - sum(clamped))        # FLOP ratio outside the grid
+        return float(math.exp(log_t) * scale * self.share)
+
+    def stream(self, nbytes: float) -> float:
+        """Seconds to stream ``nbytes`` (read + written) through memory on one rank."""
+        return nbytes / (self.copy_gb_per_s * 1e9) * self.share
+
+    def ops(self, forward: float, backward: float = 0, no_grad: float = 0) -> float:
+        """Seconds of eager-runtime cost for ``forward`` recorded ops, ``backward`` autograd
+        nodes and ``no_grad`` unrecorded ops."""
+        return (forward * self.op_forward_s + backward * self.op_backward_s
+                + no_grad * self.op_no_grad_s) * self.share
+
+    def collective(self, kind: str, n, nbytes):
+        """Seconds for one collective over ``n`` ranks (numbers or numpy arrays)."""
+        table = self.collectives.get(self.backend, {})
+        fits = table.get(kind) or table.get("all_reduce")
+        if not fits:
+            raise ValueError(f"calibration {self.date} has no {kind} measurements")
+        worlds = np.array(sorted(fits))
+        n_arr = np.maximum(np.asarray(n), 2)
+        idx = np.clip(np.searchsorted(worlds, n_arr), 0, len(worlds) - 1)
+        w = worlds[idx]
+        alpha = np.array([fits[int(x)][0] for x in np.atleast_1d(w)]).reshape(np.shape(w))
+        beta = np.array([fits[int(x)][1] for x in np.atleast_1d(w)]).reshape(np.shape(w))
+        steps = np.vectorize(lambda a, b: _STEPS[kind](a) / _STEPS[kind](b))(n_arr, w)
+        factor = np.vectorize(lambda a, b: busbw_factor(kind, a) / busbw_factor(kind, b))(n_arr, w)
+        if self.in_loop_s:     # a collective in a step: the in-loop latency (sync.py)
+            alpha = self._in_loop(n_arr)
+            steps = 1.0
+        t = alpha * steps + beta * factor * np.asarray(nbytes, dtype=float)
+        t = np.where((np.asarray(n) <= 1) | (np.asarray(nbytes) <= 0), 0.0, t)
+        return float(t) if np.ndim(t) == 0 else t
+
+    def wrapper(self, name: str, part: str) -> tuple[float, float]:
+        """What wrapper ``name`` (tp, fsdp, fsdp_reshard) adds to ``part``: ``layer`` or
+        ``rest`` -> (forward, backward) seconds per microbatch; ``tensor`` -> (optimizer
+        seconds per parameter tensor, 0)."""
+        value = self.wrappers.get(name, {}).get(part, (0.0, 0.0))
+        return value[0] * self.share, value[1] * self.share
+
+    def _in_loop(self, n):
+        """In-loop latency at group size ``n``: the nearest measured world size at or above
+        it (the largest, scaled by the ring's step ratio, beyond it)."""
+        worlds = np.array(sorted(self.in_loop_s))
+        idx = np.clip(np.searchsorted(worlds, n), 0, len(worlds) - 1)
+        w = worlds[idx]
+        # the median over the probe's compute bursts: on this kind of machine the latency does
+        # not follow the burst length (sync.py's rows), so one figure per world size
+        median = {k: float(np.median([p[1] for p in v])) for k, v in self.in_loop_s.items()}
+        lat = np.array([median[int(x)] for x in np.atleast_1d(w)]).reshape(np.shape(w))
+        return lat * np.maximum(1.0, (np.asarray(n) - 1) / (w - 1))
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _table(self, precision: str) -> list:
+        table = self.gemm_seconds.get(precision) or self.gemm_seconds.get("fp32")
+        if table is None:
+            raise ValueError(f"calibration {self.date} has no {precision} GEMM measurements")
+        return table
+
+    def _grid_flops(self) -> np.ndarray:
+        g = self.gemm_grid
+        m, n, k = np.meshgrid(g["m"], g["n"], g["k"], indexing="ij")
+        return (2.0 * m * n * k).ravel()
+
+
+def _interpolate(axes: list[np.ndarray], table: np.ndarray, point: list[float]) -> float:
+    """Multilinear interpolation of ``table`` (one axis per coordinate) at ``point``."""
+    value = table
+    for ax, p in zip(axes, point):
+        i = int(np.clip(np.searchsorted(ax, p) - 1, 0, len(ax) - 2)) if len(ax) > 1 else 0
+        if len(ax) == 1:
+            value = value[0]
+            continue
+        f = (p - ax[i]) / (ax[i + 1] - ax[i])
+        value = value[i] * (1 - f) + value[i + 1] * f
+    return float(value)
+
+
+def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    """(alpha, beta) of time = alpha + beta x bytes minimising the squared *relative* error over
+    (bytes, seconds) rows: small messages weigh as much as large ones. Both kept >= 0."""
+    s = np.array([r[0] for r in rows], dtype=float)
+    t = np.array([r[1] for r in rows], dtype=float)
+    a = np.stack([1 / t, s / t], axis=1)
+    (alpha, beta), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    if alpha < 0:            # latency below resolution: a pure bandwidth fit
+        alpha, beta = 0.0, float(np.sum(s / t) / np.sum((s / t) ** 2))
+    if beta < 0:
+        alpha, beta = float(np.median(t)), 0.0
+    return float(alpha), float(beta)
+
+
+def load_profile(path: str | Path) -> MachineProfile:
+    """Read a calibration file written by ``workbench calibrate``."""
+    return MachineProfile.from_dict(json.loads(Path(path).read_text()))
+
+
+def profile_gpu(profile: MachineProfile, source: str = ""):
+    """The profile as a scenario's accelerator record: one rank of this machine, its host RAM
+    as device memory, the measured peaks, and the profile attached for the estimator.
+    Board power is not measured (0 W: energy figures of such a scenario read 0)."""
+    from workbench.catalog.types import GPU
+
+    cpu = profile.host.get("cpu", "this machine")
+    return GPU(name=f"{cpu} ({profile.cores} cores, calibrated {profile.date})",
+               memory_gb=profile.memory_gb, hbm_gb_per_s=profile.copy_gb_per_s,
+               bf16_tflops=profile.peak_flops("bf16") / 1e12, fp8_tflops=0.0, power_w=0.0,
+               fp32_tflops=profile.peak_flops("fp32") / 1e12, form_factor="cpu",
+               source=source or profile.source, arch="calibrated", profile=profile)

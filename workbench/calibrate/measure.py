@@ -71,27 +71,42 @@ def copy_bandwidth(nbytes: int = 256 << 20) -> float:
 
 def runtime_costs(gemm: dict, grid: dict, budget_s: float) -> tuple[tuple, dict, dict]:
     """(forward, backward, no-grad) seconds per eager op, the wrappers' additions and the raw
-    probe, from ``runtime.probe_runtime`` (see its docstring for the method)."""
-    from workbench.calibrate.runtime import per_layer, probe_runtime
+    probe, from ``runtime.probe_runtime`` (its docstring has the method). Per-op costs are
+    least-squares fits through the origin over the probe's depths: the plain model's seconds,
+    less the GEMM seconds this profile predicts for it, against its operation counts
+    (``estimate/eager_ops.py``), so the embedding, head and loss weigh in as they do in a
+    trial. The optimizer's cost per op likewise, against AdamW's operations over the tensors."""
+    from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime
     from workbench.catalog import CATALOGS
-    from workbench.estimate.eager_ops import layer_ops, layer_tensors
+    from workbench.estimate.eager_ops import (
+        edge_tensors, embedding_ops, head_ops, layer_ops, layer_tensors, optimizer_ops,
+    )
     from workbench.trial.shrink import TRIAL_SEQ, trial_model
 
     raw = probe_runtime(budget_s)
-    fit = per_layer(raw)
     m = trial_model(CATALOGS["model"]["tiny-dense"], 1, 1, 1)
     probe = MachineProfile(date="", host={}, cores=1, memory_gb=0, gemm_grid=grid,
                            gemm_seconds=gemm, copy_gb_per_s=1, op_forward_s=0,
                            op_backward_s=0, op_no_grad_s=0, wrappers={}, collectives={})
     tokens, h, q, kv, f = 2 * TRIAL_SEQ, m.hidden, m.heads * m.dim_per_head, m.kv_dim, m.ffn_hidden
-    gemm_s = (probe.gemm(tokens, q + 2 * kv, h, "fp32") + probe.gemm(tokens, h, q, "fp32")
-              + probe.gemm(tokens, 2 * f, h, "fp32") + probe.gemm(tokens, h, f, "fp32"))
-    ops_f, ops_b = layer_ops(m, False)
-    tensors = layer_tensors(m, False)
+    layer_gemm = (probe.gemm(tokens, q + 2 * kv, h, "fp32") + probe.gemm(tokens, h, q, "fp32")
+                  + probe.gemm(tokens, 2 * f, h, "fp32") + probe.gemm(tokens, h, f, "fp32"))
+    head_gemm = probe.gemm(tokens, m.vocab, h, "fp32")
+    fits = {"forward": [], "backward": [], "optimizer": []}
+    for depth in DEPTHS:
+        t = raw["plain"][depth]
+        ops = [sum(x) for x in zip(*([layer_ops(m, False)] * depth), embedding_ops(m),
+                                   head_ops(m))]
+        gemm_s = depth * layer_gemm + head_gemm
+        tensors = depth * layer_tensors(m, False) + edge_tensors(m, True, True)
+        fits["forward"].append((ops[0], t["forward"] - gemm_s))
+        fits["backward"].append((ops[1], t["backward"] - 2 * gemm_s))
+        fits["optimizer"].append((optimizer_ops(tensors, "adamw"), t["optimizer"]))
+    per_op = tuple(max(0.0, sum(n * y for n, y in pts) / sum(n * n for n, _ in pts))
+                   for pts in fits.values())
+    fit = per_layer(raw)
     plain = fit["plain"]
-    per_op = (max(plain["forward"][0] - gemm_s, 0.0) / ops_f,
-              max(plain["backward"][0] - 2 * gemm_s, 0.0) / ops_b,
-              max(plain["optimizer"][0], 0.0) / (tensors * 10))     # AdamW: 10 ops per tensor
+    tensors = layer_tensors(m, False)
     wrappers = {}
     for name in ("tp", "fsdp", "fsdp_reshard"):
         w = fit[name]

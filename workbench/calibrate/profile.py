@@ -122,8 +122,10 @@ class MachineProfile:
         return (forward * self.op_forward_s + backward * self.op_backward_s
                 + no_grad * self.op_no_grad_s) * self.share
 
-    def collective(self, kind: str, n, nbytes):
-        """Seconds for one collective over ``n`` ranks (numbers or numpy arrays)."""
+    def collective(self, kind: str, n, nbytes, in_step: bool = True):
+        """Seconds for one collective over ``n`` ranks (numbers or numpy arrays): the
+        in-loop latency (``in_step``; else the benchmark's back-to-back latency) plus the
+        benchmark's per-byte cost."""
         table = self.collectives.get(self.backend, {})
         fits = table.get(kind) or table.get("all_reduce")
         if not fits:
@@ -136,7 +138,7 @@ class MachineProfile:
         beta = np.array([fits[int(x)][1] for x in np.atleast_1d(w)]).reshape(np.shape(w))
         steps = np.vectorize(lambda a, b: _STEPS[kind](a) / _STEPS[kind](b))(n_arr, w)
         factor = np.vectorize(lambda a, b: busbw_factor(kind, a) / busbw_factor(kind, b))(n_arr, w)
-        if self.in_loop_s:     # a collective in a step: the in-loop latency (sync.py)
+        if in_step and self.in_loop_s:     # a collective in a step: in-loop latency (sync.py)
             alpha = self._in_loop(n_arr)
             steps = 1.0
         t = alpha * steps + beta * factor * np.asarray(nbytes, dtype=float)

@@ -339,9 +339,39 @@ def estimate_step_time(s: Scenario) -> StepTime:
     exposed["pp"] = 2 * (par.pp - 1) * p2p
     exposed["tp"] += sp_grads
     step = pipe + exposed_dp + sp_grads + optimizer + offload
+    if not eff.overlap(hw):
+        # A calibrated machine whose ranks occupy every core: no collective hides behind
+        # compute, so the step is the pipeline's compute plus every collective of the step.
+        quiet = [dataclasses.replace(g, comm={d: 0.0 for d in DIMS}) for g in stages]
+        steady = max(g.f + g.b for g in quiet)
+        bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
+                                 sum(g.f for g in quiet) / p, sum(g.b for g in quiet) / p,
+                                 sum(g.wgrad for g in quiet) / p)
+        exposed = serial_comm_time(vol.data, par, hw)
+        step = mbs * steady + bubble + sum(exposed.values()) + optimizer + offload
     return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
                     optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
                     volume=vol.data)
+
+
+def group_sizes(par) -> dict[str, int]:
+    """Ranks in one group of each dimension's collectives (pipeline sends pair two ranks)."""
+    return {"dp": par.dp * par.cp, "tp": par.tp, "cp": par.cp, "ep": par.ep, "pp": 2}
+
+
+def serial_comm_time(volume: dict, par, hw) -> dict[str, float]:
+    """Seconds per dimension when every collective of ``volume`` (per dim and collective:
+    bytes and count per step) runs in turn, none overlapped. Expert reductions over the
+    expert-data-parallel group are timed at the dense group's size (an upper bound)."""
+    sizes = group_sizes(par)
+    gpn = hw.gpus_per_node
+    out = {}
+    for dim, ops in volume.items():
+        span = group_span(sizes.get(dim, 2), 1, gpn)
+        out[dim] = sum(v["count"] * float(collective_time(kind, v["bytes"] / v["count"], span,
+                                                          hw, in_step=kind != "broadcast"))
+                       for kind, v in ops.items() if v["count"] > 0)
+    return out
 
 
 def _optimizer_ops_time(s: Scenario, st: StageParams) -> float:

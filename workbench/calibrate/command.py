@@ -38,7 +38,7 @@ def summary(p) -> list[str]:
                 worlds.items())))
     if p.in_loop_s:
         lines.append("a collective inside a training loop: " + ", ".join(
-            f"{w} ranks {p._in_loop(w) * 1e3:.2f} ms" for w in sorted(p.in_loop_s)))
+            f"{w} ranks {p.in_loop(w) * 1e3:.2f} ms" for w in sorted(p.in_loop_s)))
     return lines
 
 

@@ -122,10 +122,11 @@ class MachineProfile:
         return (forward * self.op_forward_s + backward * self.op_backward_s
                 + no_grad * self.op_no_grad_s) * self.share
 
-    def collective(self, kind: str, n, nbytes, in_step: bool = True):
-        """Seconds for one collective over ``n`` ranks (numbers or numpy arrays): the
-        in-loop latency (``in_step``; else the benchmark's back-to-back latency) plus the
-        benchmark's per-byte cost."""
+    def collective(self, kind: str, n, nbytes, back_to_back: bool = False):
+        """Seconds for one collective over ``n`` ranks (numbers or numpy arrays): the in-loop
+        latency inside a step, or the benchmark's latency when it follows another collective
+        ``back_to_back`` (or the profile has no in-loop probe), plus the benchmark's per-byte
+        cost."""
         table = self.collectives.get(self.backend, {})
         fits = table.get(kind) or table.get("all_reduce")
         if not fits:
@@ -138,8 +139,11 @@ class MachineProfile:
         beta = np.array([fits[int(x)][1] for x in np.atleast_1d(w)]).reshape(np.shape(w))
         steps = np.vectorize(lambda a, b: _STEPS[kind](a) / _STEPS[kind](b))(n_arr, w)
         factor = np.vectorize(lambda a, b: busbw_factor(kind, a) / busbw_factor(kind, b))(n_arr, w)
-        if in_step and self.in_loop_s:     # a collective in a step: in-loop latency (sync.py)
-            alpha = self._in_loop(n_arr)
+        if self.in_loop_s and not back_to_back:
+            # inside a step: the in-loop latency of a group of n (sync.py), slowed as each of
+            # its hops is when more processes than the group's share the machine
+            alpha = np.vectorize(lambda a: self.in_loop(a) * self.hop_latency(self.ranks)
+                                 / self.hop_latency(a))(n_arr)
             steps = 1.0
         t = alpha * steps + beta * factor * np.asarray(nbytes, dtype=float)
         t = np.where((np.asarray(n) <= 1) | (np.asarray(nbytes) <= 0), 0.0, t)
@@ -152,17 +156,22 @@ class MachineProfile:
         value = self.wrappers.get(name, {}).get(part, (0.0, 0.0))
         return value[0] * self.share, value[1] * self.share
 
-    def _in_loop(self, n):
-        """In-loop latency at group size ``n``: the nearest measured world size at or above
-        it (the largest, scaled by the ring's step ratio, beyond it)."""
-        worlds = np.array(sorted(self.in_loop_s))
-        idx = np.clip(np.searchsorted(worlds, n), 0, len(worlds) - 1)
-        w = worlds[idx]
-        # the median over the probe's compute bursts: on this kind of machine the latency does
-        # not follow the burst length (sync.py's rows), so one figure per world size
-        median = {k: float(np.median([p[1] for p in v])) for k, v in self.in_loop_s.items()}
-        lat = np.array([median[int(x)] for x in np.atleast_1d(w)]).reshape(np.shape(w))
-        return lat * np.maximum(1.0, (np.asarray(n) - 1) / (w - 1))
+    def in_loop(self, world: int) -> float:
+        """A collective's in-loop latency measured with ``world`` processes: the median over
+        the probe's compute bursts (on this kind of machine it does not follow the burst
+        length: sync.py's rows), at the nearest measured world size at or above it."""
+        worlds = sorted(self.in_loop_s)
+        w = next((x for x in worlds if x >= world), worlds[-1])
+        return float(np.median([p[1] for p in self.in_loop_s[w]]))
+
+    def hop_latency(self, processes: int) -> float:
+        """Seconds per ring hop of an in-step collective while ``processes`` share the
+        machine: the probe's all-reduce over all of them made 2(W-1) hops. A waiting rank
+        sleeps until its peer's message wakes it; the more processes per core, the longer
+        that takes, whatever the group's size."""
+        worlds = sorted(self.in_loop_s)
+        w = next((x for x in worlds if x >= processes), worlds[-1])
+        return self.in_loop(w) / (2 * (w - 1))
 
     # -- helpers -----------------------------------------------------------------------------
     def _table(self, precision: str) -> list:

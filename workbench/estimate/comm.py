@@ -92,15 +92,16 @@ def _flat(kind: str, nbytes, n, bw, lat):
     return np.where(n > 1, t, 0.0)
 
 
-def collective_time(kind: str, nbytes, span: Span, hw: Hardware, in_step: bool = True):
+def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: bool = False):
     """Seconds for one collective of ``nbytes`` (the full buffer: the all-reduce input, the
     all-gather output, the reduce-scatter input, the all-to-all send buffer; one message for
     send/recv) over a group placed as ``span``. Works element-wise on numpy arrays. A calibrated
     machine profile answers from its measurements instead: the latency a collective adds inside
-    a training step or, ``in_step=False``, back to back with the previous one (the benchmark's
-    lockstep fit), plus its per-byte cost."""
+    a training step (``back_to_back``: issued right after another one, the benchmark's
+    latency), plus its per-byte cost."""
     if hw.gpu.profile is not None:
-        return hw.gpu.profile.collective(kind, span.size, nbytes, in_step=in_step)
+        return hw.gpu.profile.with_ranks(hw.gpus_per_node).collective(kind, span.size, nbytes,
+                                                                       back_to_back)
     intra, inter = intra_tier(hw), inter_tier(hw)
     a_bw, a_lat, e_bw, e_lat = intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s
     nbytes = np.asarray(nbytes, dtype=float)

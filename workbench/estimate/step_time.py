@@ -361,16 +361,26 @@ def group_sizes(par) -> dict[str, int]:
 
 def serial_comm_time(volume: dict, par, hw) -> dict[str, float]:
     """Seconds per dimension when every collective of ``volume`` (per dim and collective:
-    bytes and count per step) runs in turn, none overlapped. Expert reductions over the
-    expert-data-parallel group are timed at the dense group's size (an upper bound)."""
+    bytes and count per step) runs in turn, none overlapped. Broadcasts are issued together
+    and waited for at once (ZeroRedundancyOptimizer's ``_sync_params``): one in-step latency,
+    the rest back to back. Expert reductions over the expert-data-parallel group are timed at
+    the dense group's size (an upper bound)."""
     sizes = group_sizes(par)
     gpn = hw.gpus_per_node
     out = {}
     for dim, ops in volume.items():
         span = group_span(sizes.get(dim, 2), 1, gpn)
-        out[dim] = sum(v["count"] * float(collective_time(kind, v["bytes"] / v["count"], span,
-                                                          hw, in_step=kind != "broadcast"))
-                       for kind, v in ops.items() if v["count"] > 0)
+        total = 0.0
+        for kind, v in ops.items():
+            if v["count"] <= 0:
+                continue
+            one = v["bytes"] / v["count"]
+            if kind == "broadcast":
+                total += float(collective_time(kind, one, span, hw)) + (v["count"] - 1) * float(
+                    collective_time(kind, one, span, hw, back_to_back=True))
+            else:
+                total += v["count"] * float(collective_time(kind, one, span, hw))
+        out[dim] = total
     return out
 
 

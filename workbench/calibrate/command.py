@@ -43,7 +43,7 @@ def summary(p) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.bench.runner import BenchFailed
+    from workbench.bench.runner import BenchFailed, make_config
     from workbench.calibrate.measure import measure_profile
     from workbench.errors import Problem, ScenarioError
 
@@ -51,15 +51,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not out.resolve().parent.is_dir():
             raise ScenarioError([Problem("--out", args.out, "its folder does not exist")])
-        worlds = tuple(int(w) for w in str(args.world_size).split(","))
+        try:
+            worlds = tuple(int(w) for w in str(args.world_size).split(","))
+        except ValueError:
+            raise ScenarioError([Problem("--world-size", args.world_size,
+                                         "expected N or a list like 2,4,8")]) from None
+        make_config(list(worlds), quick=args.quick)      # names a bad --world-size now
         profile = measure_profile(
             quick=args.quick, world_sizes=worlds,
             on_event=lambda e: print(f"# {e['what']}", flush=True) if e["type"] == "phase"
             else None)
-    except ValueError:
-        print(f"workbench calibrate: --world-size {args.world_size!r}: expected N or a list "
-              "like 2,4,8", file=sys.stderr)
-        return 2
     except ScenarioError as exc:
         print(f"workbench calibrate: {exc.one_line()}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ Per transformer layer (forward, backward), with the feed-forward part apart:
 Outside the layers: the embedding (1, 2), learned positions (+3, +4); the final norm, output
 head and loss (RMSNorm 19, 32; LayerNorm 13, 17).
 Optimizer step, per parameter tensor (steady state): AdamW 10 + 2 per step, SGD with
-momentum 2 + 1 (``torch.optim`` single-tensor path, the CPU default).
+momentum 3 + 2 (``torch.optim`` single-tensor path, the CPU default).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ _MOE_BASE = (8, 13)
 _EMBEDDING = (1, 2)
 _POSITIONS = (3, 4)
 _HEAD = {"rmsnorm": (19, 32), "layernorm": (13, 17)}
-_OPTIMIZER = {"adamw": (10, 2), "sgd": (2, 1)}     # per tensor, per step
+_OPTIMIZER = {"adamw": (10, 2), "sgd": (3, 2)}     # per tensor, per step
 
 
 def layer_ops(m: ModelShape, moe: bool, local_experts: int | None = None) -> tuple[int, int]:

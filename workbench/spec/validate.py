@@ -178,7 +178,8 @@ class _Checker:
 
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:
         cls, required = _INLINE[kind]
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        # a measured profile comes from a calibration file, never from an inline table
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "profile"}
         self.table(value, path, tuple(fields))
         kwargs: dict[str, Any] = {"name": str(value.get("name", f"inline {kind}")), "source": str(
             value.get("source", "inline (user-supplied figures)"))}

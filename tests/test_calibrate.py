@@ -272,3 +272,13 @@ def test_calibrate_names_a_bad_option():
                          text=True, timeout=60)
     assert run.returncode == 2
     assert "--out" in run.stderr and "folder does not exist" in run.stderr
+
+
+def test_the_planner_refuses_a_calibration_profile_by_name(tmp_path):
+    from workbench.plan import plan
+
+    path = _profile().save(tmp_path / "machine.json")
+    with pytest.raises(ScenarioError) as err:
+        plan(_calibrated_scenario(path, dp=2))
+    assert err.value.problems[0].path == "hardware.gpu"
+    assert "catalog or inline GPU" in err.value.problems[0].message

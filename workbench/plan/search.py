@@ -118,6 +118,13 @@ def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress
     """Rank every valid layout of ``s``'s model and training on its hardware by step time.
     Raises ScenarioError naming the constraint that left no layout, never returns empty."""
     c = constraints or Constraints()
+    if s.hardware.gpu.profile is not None:
+        raise ScenarioError([Problem(
+            "hardware.gpu", s.document["hardware"]["gpu"],
+            "a calibration profile times this machine's trial processes, where nothing "
+            "overlaps and each collective is timed in turn; the planner's vectorised search "
+            "models GPUs: plan on a catalog or inline GPU, and check layouts on this machine "
+            "with `workbench estimate` or `workbench report`")])
     t0 = time.perf_counter()
     counts_front = list(c.gpu_counts)
     share = 1.0 / (1 + len(counts_front))

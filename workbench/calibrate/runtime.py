@@ -3,13 +3,13 @@ process (world size 1, gloo).
 
 A CPU trial's step is mostly the runtime's per-operation cost, not arithmetic: ~10 us per ATen
 operation, ~10x that per DTensor operation. This probe times the trial model of ``tiny-dense``
-(the reference: its shape is the trial's, workbench/trial/shrink.py) with 1 and 3 layers:
+(the reference: its shape is the trial's, workbench/trial/shrink.py) with 1, 3 and 5 layers:
 - plain (what DDP, ZeRO-1, PP, CP and EP ranks compute);
 - under the tensor-parallel plan (``parallelize.apply_tp``) on a 1-rank mesh: every sharded
   module's operations go through DTensor's dispatch, as on a real TP group;
 - under FSDP2 (``parallelize.apply_fsdp``) on a 1-rank mesh, with and without resharding: the
   per-unit hooks (gather, reshard, reduce) run as they do on more ranks.
-From the two depths, the per-layer cost (slope) and the rest (intercept: embedding, final norm,
+From the depths, the per-layer cost (least-squares slope) and the rest (intercept: embedding, final norm,
 head, loss) of the forward, the backward and the optimizer step. The per-operation costs are
 the plain slopes divided by the layer's operation counts (``estimate/eager_ops.py``), less the
 GEMM seconds the profile predicts for the layer; the TP and FSDP2 figures are what they add.
@@ -21,7 +21,7 @@ import dataclasses
 from datetime import timedelta
 
 VARIANTS = ("plain", "tp", "fsdp", "fsdp_reshard")
-DEPTHS = (1, 5)
+DEPTHS = (1, 3, 5)
 
 
 def _probe(variant: str, layers: int, budget_s: float) -> dict:
@@ -96,13 +96,15 @@ def probe_runtime(budget_s: float = 0.3) -> dict:
 
 
 def per_layer(measured: dict) -> dict:
-    """Slope (per layer) and intercept (the rest) of every figure of every variant."""
-    lo, hi = DEPTHS
+    """Slope (per layer) and intercept (the rest) of every figure of every variant: a
+    least-squares line over the probe's depths."""
+    import numpy as np
+
+    depths = np.array(DEPTHS, dtype=float)
     out = {}
     for variant, by_depth in measured.items():
-        a, b = by_depth[lo], by_depth[hi]
         out[variant] = {}
         for key in ("forward", "backward", "optimizer", "tensors"):
-            slope = (b[key] - a[key]) / (hi - lo)
-            out[variant][key] = (slope, a[key] - slope * lo)
+            slope, intercept = np.polyfit(depths, [by_depth[d][key] for d in DEPTHS], 1)
+            out[variant][key] = (float(slope), float(intercept))
     return out

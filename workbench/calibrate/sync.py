@@ -7,8 +7,8 @@ probe runs ``world`` ranks that each repeat the forward and backward of one laye
 reference trial model (workbench/trial/shrink.py's tiny-dense shape, one microbatch: the
 compute that separates an FSDP2 unit's or a pipeline stage's collectives; TP's are closer
 together, DP's further apart), once without and once with a small all-reduce (1 KiB) after
-each backward; the difference of the medians, per iteration, is the collective's in-loop
-latency. The estimator adds it to the benchmark's per-byte cost for
+each backward, alternating; the difference of the medians, per iteration, is the collective's
+in-loop latency. The estimator adds it to the benchmark's per-byte cost for
 every collective of a calibrated profile (``profile.MachineProfile.collective``).
 """
 from __future__ import annotations
@@ -63,16 +63,19 @@ def _loop(args: SyncArgs, queue, phase: Phase) -> None:
                         generator=torch.Generator().manual_seed(args.rank))
         small = torch.zeros(256)
 
-        def run(burst, with_collective: bool) -> list[float]:
-            times = []
-            for k in range(args.iters + 3):
+        def run(burst) -> tuple[list[float], list[float]]:
+            """Iterations alternate without and with the collective, so a drift of the
+            machine's speed during the probe moves both medians alike."""
+            alone, synced = [], []
+            for k in range(2 * (args.iters + 3)):
+                with_collective = k % 2 == 1
                 phase.value = f"{'with' if with_collective else 'without'} collective: {k}"
                 t0 = time.perf_counter()
                 burst()
                 if with_collective:
                     dist.all_reduce(small)
-                times.append(time.perf_counter() - t0)
-            return times[3:]
+                (synced if with_collective else alone).append(time.perf_counter() - t0)
+            return alone[3:], synced[3:]
 
         for name, repeat in BURSTS.items():
             def burst(repeat=repeat):
@@ -82,9 +85,7 @@ def _loop(args: SyncArgs, queue, phase: Phase) -> None:
                     layer(x).sum().backward()
 
             dist.barrier()
-            alone = run(burst, False)
-            dist.barrier()
-            synced = run(burst, True)
+            alone, synced = run(burst)
             queue.put({"type": "sync", "rank": args.rank, "burst": name, "alone": alone,
                        "synced": synced})
         dist.barrier()

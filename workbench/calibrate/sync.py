@@ -3,12 +3,10 @@
 ``workbench bench`` times collectives back to back, the ranks in lockstep, as nccl-tests does.
 In a step, a collective follows compute, and every rank waits for the last to arrive; with
 more ranks than cores a rank that is descheduled holds the others for a scheduler slice. This
-probe runs ``world`` ranks that each repeat the forward and backward of one layer of the
-reference trial model (workbench/trial/shrink.py's tiny-dense shape, one microbatch: the
-compute that separates an FSDP2 unit's or a pipeline stage's collectives; TP's are closer
-together, DP's further apart), once without and once with a small all-reduce (1 KiB) after
-each backward, alternating; the difference of the medians, per iteration, is the collective's
-in-loop latency. The estimator adds it to the benchmark's per-byte cost for
+probe runs ``world`` ranks that each repeat a compute burst from the reference trial model
+(workbench/trial/shrink.py's tiny-dense shape, one microbatch; ``BURSTS``), in alternating
+blocks without and with a small all-reduce (1 KiB) after each burst; the difference of the
+medians, per iteration, is the collective's in-loop latency. The estimator adds it to the benchmark's per-byte cost for
 every collective of a calibrated profile (``profile.MachineProfile.collective``).
 """
 from __future__ import annotations
@@ -25,6 +23,7 @@ from workbench.trial.worker import Phase
 # Compute between two collectives: one MLP (TP's spacing), one layer (FSDP2 units, pipeline
 # stages), four layers (a data-parallel reduction after a backward).
 BURSTS = {"mlp": 0, "layer": 1, "4 layers": 4}
+ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -64,18 +63,23 @@ def _loop(args: SyncArgs, queue, phase: Phase) -> None:
         small = torch.zeros(256)
 
         def run(burst) -> tuple[list[float], list[float]]:
-            """Iterations alternate without and with the collective, so a drift of the
-            machine's speed during the probe moves both medians alike."""
+            """Blocks without and with the collective, alternating (ROUNDS of each), so a
+            drift of the machine's speed moves both medians alike; within a block the
+            iterations follow each other as a step's do."""
             alone, synced = [], []
-            for k in range(2 * (args.iters + 3)):
-                with_collective = k % 2 == 1
-                phase.value = f"{'with' if with_collective else 'without'} collective: {k}"
-                t0 = time.perf_counter()
-                burst()
-                if with_collective:
-                    dist.all_reduce(small)
-                (synced if with_collective else alone).append(time.perf_counter() - t0)
-            return alone[3:], synced[3:]
+            per_block = max(1, args.iters // ROUNDS)
+            for r in range(ROUNDS):
+                for with_collective, out in ((False, alone), (True, synced)):
+                    for k in range(per_block + 1):
+                        phase.value = (f"{'with' if with_collective else 'without'} "
+                                       f"collective: round {r}, {k}")
+                        t0 = time.perf_counter()
+                        burst()
+                        if with_collective:
+                            dist.all_reduce(small)
+                        if k:              # the first of a block follows the other kind
+                            out.append(time.perf_counter() - t0)
+            return alone, synced
 
         for name, repeat in BURSTS.items():
             def burst(repeat=repeat):

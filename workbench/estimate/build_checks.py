@@ -45,8 +45,12 @@ def node_power_w(s: Scenario) -> float:
 
 
 def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
+    """Power, PCIe lanes, host memory, drives and cooling of one node to be built. None for a
+    calibrated machine: it exists already, and its processes are not GPUs in slots."""
     hw = s.hardware
     out: list[Check] = []
+    if hw.gpu.profile is not None:
+        return out
 
     power = node_power_w(s)
     psu = power / PSU_LOAD

@@ -36,8 +36,11 @@ class RunEstimate:
 
 
 def host_power_w(s: Scenario) -> float:
-    """CPU sockets + NICs + drives of one node, at their rated power."""
+    """CPU sockets + NICs + drives of one node, at their rated power (0 for a calibrated
+    machine: its power is not measured, and the scenario's host parts are not its own)."""
     hw = s.hardware
+    if hw.gpu.profile is not None:
+        return 0.0
     nic = hw.inter_node.link.power_w * hw.inter_node.nics_per_node
     return (hw.host.cpu.tdp_w * hw.host.sockets + nic
             + hw.storage.drive.power_w * hw.storage.drives)

@@ -45,6 +45,8 @@ def render_estimate(est: Estimate) -> str:
                      f"{m.nvme_capacity_per_node / GB:,.0f} GB")
     lines += ["", *_time_lines(est), "", "build checks (one node):"]
     lines += [f"  [{c.status.upper():4}] {c.name}: {c.reason}" for c in est.checks]
+    if not est.checks:
+        lines.append("  none: a calibrated machine exists already (power is not measured)")
     for msg in est.warnings:
         lines.append(f"warning: {msg}")
     return "\n".join(lines)

@@ -254,7 +254,7 @@ def test_calibrate_quick_writes_a_profile_the_estimator_uses(tmp_path):
     p = load_profile(out)
     assert p.cores >= 1 and p.copy_gb_per_s > 0 and p.op_forward_s > 0
     assert set(p.gemm_seconds) == {"fp32", "bf16"} and all(t > 0 for t in p.gemm_seconds["fp32"])
-    assert set(p.wrappers) == {"tp", "fsdp", "fsdp_reshard"}
+    assert set(p.wrappers) == {"ddp", "tp", "fsdp", "fsdp_reshard"}
     assert set(p.collectives["gloo"]["all_reduce"]) == {2}
     assert set(p.in_loop_s) == {2, 16}
     s = _calibrated_scenario(out, dp=2)

@@ -91,29 +91,16 @@ class TrialCharts:
 
 
 def comparison_html(res: dict) -> str:
-    """Estimate against measurement per rank and component, with the relative error."""
-    rows = []
-    for r in res["ranks"]:
-        for k in STATE_KEYS:
-            m, p = r["measured"].get(k), r["predicted"].get(k)
-            if m is None or p is None:
-                continue
-            err = (m - p) / p if p else 0.0
-            ok = "exact" if m == p else f"{err:+.1%}"
-            rows.append(f"<tr><td>{r['rank']}</td><td>{k}</td><td>{p:,.0f}</td>"
-                        f"<td>{m:,.0f}</td><td>{ok}</td></tr>")
-    comm = res["ranks"][0]["comm"] if res["ranks"] else {"measured": {}, "predicted": {}}
-    for dim, ops in sorted(comm["predicted"].items()):
-        for op, want in sorted(ops.items()):
-            got = comm["measured"].get(dim, {}).get(op, {})
-            gb, gc = got.get("bytes", 0), got.get("count", 0)
-            same = gb == want["bytes"] and gc == want["count"]
-            rows.append(f"<tr><td>0</td><td>{html.escape(dim)} {html.escape(op)} bytes "
-                        f"(count)</td><td>{want['bytes']:,.0f} ({want['count']:.0f})</td>"
-                        f"<td>{gb:,.0f} ({gc})</td><td>{'exact' if same else 'differs'}</td></tr>")
+    """Estimate against measurement per rank and component, with the relative error: the
+    backend's comparison rows (``workbench.proof.compare``), as a table."""
+    from workbench.proof.compare import compare_ranks
+    from workbench.proof.render import cells
+
+    rows = ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>"
+            for r in compare_ranks(res["ranks"])]
     err = res.get("error")
     head = (f"<div class='wb-error' style='color:#cf222e'>trial failed: {html.escape(err)}</div>"
             if err else "")
-    return (head + "<table class='wb-compare'><tr><th>rank</th><th>what</th><th>predicted "
-            "(bytes)</th><th>measured (bytes)</th><th>error</th></tr>" + "".join(rows)
+    return (head + "<table class='wb-compare'><tr><th>rank</th><th>what</th><th>predicted"
+            "</th><th>measured</th><th>error</th><th>check</th></tr>" + "".join(rows)
             + "</table>")

@@ -108,7 +108,7 @@ def runtime_costs(gemm: dict, grid: dict, budget_s: float) -> tuple[tuple, dict,
     plain = fit["plain"]
     tensors = layer_tensors(m, False)
     wrappers = {}
-    for name in ("tp", "fsdp", "fsdp_reshard"):
+    for name in ("ddp", "tp", "fsdp", "fsdp_reshard"):
         w = fit[name]
         wrappers[name] = {
             "layer": tuple(max(0.0, w[k][0] - plain[k][0]) for k in ("forward", "backward")),

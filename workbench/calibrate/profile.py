@@ -51,7 +51,7 @@ class MachineProfile:
     op_forward_s: float                # one eager op with autograd recording (runtime.py)
     op_backward_s: float               # one autograd node of the backward
     op_no_grad_s: float                # one op outside autograd (the optimizer's)
-    wrappers: dict                     # tp | fsdp | fsdp_reshard -> what they add (runtime.py)
+    wrappers: dict                     # ddp | tp | fsdp | fsdp_reshard -> what each adds
     collectives: dict                  # backend -> kind -> {world: [alpha_s, beta_s_per_byte]}
     backend: str = "gloo"
     source: str = ""                   # the command that measured it
@@ -150,7 +150,7 @@ class MachineProfile:
         return float(t) if np.ndim(t) == 0 else t
 
     def wrapper(self, name: str, part: str) -> tuple[float, float]:
-        """What wrapper ``name`` (tp, fsdp, fsdp_reshard) adds to ``part``: ``layer`` or
+        """What wrapper ``name`` (ddp, tp, fsdp, fsdp_reshard) adds to ``part``: ``layer`` or
         ``rest`` -> (forward, backward) seconds per microbatch; ``tensor`` -> (optimizer
         seconds per parameter tensor, 0)."""
         value = self.wrappers.get(name, {}).get(part, (0.0, 0.0))

@@ -4,15 +4,16 @@ process (world size 1, gloo).
 A CPU trial's step is mostly the runtime's per-operation cost, not arithmetic: ~10 us per ATen
 operation, ~10x that per DTensor operation. This probe times the trial model of ``tiny-dense``
 (the reference: its shape is the trial's, workbench/trial/shrink.py) with 1, 3 and 5 layers:
-- plain (what DDP, ZeRO-1, PP, CP and EP ranks compute);
+- plain (what PP, CP and EP ranks compute around their collectives);
+- under DDP (``parallelize.apply_ddp``) on a 1-rank group: its hooks and bucket copies;
 - under the tensor-parallel plan (``parallelize.apply_tp``) on a 1-rank mesh: every sharded
   module's operations go through DTensor's dispatch, as on a real TP group;
 - under FSDP2 (``parallelize.apply_fsdp``) on a 1-rank mesh, with and without resharding: the
   per-unit hooks (gather, reshard, reduce) run as they do on more ranks.
-From the depths, the per-layer cost (least-squares slope) and the rest (intercept: embedding, final norm,
-head, loss) of the forward, the backward and the optimizer step. The per-operation costs are
-the plain slopes divided by the layer's operation counts (``estimate/eager_ops.py``), less the
-GEMM seconds the profile predicts for the layer; the TP and FSDP2 figures are what they add.
+From the depths, the per-layer cost (least-squares slope) and the rest (intercept: embedding,
+final norm, head, loss) of the forward, the backward and the optimizer step. The per-operation costs are
+the plain model's seconds against its operation counts (``estimate/eager_ops.py``), less the
+GEMM seconds the profile predicts; the DDP, TP and FSDP2 figures are what they add.
 Collectives on a 1-rank group cost next to nothing: what remains is the framework's own work.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-VARIANTS = ("plain", "tp", "fsdp", "fsdp_reshard")
+VARIANTS = ("plain", "ddp", "tp", "fsdp", "fsdp_reshard")
 DEPTHS = (1, 3, 5)
 
 
@@ -36,7 +37,7 @@ def _probe(variant: str, layers: int, budget_s: float) -> dict:
     from workbench.calibrate.measure import median_mean
     from workbench.catalog import CATALOGS
     from workbench.trial.model import Transformer, init_weights
-    from workbench.trial.parallelize import apply_fsdp, apply_tp, finalize_tp_grads
+    from workbench.trial.parallelize import apply_ddp, apply_fsdp, apply_tp, finalize_tp_grads
     from workbench.trial.shrink import TRIAL_SEQ, trial_model
 
     shape = dataclasses.replace(trial_model(CATALOGS["model"]["tiny-dense"], 1, 1, 1),
@@ -44,11 +45,15 @@ def _probe(variant: str, layers: int, budget_s: float) -> dict:
     model = Transformer(shape)
     init_weights(model, 0)
     mesh = init_device_mesh("cpu", (1,))
+    params = [p for p in model.parameters()]
     if variant == "tp":
         apply_tp(model, mesh, sequence_parallel=True)
+        params = [p for p in model.parameters()]
     elif variant.startswith("fsdp"):
         apply_fsdp(model, mesh, reshard_after_forward=variant == "fsdp_reshard")
-    params = [p for p in model.parameters()]
+        params = [p for p in model.parameters()]
+    elif variant == "ddp":
+        model = apply_ddp(model, mesh)
     opt = torch.optim.AdamW(params, lr=1e-3)
     data = torch.randint(0, shape.vocab, (2, TRIAL_SEQ + 1), generator=torch.Generator()
                          .manual_seed(0))

@@ -91,14 +91,28 @@ def compare(result: TrialResult, profile=None) -> list[Row]:
     """Every row of the comparison (module docstring); ``profile`` adds the step-time row."""
     if result.error is not None:
         raise ValueError(f"the trial failed: {result.error}")
+    rows = compare_ranks(result.ranks())
+    if profile is not None:
+        t, _ = steady_step_time(result)
+        rows.append(Row(None, "step time", predicted_step_time(result, profile), t,
+                        STEP_TIME_BOUND, unit="s"))
+    return rows
+
+
+def compare_ranks(ranks: list[dict]) -> list[Row]:
+    """The byte rows of a finished trial's ``ranks`` (``TrialResult.ranks()``, also the
+    ``ranks`` of its JSON form): model states and activations per rank, rank 0's traffic."""
     rows: list[Row] = []
-    ranks = result.ranks()
+    if not ranks:
+        return rows
     for r in ranks:
+        if not r["predicted"]:          # a rank that never finished a step (failed trial)
+            continue
         for key in ("params", "grads", "optimizer"):
             rows.append(Row(r["rank"], key, r["predicted"][key], r["measured"][key], 0.0))
         rows.append(Row(r["rank"], "activations", r["predicted"]["activations"],
                         r["measured"]["activations"], ACTIVATION_BOUND))
-    measured = ranks[0]["comm"]["measured"]
+    measured = ranks[0]["comm"]["measured"] or {}
     for dim, ops in sorted(ranks[0]["comm"]["predicted"].items()):
         for kind, want in sorted(ops.items()):
             got = measured.get(dim, {}).get(kind)
@@ -117,8 +131,4 @@ def compare(result: TrialResult, profile=None) -> list[Row]:
         for kind, got in sorted(ops.items()):
             if kind not in ranks[0]["comm"]["predicted"].get(dim, {}):
                 rows.append(Row(0, f"comm {dim} {kind} count", 0, got["count"], 0.0, unit=""))
-    if profile is not None:
-        t, _ = steady_step_time(result)
-        rows.append(Row(None, "step time", predicted_step_time(result, profile), t,
-                        STEP_TIME_BOUND, unit="s"))
     return rows

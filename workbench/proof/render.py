@@ -63,16 +63,26 @@ def summary(outcomes: Iterable[Outcome]) -> list[str]:
     return lines
 
 
+def cells(r: Row) -> tuple[str, str, str, str, str, str]:
+    """(rank, component, predicted, measured, error, check) of a row, as text."""
+    err = "" if r.error is None else f"{r.error:+.1%}"
+    check = ("exact" if r.ok else "DIFFERS") if r.kind == "exact" else (
+        f"{'ok' if r.ok else 'OUTSIDE'} (+-{r.bound:.0%})")
+
+    def fmt(v):
+        if v is None:
+            return "-"
+        return f"{v * 1e3:,.2f} ms" if r.unit == "s" else f"{v:,.0f}{' ' + r.unit if r.unit else ''}"
+
+    return ("all" if r.rank is None else str(r.rank), r.component, fmt(r.predicted),
+            fmt(r.measured), err, check)
+
+
 def trial_rows(rows: list[Row]) -> list[str]:
     """Every row of one trial: rank, component, predicted, measured, error, verdict."""
     out = [f"{'rank':>4}  {'component':42} {'predicted':>14} {'measured':>14} {'error':>8}  "
            "check"]
     for r in rows:
-        err = "" if r.error is None else f"{r.error:+.1%}"
-        check = ("exact" if r.ok else "DIFFERS") if r.kind == "exact" else (
-            f"{'ok' if r.ok else 'OUTSIDE'} (+-{r.bound:.0%})")
-        fmt = (lambda v: "-" if v is None else f"{v * 1e3:,.2f} ms") if r.unit == "s" else (
-            lambda v: "-" if v is None else f"{v:,.0f}{(' ' + r.unit) if r.unit else ''}")
-        out.append(f"{'all' if r.rank is None else r.rank:>4}  {r.component:42} "
-                   f"{fmt(r.predicted):>14} {fmt(r.measured):>14} {err:>8}  {check}")
+        rank, comp, pred, meas, err, check = cells(r)
+        out.append(f"{rank:>4}  {comp:42} {pred:>14} {meas:>14} {err:>8}  {check}")
     return out

@@ -69,21 +69,23 @@ def copy_bandwidth(nbytes: int = 256 << 20) -> float:
     return 2 * nbytes / t / 1e9
 
 
-def runtime_costs(gemm: dict, grid: dict, budget_s: float) -> tuple[tuple, dict, dict]:
+def runtime_costs(gemm: dict, grid: dict, budget_s: float,
+                  processes: int = 1) -> tuple[tuple, dict, dict]:
     """(forward, backward, no-grad) seconds per eager op, the wrappers' additions and the raw
-    probe, from ``runtime.probe_runtime`` (its docstring has the method). Per-op costs are
+    probe, from ``runtime.probe_runtime`` run in ``processes`` processes at once (its
+    docstring has the method). Per-op costs are
     least-squares fits through the origin over the probe's depths: the plain model's seconds,
     less the GEMM seconds this profile predicts for it, against its operation counts
     (``estimate/eager_ops.py``), so the embedding, head and loss weigh in as they do in a
     trial. The optimizer's cost per op likewise, against AdamW's operations over the tensors."""
-    from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime
+    from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime_loaded
     from workbench.catalog import CATALOGS
     from workbench.estimate.eager_ops import (
         edge_tensors, embedding_ops, head_ops, layer_ops, layer_tensors, optimizer_ops,
     )
     from workbench.trial.shrink import TRIAL_SEQ, trial_model
 
-    raw = probe_runtime(budget_s)
+    raw = probe_runtime_loaded(processes, budget_s)
     m = trial_model(CATALOGS["model"]["tiny-dense"], 1, 1, 1)
     probe = MachineProfile(date="", host={}, cores=1, memory_gb=0, gemm_grid=grid,
                            gemm_seconds=gemm, copy_gb_per_s=1, op_forward_s=0,
@@ -176,14 +178,15 @@ def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "
     finally:
         torch.set_num_threads(threads)
     say("eager runtime on the reference model")
-    (fwd, bwd, no_grad), wrappers, raw = runtime_costs(gemm, grid, 0.15 if quick else 0.6)
+    facts = host_facts()
+    (fwd, bwd, no_grad), wrappers, raw = runtime_costs(gemm, grid, 0.15 if quick else 0.6,
+                                                       processes=facts["cores"])
     say("collectives")
     fits, _ = collective_fits(world_sizes, backend, quick, on_event)
     say("collective latency inside a training loop")
     from workbench.calibrate.sync import in_loop_latency
 
     in_loop = in_loop_latency(tuple(sorted({*world_sizes, 16})), iters=30 if quick else 80)
-    facts = host_facts()
     return MachineProfile(
         date=_dt.date.today().isoformat(), host=facts, cores=facts["cores"],
         memory_gb=facts["memory_gb"], gemm_grid=grid, gemm_seconds=gemm,

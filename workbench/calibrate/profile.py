@@ -1,22 +1,21 @@
 """A machine profile: what the machine at hand measured, in the form the estimator reads.
 
 Pure Python and numpy (no torch): the estimator loads profiles without importing torch. The
-measurements themselves are in ``measure.py``; the file format is JSON (``save`` / ``load``).
-
-What the estimator takes from a profile (``workbench/estimate/efficiency.py`` and ``comm.py``):
-- GEMM seconds for an (m x k) @ (k x n) product: log-linear interpolation of the measured
-  seconds over the sweep's grid of shapes (log2 m, log2 n, log2 k), per precision. Outside the
-  grid the nearest grid shape's seconds scale with the FLOP ratio (compute-bound).
-- Streaming seconds: bytes / the measured copy bandwidth.
-- Per-operation cost of the eager runtime (forward with autograd recording, backward node,
-  no-grad op) and what DTensor (tensor parallelism) and FSDP2 add per layer, per model edge
-  and per optimizer tensor, measured on the reference trial model (``runtime.py``).
-- Collective seconds: time = alpha + beta x bytes, fitted per collective and world size to
-  the collective benchmark's rows (``workbench bench``); for a group size between or beyond the
-  measured ones, the nearest measured size's alpha scales with the ring's step count and beta
-  with nccl-tests' bus-bandwidth factor (``workbench/bench/definitions.py``).
-- Sharing: ``ranks`` processes on ``cores`` cores run their compute ``ranks / cores`` times
-  slower when ranks > cores (every rank is one thread: ``torch.set_num_threads(1)``).
+measurements are made by ``measure.py`` (GEMMs, copy, collectives), ``runtime.py`` (the eager
+runtime and what DDP/TP/FSDP2 add) and ``sync.py`` (a collective's latency inside a training
+loop); the file is JSON (``save`` / ``load_profile``). What the estimator asks:
+- ``gemm``: seconds of an (m x k) @ (k x n) product: log-linear interpolation of the measured
+  seconds over the grid (log2 m, log2 n, log2 k), per precision; outside the grid the nearest
+  grid shape's seconds times the FLOP ratio (compute-bound).
+- ``stream``: bytes / the measured copy bandwidth.
+- ``ops``: the eager runtime's cost of recorded forward ops, backward nodes and no-grad ops.
+- ``wrapper``: what DDP, TP or FSDP2 add per layer, outside the layers, per optimizer tensor.
+- ``collective``: inside a step, the in-loop latency of a group of n, slowed by the per-hop
+  ratio when more processes than n share the machine (``hop_latency``); back to back, the
+  benchmark's alpha (scaled by the ring's step count to an unmeasured n); plus the benchmark's
+  beta x bytes (scaled by nccl-tests' bus-bandwidth factor, ``bench/definitions.py``).
+- ``share``: ``ranks`` single-threaded processes on ``cores`` cores compute ``ranks / cores``
+  times slower when they outnumber the cores.
 """
 from __future__ import annotations
 
@@ -190,10 +189,10 @@ def _interpolate(axes: list[np.ndarray], table: np.ndarray, point: list[float]) 
     """Multilinear interpolation of ``table`` (one axis per coordinate) at ``point``."""
     value = table
     for ax, p in zip(axes, point):
-        i = int(np.clip(np.searchsorted(ax, p) - 1, 0, len(ax) - 2)) if len(ax) > 1 else 0
         if len(ax) == 1:
             value = value[0]
             continue
+        i = int(np.clip(np.searchsorted(ax, p) - 1, 0, len(ax) - 2))
         f = (p - ax[i]) / (ax[i + 1] - ax[i])
         value = value[i] * (1 - f) + value[i + 1] * f
     return float(value)

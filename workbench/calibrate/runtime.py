@@ -81,7 +81,7 @@ def _probe(variant: str, layers: int, budget_s: float) -> dict:
             "tensors": len(params)}
 
 
-def probe_runtime(budget_s: float = 0.3) -> dict:
+def probe_runtime(budget_s: float = 0.3, port: int | None = None) -> dict:
     """{variant: {layers: {forward, backward, optimizer, tensors}}} measured in this process,
     which must not be in a process group (it makes a 1-rank gloo group and destroys it)."""
     import torch
@@ -91,13 +91,53 @@ def probe_runtime(budget_s: float = 0.3) -> dict:
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
-                            world_size=1, timeout=timedelta(seconds=60))
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port or free_port()}",
+                            rank=0, world_size=1, timeout=timedelta(seconds=60))
     try:
         return {v: {d: _probe(v, d, budget_s) for d in DEPTHS} for v in VARIANTS}
     finally:
         dist.destroy_process_group()
         torch.set_num_threads(threads)
+
+
+def probe_runtime_loaded(processes: int, budget_s: float = 0.3,
+                         stall_s: float = 60.0) -> dict:
+    """``probe_runtime`` in ``processes`` processes at once (one per core: a trial keeps every
+    core busy, and this shared machine runs a lone process faster than a full one), combined
+    as the median over the processes of every figure. Supervised and reaped as trials are."""
+    import multiprocessing as mp
+    import statistics
+
+    import torch  # noqa: F401  (fork after importing torch)
+    import torch.distributed  # noqa: F401
+
+    from workbench.trial.launcher import _reap, _supervise, free_port
+    from workbench.trial.worker import supervised_rank
+
+    def body(rank: int, port: int, queue) -> None:
+        supervised_rank(rank, queue, lambda phase: queue.put(
+            {"type": "probe", "rank": rank, "raw": probe_runtime(budget_s, port)}))
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = []
+    raws = []
+    try:
+        for rank in range(processes):
+            p = ctx.Process(target=body, args=(rank, free_port(), q), daemon=True)
+            p.start()
+            procs.append(p)
+        for ev in _supervise(q, procs, processes, stall_s):
+            if ev["type"] == "probe":
+                raws.append(ev["raw"])
+            elif ev["type"] == "result" and ev["error"]:
+                raise RuntimeError(f"runtime probe: {ev['error']}")
+    finally:
+        _reap(procs)
+        q.close()
+        q.join_thread()
+    return {v: {d: {k: statistics.median(r[v][d][k] for r in raws) for k in raws[0][v][d]}
+                for d in DEPTHS} for v in VARIANTS}
 
 
 def per_layer(measured: dict) -> dict:

@@ -282,3 +282,15 @@ def test_the_planner_refuses_a_calibration_profile_by_name(tmp_path):
         plan(_calibrated_scenario(path, dp=2))
     assert err.value.problems[0].path == "hardware.gpu"
     assert "catalog or inline GPU" in err.value.problems[0].message
+
+
+def test_the_committed_calibration_of_the_ci_machine_loads_and_estimates():
+    """calibrations/ keeps a full profile of this project's 2-core CI machine type; it must
+    stay readable as the format evolves."""
+    from workbench.estimate import estimate
+
+    (path,) = sorted((ROOT / "calibrations").glob("*.json"))
+    p = load_profile(path)
+    assert p.cores == 2 and p.date and p.source.startswith("workbench calibrate")
+    est = estimate(_calibrated_scenario(path, dp=2))
+    assert est.time.step > 0 and est.checks == []

@@ -105,37 +105,18 @@ def probe_runtime_loaded(processes: int, budget_s: float = 0.3,
     """``probe_runtime`` in ``processes`` processes at once (one per core: a trial keeps every
     core busy, and this shared machine runs a lone process faster than a full one), combined
     as the median over the processes of every figure. Supervised and reaped as trials are."""
-    import multiprocessing as mp
     import statistics
 
-    import torch  # noqa: F401  (fork after importing torch)
-    import torch.distributed  # noqa: F401
-
-    from workbench.trial.launcher import _reap, _supervise, free_port
+    from workbench.calibrate.processes import run_processes
+    from workbench.trial.launcher import free_port
     from workbench.trial.worker import supervised_rank
 
     def body(rank: int, port: int, queue) -> None:
         supervised_rank(rank, queue, lambda phase: queue.put(
             {"type": "probe", "rank": rank, "raw": probe_runtime(budget_s, port)}))
 
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    procs = []
-    raws = []
-    try:
-        for rank in range(processes):
-            p = ctx.Process(target=body, args=(rank, free_port(), q), daemon=True)
-            p.start()
-            procs.append(p)
-        for ev in _supervise(q, procs, processes, stall_s):
-            if ev["type"] == "probe":
-                raws.append(ev["raw"])
-            elif ev["type"] == "result" and ev["error"]:
-                raise RuntimeError(f"runtime probe: {ev['error']}")
-    finally:
-        _reap(procs)
-        q.close()
-        q.join_thread()
+    raws = [ev["raw"] for ev in run_processes(body, [(r, free_port()) for r in range(processes)],
+                                              "runtime probe", stall_s)]
     return {v: {d: {k: statistics.median(r[v][d][k] for r in raws) for k in raws[0][v][d]}
                 for d in DEPTHS} for v in VARIANTS}
 

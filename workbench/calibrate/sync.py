@@ -11,7 +11,6 @@ every collective of a calibrated profile (``profile.MachineProfile.collective``)
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import statistics
 import time
 from dataclasses import dataclass
@@ -102,33 +101,17 @@ def in_loop_latency(world_sizes=(2, 4, 8, 16), iters: int = 60,
     """{world: [(burst seconds, seconds a collective adds after it), ...]}: per burst, the
     slowest rank's median difference and the median burst. Processes are supervised and
     reaped as trials are."""
-    import torch  # noqa: F401  (fork after importing torch)
-    import torch.distributed  # noqa: F401
+    from workbench.calibrate.processes import run_processes
+    from workbench.trial.launcher import free_port
 
-    from workbench.trial.launcher import _reap, _supervise, free_port
-
-    ctx = mp.get_context("fork")
     out = {}
     for world in world_sizes:
-        q = ctx.Queue()
         port = free_port()
-        procs = []
         reports: dict = {}
-        try:
-            for rank in range(world):
-                p = ctx.Process(target=_rank, args=(SyncArgs(rank, world, port, iters), q),
-                                daemon=True)
-                p.start()
-                procs.append(p)
-            for ev in _supervise(q, procs, world, stall_s):
-                if ev["type"] == "sync":
-                    reports.setdefault(ev["burst"], {})[ev["rank"]] = ev
-                elif ev["type"] == "result" and ev["error"]:
-                    raise RuntimeError(f"in-loop latency at {world} ranks: {ev['error']}")
-        finally:
-            _reap(procs)
-            q.close()
-            q.join_thread()
+        for ev in run_processes(_rank, [(SyncArgs(rank, world, port, iters),)
+                                        for rank in range(world)],
+                                f"in-loop latency at {world} ranks", stall_s):
+            reports.setdefault(ev["burst"], {})[ev["rank"]] = ev
         out[world] = [(statistics.median(statistics.median(r["alone"]) for r in by.values()),
                        max(0.0, max(statistics.median(r["synced"]) - statistics.median(r["alone"])
                                     for r in by.values())))

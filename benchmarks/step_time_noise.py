@@ -31,8 +31,8 @@ def main() -> int:
         runs = [steady_step_time(run_trial(case.scenario(), steps=8))[0] * 1e3
                 for _ in range(args.runs)]
         mid = statistics.median(runs)
-        print(f"{case.label:24} {mid:>7.1f} ms {min(runs) / mid - 1:>+7.0%} {max(runs) / mid - 1:>+7.0%}"
-              f"  {' '.join(f'{r:.1f}' for r in runs)}", flush=True)
+        print(f"{case.label:24} {mid:>7.1f} ms {min(runs) / mid - 1:>+7.0%} "
+              f"{max(runs) / mid - 1:>+7.0%}  {' '.join(f'{r:.1f}' for r in runs)}", flush=True)
     return 0
 
 

@@ -6,8 +6,8 @@ more ranks than cores a rank that is descheduled holds the others for a schedule
 probe runs ``world`` ranks that each repeat a compute burst from the reference trial model
 (workbench/trial/shrink.py's tiny-dense shape, one microbatch; ``BURSTS``), in alternating
 blocks without and with a small all-reduce (1 KiB) after each burst; the difference of the
-medians, per iteration, is the collective's in-loop latency. The estimator adds it to the benchmark's per-byte cost for
-every collective of a calibrated profile (``profile.MachineProfile.collective``).
+medians, per iteration, is the collective's in-loop latency. The estimator uses it for every
+collective in a step on a calibrated profile (``profile.MachineProfile.collective``).
 """
 from __future__ import annotations
 

@@ -135,9 +135,10 @@ def runtime_ops(gpu: GPU, forward: float, backward: float = 0, no_grad: float = 
 def wrapper_time(gpu: GPU, par, part: str) -> tuple[float, float]:
     """What PyTorch's wrappers add on a calibrated profile (0 elsewhere): DDP when ZeRO-0/1
     replicate over dp x cp > 1 (trials refuse DDP with TP or PP), tensor parallelism when
-    tp > 1, FSDP2 (with or without resharding) when ZeRO-2/3 shards over dp x cp > 1. ``part``: ``layer`` / ``rest`` (forward, backward seconds per microbatch) or
-    ``tensor`` (optimizer seconds per parameter tensor; a tensor is one DTensor however many
-    wrappers made it, so the larger of the two counts)."""
+    tp > 1, FSDP2 (with or without resharding) when ZeRO-2/3 shards over dp x cp > 1.
+    ``part``: ``layer`` / ``rest`` (forward, backward seconds per microbatch) or ``tensor``
+    (optimizer seconds per parameter tensor; a tensor is one DTensor however many wrappers
+    made it, so the larger of the two counts)."""
     if gpu.profile is None:
         return 0.0, 0.0
     names = []

@@ -170,8 +170,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             block = 2 * tokens * kv / t * e
             step_t = collective_time("send_recv", block, cp_span, hw)
             ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
-            hide = eff.overlap(hw)
-            comm["cp"] = max(0.0, ring_f - hide * a_f) + max(0.0, ring_b - hide * a_b)
+            comm["cp"] = max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
             volume.append(("cp", "send_recv", block, 3 * (cp - 1)))
         if t > 1:   # two TP collectives per layer per pass (Korthikanti et al. 2022 Sec. 4.2)
             nbytes = tokens * h * e
@@ -473,8 +472,6 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                 rs = rs + one
             else:
                 ar = ar + one
-    hide = eff.overlap(hw)
-    fwd, bwd = hide * np.asarray(fwd), hide * np.asarray(bwd)
     ddp = np.maximum(0.0, ar - bwd)
     zero12 = np.maximum(0.0, rs + ar - bwd) + np.maximum(0.0, ag - fwd)
     gathers_bwd = np.where(par.reshards, mbs, 0)

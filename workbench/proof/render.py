@@ -72,7 +72,9 @@ def cells(r: Row) -> tuple[str, str, str, str, str, str]:
     def fmt(v):
         if v is None:
             return "-"
-        return f"{v * 1e3:,.2f} ms" if r.unit == "s" else f"{v:,.0f}{' ' + r.unit if r.unit else ''}"
+        if r.unit == "s":
+            return f"{v * 1e3:,.2f} ms"
+        return f"{v:,.0f}{' ' + r.unit if r.unit else ''}"
 
     return ("all" if r.rank is None else str(r.rank), r.component, fmt(r.predicted),
             fmt(r.measured), err, check)

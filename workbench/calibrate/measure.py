@@ -120,8 +120,8 @@ def runtime_costs(gemm: dict, grid: dict, budget_s: float,
 
 
 def collective_fits(world_sizes, backend: str, quick: bool,
-                    on_event: Callable[[dict], None] | None = None) -> tuple[dict, object]:
-    """{kind: {world: (alpha, beta)}} fitted to ``workbench bench`` rows, and the rows."""
+                    on_event: Callable[[dict], None] | None = None) -> dict:
+    """{kind: {world: (alpha, beta)}} fitted to ``workbench bench`` rows."""
     from workbench.bench.runner import run_bench
 
     sizes = QUICK_COLLECTIVE_SIZES if quick else COLLECTIVE_SIZES
@@ -131,7 +131,7 @@ def collective_fits(world_sizes, backend: str, quick: bool,
     for (kind, world), rows in df.groupby(["collective", "world_size"]):
         fits.setdefault(str(kind), {})[int(world)] = fit_alpha_beta(
             list(zip(rows["bytes"], rows["time_s"])))
-    return fits, df
+    return fits
 
 
 def host_facts() -> dict:
@@ -182,7 +182,7 @@ def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "
     (fwd, bwd, no_grad), wrappers, raw = runtime_costs(gemm, grid, 0.15 if quick else 0.6,
                                                        processes=facts["cores"])
     say("collectives")
-    fits, _ = collective_fits(world_sizes, backend, quick, on_event)
+    fits = collective_fits(world_sizes, backend, quick, on_event)
     say("collective latency inside a training loop")
     from workbench.calibrate.sync import in_loop_latency
 

@@ -9,14 +9,14 @@ import sys
 def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--calibration", default=None, metavar="FILE",
                    help="this machine's profile (workbench calibrate); default: measure a "
-                        "quick one first (~30 s)")
+                        "quick one first (38 s here)")
     r.add_argument("--quick", action="store_true",
                    help="the CI subset: one trial per technique and composition depth")
     r.add_argument("--only", default=None, metavar="LABEL[;LABEL...]",
                    help="run only these trials of the matrix (labels as printed)")
     r.add_argument("--steps", type=int, default=8, metavar="N",
-                   help="steps per trial (default 8; step time is the median of steps 2..N "
-                        "but the measured one)")
+                   help="steps per trial (default 8; step time is the median of every step but "
+                        "the first and the measured one)")
     r.add_argument("--detail", action="store_true",
                    help="also print every row of every trial (per rank and component)")
     r.add_argument("--json", action="store_true", help="print the rows as one JSON object")

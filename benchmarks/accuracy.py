@@ -4,7 +4,8 @@ Reads benchmarks/data/published_runs.yaml (each record: source, model, hardware,
 training settings and what the source measured), estimates each run and compares step time
 (directly, or through tokens/s per GPU, model TFLOP/s per GPU, MFU or hardware TFLOP/s — all
 proportional to 1/step time for a fixed configuration). Error = estimated step / measured - 1.
-No constant of the estimator is fitted to these runs (../shared/design.md; DEVELOPERS.md).
+No constant of the estimator is fitted to these runs: they check it, and runs from other
+sources, held back by the team, decide.
 
     .venv/bin/python benchmarks/accuracy.py              # table + summary
     .venv/bin/python benchmarks/accuracy.py --json       # rows

@@ -20,7 +20,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
 def _isolated_env(tmp: Path) -> dict:
-    """Keep Jupyter and Chromium out of ~ (../shared/notes/jupyter.md)."""
+    """Keep Jupyter and Chromium out of ~ (docs/platform.md)."""
     env = dict(os.environ)
     for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
                      ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),

@@ -29,7 +29,7 @@ EXPECTED = {
     "02_zero_fsdp2": ["zero3 dp=4: params bytes, rank 0..3", "zero1 dp=4: optimizer bytes",
                       "zero3 dp=4: dp all_gather count"],
     "03_tensor_sequence_parallel": ["TP+SP", "tp=4 SP: tp all_gather bytes"],
-    "04_pipeline_schedules": ["m=8: pp send_recv count (rank 0)", "fitted time per microbatch"],
+    "04_pipeline_schedules": ["m=8: pp send_recv count, rank 0 / 1", "fitted time per microbatch"],
     "05_context_parallel": ["cp=4: cp send_recv bytes", "cp=4: sends = 3(cp-1)"],
     "06_expert_parallel_moe": ["ep=4: all_to_all bytes, sum over 4 ranks"],
     "07_3d_4d_composition": ["4-D, 8 ranks: pp send_recv bytes", "4-D, 8 ranks: cp send_recv count",
@@ -42,7 +42,7 @@ STRIP_ARGS = ["nbconvert", "--to", "notebook", "--TagRemovePreprocessor.enabled=
 
 
 def _isolate_jupyter(monkeypatch, tmp_path) -> None:
-    """Keep Jupyter out of ~ (../shared/notes/jupyter.md); the kernel inherits these."""
+    """Keep Jupyter out of ~ (docs/platform.md); the kernel inherits these."""
     for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
                      ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),
                      ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache")]:

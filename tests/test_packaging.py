@@ -50,7 +50,7 @@ def test_importing_workbench_does_not_import_torch_or_plotting():
 
 
 def test_rfc3987_syntax_is_not_installed():
-    """Its parsers cost every kernel 5-20 s at import (../shared/notes/jupyter.md)."""
+    """Its parsers cost every kernel 5-20 s at import (docs/platform.md)."""
     import importlib.util
 
     assert importlib.util.find_spec("rfc3987_syntax") is None

@@ -284,3 +284,21 @@ def test_rdma_box_switches_the_inter_node_link_and_the_estimate_follows():
     assert st.estimate.scenario.hardware.inter_node.link == link     # estimated with it
     hw.inter.value = "ib-ndr"
     assert hw.rdma.value is True and hw.rdma.disabled
+
+
+def test_host_fields_edit_the_host_as_shown_and_the_cpu_may_be_left_out():
+    """Editing host memory alone keeps the CPU the panel shows (the host is written whole);
+    choosing "not given" leaves the CPU out, and the build check says it was not checked."""
+    st = _state()
+    hw = HardwarePanel(st)
+    shown = hw.cpu.value
+    hw.host_gb.value = 256
+    assert st.valid, st.problems
+    assert st.doc["hardware"]["host"]["cpu"] == shown and st.scenario.hardware.host.memory_gb == 256
+    hw.cpu.value = ""
+    assert st.valid, st.problems
+    assert st.scenario.hardware.host.cpu is None and "cpu" not in st.doc["hardware"]["host"]
+    checks = {c.name: c for c in st.estimate.checks}
+    assert checks["pcie_lanes"].status == "skip"
+    hw.refresh()
+    assert hw.cpu.value == ""

@@ -140,3 +140,72 @@ def test_cli_plan_json_has_contract_4_keys_and_bad_input_exits_2():
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def _plan_cli(tmp_path, doc: dict, *args: str) -> subprocess.CompletedProcess:
+    import yaml
+
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return subprocess.run([sys.executable, "-m", "workbench", "plan", str(path), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_plan_needs_no_layout_and_a_bad_one_is_only_a_starting_point(tmp_path):
+    """No parallel block: the planner plans (and reports no starting layout). A parallel block
+    whose degrees fit neither the GPUs nor the global batch: it plans the same layouts and says
+    why the given one is not valid."""
+    base = {"hardware": {"gpu": "h200-sxm", "gpus_per_node": 8, "nodes": 2},
+            "model": "llama3-8b", "training": {"seq_len": 8192, "global_batch": 512}}
+    none = _plan_cli(tmp_path, base, "--json", "--top", "2")
+    assert none.returncode == 0, none.stderr
+    none = json.loads(none.stdout)
+    assert none["start"] is None and len(none["layouts"]) == 2
+    bad = _plan_cli(tmp_path, {**base, "parallel": {"dp": 3, "tp": 3}}, "--json", "--top", "2")
+    assert bad.returncode == 0, bad.stderr
+    bad = json.loads(bad.stdout)
+    assert bad["layouts"] == none["layouts"]          # the start does not change the search
+    assert bad["start"]["valid"] is False and bad["start"]["rank"] is None
+    assert any(p.startswith("parallel: dp*tp*pp*cp = 3*3*1*1 = 9 must equal")
+               for p in bad["start"]["problems"])
+    text = _plan_cli(tmp_path, {**base, "parallel": {"dp": 3, "tp": 3, "zero": "x"}}, "--top", "1")
+    assert text.returncode == 0, text.stderr
+    assert "your layout" in text.stdout and "is not valid: parallel.zero: must be one of" \
+        in text.stdout
+    # a problem of the hardware, the model or the training is still an error
+    wrong = _plan_cli(tmp_path, {**base, "training": {"precision": "fp9"}})
+    assert wrong.returncode == 2 and "training.precision" in wrong.stderr
+
+
+def test_a_valid_starting_layout_is_ranked_among_the_found_ones():
+    s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                                    parallel={"dp": 2, "tp": 2, "zero": 3},
+                                    training={"global_batch": 16, "recompute": "none"}),
+                       layout_required=False)
+    result = plan(s, Constraints(fixed=FIXED))
+    st = result.start
+    assert st["valid"] and st["problems"] == [] and st["fits"]
+    rows = result.table[(result.table.dp == 2) & (result.table.tp == 2)
+                        & (result.table.micro_batch == 1) & (result.table.zero == 3)]
+    (row,) = rows.itertuples()
+    assert st["step"] == pytest.approx(row.step, rel=1e-9)
+    assert st["rank"] == 1 + int((result.table["step"] < row.step * (1 - 1e-9)).sum())
+    assert st["rank"] <= row.rank
+
+
+def test_the_planner_panel_plans_a_scenario_whose_layout_is_invalid():
+    from widgets.planner import PlannerPanel
+    from widgets.state import ScenarioState
+
+    st = ScenarioState(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                                    parallel={"dp": 4}, training={"global_batch": 16}))
+    st.set("parallel.tp", 3)
+    assert not st.valid
+    pp = PlannerPanel(st)
+    pp.fix["pp"].value = 1
+    pp.search(wait=True)
+    assert pp.result is not None and len(pp.result.table) > 0, pp.status.value
+    assert "your layout (dp=4 tp=3" in pp.why.value and "is not valid" in pp.why.value
+    st.set("training.precision", "fp9")
+    pp.search(wait=True)
+    assert "fix the scenario first: training.precision" in pp.status.value

@@ -9,7 +9,11 @@ import pytest
 import yaml
 
 from tests.conftest import EXAMPLES, ROOT, scenario_doc
+from workbench.catalog import CATALOGS
 from workbench.errors import ScenarioError
+from workbench.estimate import estimate
+from workbench.export import export
+from workbench.report.text import render_estimate
 from workbench.spec import apply_overrides, dump_scenario, parse_scenario
 
 
@@ -185,7 +189,7 @@ def test_inline_host_parts_round_trip_and_name_missing_fields(doc):
     p = problems(doc)
     assert p["hardware.host.cpu.cores"] == "must be a whole number"
     assert p["hardware.host.cpu.pcie_lanes"] == "is required"
-    assert p["hardware.host.memory_gb"] == "is required"
+    assert p["hardware.host.memory_gb"].startswith("is required when hardware.host is given")
 
 
 def test_odd_inputs_are_clean_errors(doc, tmp_path):
@@ -206,3 +210,60 @@ def test_inline_gpu_without_fp8_and_default_links_follow_the_gpu(doc):
                       ("rtx-4090", "PCIe 4.0"), ("h100-pcie", "PCIe 5.0")]:
         s = parse_scenario(scenario_doc(hardware={"gpu": gpu}))
         assert s.hardware.intra_node.name.startswith(link), (gpu, s.hardware.intra_node.name)
+
+
+def test_a_host_given_without_its_cpu_is_accepted_and_the_cpu_checks_say_so(doc):
+    """hardware.host: {memory_gb: 256}: no CPU is assumed; the checks that need one are not
+    made, power counts none, and the estimate says what it assumed."""
+    doc["hardware"]["host"] = {"memory_gb": 256}
+    s = parse_scenario(doc)
+    assert s.hardware.host.cpu is None and s.hardware.host.memory_gb == 256
+    assert parse_scenario(yaml.safe_load(dump_scenario(s))) == s
+    est = estimate(s)
+    checks = {c.name: c for c in est.checks}
+    assert checks["pcie_lanes"].status == "skip"
+    assert checks["pcie_lanes"].reason == "not checked: no CPU given (hardware.host.cpu)"
+    assert "not checked: no CPU given" in checks["host_memory"].reason
+    assert checks["power"].reason.endswith("no CPU counted: none given")
+    with_cpu = estimate(parse_scenario({**doc, "hardware": {**doc["hardware"], "host": {
+        "cpu": "epyc-9654", "memory_gb": 256, "channels": 12}}}))
+    cpu = CATALOGS["cpu"]["epyc-9654"]
+    assert with_cpu.run.host_power_w - est.run.host_power_w == pytest.approx(cpu.tdp_w)
+    (said,) = est.to_dict()["assumptions"]
+    assert said.startswith("hardware.host.cpu not given") and "460.8 GB/s" in said
+    assert "assumed: hardware.host.cpu not given" in render_estimate(est)
+    assert "cpus-per-task" not in export(s, "slurm")     # --exclusive gives the whole node
+
+
+def test_moe_defaults_follow_megatron_core_and_are_said(doc):
+    doc["model"] = {"layers": 4, "hidden": 512, "heads": 8, "ffn_hidden": 1024, "vocab": 1000,
+                    "moe": {"experts": 8}}
+    s = parse_scenario(doc)
+    assert (s.model.moe.top_k, s.model.moe.expert_ffn_hidden) == (2, 1024)
+    said = estimate(s).assumptions
+    assert "model.moe.top_k not given: 2, Megatron-Core's moe_router_topk default" in said
+    assert any(a.startswith("model.moe.expert_ffn_hidden not given: model.ffn_hidden = 1024")
+               for a in said)
+    doc["model"]["moe"] = {"top_k": 2}
+    assert problems(doc)["model.moe.experts"].startswith("is required for an MoE model")
+    # presets carry their own figures: nothing to assume
+    assert parse_scenario(scenario_doc(model="mixtral-8x7b")).assumptions == ()
+
+
+def test_an_inline_gpu_without_fp8_figures_has_no_fp8(doc):
+    doc["hardware"]["gpu"] = {"memory_gb": 48, "hbm_gb_per_s": 864, "bf16_tflops": 181,
+                              "power_w": 300}
+    assert parse_scenario(doc).hardware.gpu.fp8_tflops == 0
+    doc["training"]["precision"] = "fp8"
+    assert "no FP8 tensor cores" in problems(doc)["training.precision"]
+
+
+def test_every_rule_is_documented_and_named_once():
+    from workbench.spec.rules import RULES
+
+    names = [r.name for r in RULES]
+    assert len(names) == len(set(names)) and len(RULES) >= 15
+    assert all(r.text and r.fields for r in RULES)
+    layout = {r.name for r in RULES if r.layout}
+    assert {"world", "tp_width", "global_batch", "offload"} <= layout
+    assert {"gqa", "fp8", "nics"}.isdisjoint(layout)

@@ -35,7 +35,9 @@ def memory_table_html(est: Estimate) -> str:
     checks = "".join(f"<li class='wb-check-{c.status}'>{c.status.upper()} {html.escape(c.name)}: "
                      f"{html.escape(c.reason)}</li>" for c in est.checks)
     warns = "".join(f"<li>{html.escape(w)}</li>" for w in est.warnings)
+    assumed = "".join(f"<li>assumed: {html.escape(a)}</li>" for a in est.assumptions)
     return (f"<table class='wb-memory'><thead><tr><th>per GPU, {unit}</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{summary}{timing}"
             f"<p><b>Build checks (one node)</b></p><ul class='wb-checks'>{checks}</ul>"
-            + (f"<ul class='wb-warnings'>{warns}</ul>" if warns else ""))
+            + (f"<ul class='wb-warnings'>{warns}</ul>" if warns else "")
+            + (f"<ul class='wb-assumptions'>{assumed}</ul>" if assumed else ""))

@@ -12,6 +12,7 @@ import ipywidgets as w
 from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
+from workbench.spec import parse_scenario
 from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES
 
 ANY = ("any", None)
@@ -66,10 +67,12 @@ class PlannerPanel:
         from workbench.plan import Constraints, plan
         from workbench.plan.search import Cancelled
 
-        if self.state.scenario is None or not self.state.valid:
-            self.status.value = error_html("fix the scenario first")
-            return
         if self._thread is not None and self._thread.is_alive():
+            return
+        try:   # the current layout is only a starting point: an invalid one is planned too
+            scenario = parse_scenario(self.state.doc, layout_required=False)
+        except ScenarioError as exc:
+            self.status.value = error_html("fix the scenario first: " + exc.one_line())
             return
         fixed = {k: d.value for k, d in self.fix.items() if d.value is not None}
         try:
@@ -77,7 +80,6 @@ class PlannerPanel:
         except ScenarioError as exc:
             self.status.value = error_html("; ".join(str(p) for p in exc.problems))
             return
-        scenario = self.state.scenario
         self._cancel.clear()
         self.search_button.disabled, self.cancel_button.disabled = True, False
         self.status.value = "searching ..."
@@ -108,7 +110,7 @@ class PlannerPanel:
             self._thread.join()
 
     def _show(self, top: int = 15) -> None:
-        from workbench.plan.explain import explain
+        from workbench.plan.explain import describe_start, explain
 
         r = self.result
         n = r.counts
@@ -127,7 +129,8 @@ class PlannerPanel:
                         + "</tr>")
         self.table.value = ("<table class='wb-plan'><tr>" + "".join(f"<th>{h}</th>" for h in head)
                             + "</tr>" + "".join(rows) + "</table>")
-        self.why.value = "<br>".join(html.escape(line) for line in explain(r))
+        lines = explain(r) + ([describe_start(r)] if r.start is not None else [])
+        self.why.value = "<br>".join(html.escape(line) for line in lines)
         self.pick.options = [(f"#{i}", i) for i in range(1, min(top, len(r.table)) + 1)]
 
     def load(self, rank: int | None) -> None:

@@ -1,5 +1,5 @@
-"""`workbench` command line (contracts 2-4): estimate, trial, plan, export, bench, calibrate,
-report, catalog, dashboard.
+"""`workbench` command line: estimate, trial, plan, export, bench, calibrate, report, catalog,
+dashboard (docs/cli.md, generated from this parser; JSON keys in docs/json.md).
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -79,10 +79,10 @@ def _trial(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from workbench.plan import Constraints, plan
-    from workbench.plan.explain import explain
+    from workbench.plan.explain import describe_start, explain
     from workbench.spec import load_scenario
 
-    scenario = load_scenario(args.scenario, args.set)
+    scenario = load_scenario(args.scenario, args.set, layout_required=False)
     if args.top < 1:
         raise ScenarioError([Problem("--top", args.top, "must be >= 1")])
     c = Constraints.parse(args.fix, args.max_memory_fraction)
@@ -122,6 +122,8 @@ def _plan(args: argparse.Namespace) -> int:
     print("\nwhy:")
     for line in explain(result):
         print("  " + line)
+    if result.start is not None:
+        print("\n" + describe_start(result))
     if result.by_gpu_count:
         print("\nbest tokens/s by GPU count: " + ", ".join(
             f"{d['gpus']}: {d['tokens_per_s']:,.0f}" for d in result.by_gpu_count))
@@ -174,23 +176,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_estimate)
     t = sub.add_parser("trial", help="run the layout on a scaled-down model in real processes")
-    t.add_argument("scenario")
-    t.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    t.add_argument("scenario", help="scenario file (YAML or JSON)")
+    t.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a field, e.g. --set parallel.tp=8 (repeatable)")
     t.add_argument("--world-size", type=int, default=None,
                    help="run a sub-layout with this many processes (default: the layout's)")
-    t.add_argument("--steps", type=int, default=3)
-    t.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
+    t.add_argument("--steps", type=int, default=3, help="training steps to run and measure")
+    t.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
+                   help="process-group backend (auto: nccl when every rank has a CUDA GPU)")
     t.add_argument("--inject", choices=["kill", "raise", "hang"], default=None,
                    help="fault injection: what rank --rank does at step --step")
-    t.add_argument("--rank", type=int, default=0)
-    t.add_argument("--step", type=int, default=1)
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--rank", type=int, default=0, help="the rank --inject acts on")
+    t.add_argument("--step", type=int, default=1, help="the step at which --inject acts")
+    t.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     t.add_argument("--stream", action="store_true",
                    help="print every event as one JSON line, then the result (for live views)")
     t.set_defaults(run=_trial)
     pl = sub.add_parser("plan", help="rank every parallel layout of the scenario's hardware")
-    pl.add_argument("scenario")
-    pl.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    pl.add_argument("scenario", help="scenario file; its parallel block is optional (a "
+                                     "starting point)")
+    pl.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                    help="override a field, e.g. --set training.seq_len=8192 (repeatable)")
     pl.add_argument("--top", type=int, default=10, help="layouts shown (default 10)")
     pl.add_argument("--fix", action="append", default=[], metavar="FIELD=VALUE",
                     help="fix a layout field, e.g. --fix tp=8 --fix recompute=none")
@@ -198,12 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="share of GPU memory a layout may use (default 1.0)")
     pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
-    pl.add_argument("--json", action="store_true")
+    pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
                                       "DeepSpeed/Megatron-LM artefact (or the trial command)")
-    x.add_argument("scenario")
-    x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    x.add_argument("scenario", help="scenario file (YAML or JSON)")
+    x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a field, e.g. --set parallel.tp=8 (repeatable)")
     x.add_argument("--to", required=True, choices=list(TARGETS),
                    help="what to print: " + ", ".join(TARGETS))
     x.set_defaults(run=_export)
@@ -219,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_arguments(sub.add_parser(
         "report", help="run the standard matrix of trials and compare each with the estimate"))
     c = sub.add_parser("catalog", help="list catalog entries")
-    c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"])
-    c.add_argument("--json", action="store_true")
+    c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"],
+                   help="which catalog")
+    c.add_argument("--json", action="store_true", help="every entry with its figures and source")
     c.set_defaults(run=_catalog)
     d = sub.add_parser("dashboard", help="serve notebooks/dashboard.ipynb with Voila on 127.0.0.1")
     d.add_argument("--port", type=int, default=0, help="port (0 = a free one)")

@@ -1,4 +1,4 @@
-"""Unit constants. GB = 1e9 bytes, GiB = 2**30 bytes (../shared/design.md, "Units and conventions")."""
+"""Unit constants. GB = 1e9 bytes, GiB = 2**30 bytes (docs/scenario.md, units)."""
 GB = 1e9
 GiB = float(2**30)
 TB = 1e12

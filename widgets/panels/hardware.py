@@ -4,7 +4,11 @@ from __future__ import annotations
 import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, float_box, int_box
+from widgets.state import get_path
 from workbench.catalog import CATALOGS
+
+HOST_FIELDS = ("hardware.host.cpu", "hardware.host.memory", "hardware.host.memory_gb",
+               "hardware.host.channels", "hardware.host.sockets")
 
 
 def _choices(kind: str) -> list[tuple[str, str]]:
@@ -33,7 +37,7 @@ class HardwarePanel(Panel):
         # RDMA sibling in the catalog (400gbe <-> 400gbe-rdma); InfiniBand is always RDMA
         self.rdma = check("RDMA (GPUDirect)")
         self.rdma.observe(self._toggle_rdma, names="value")
-        self.cpu = dropdown("CPU", _choices("cpu"))
+        self.cpu = dropdown("CPU", [("not given", "")] + _choices("cpu"))
         self.ddr = dropdown("DDR grade", _choices("memory"))
         self.host_gb = float_box("Host memory (GB)", 1, 1e7)
         self.channels = int_box("DDR channels", 1, 64)
@@ -47,6 +51,15 @@ class HardwarePanel(Panel):
         def nodes(v):
             return refill_dp(state, v * (self.current("hardware.gpus_per_node") or 1))
 
+        def host(path):
+            # a host given in part takes no defaults from the default host's CPU: write the
+            # host fields as shown, so the scenario keeps what the panel displays
+            def fill(_v):
+                return {p: self.current(p) for p in HOST_FIELDS
+                        if p != path and get_path(state.doc, p) is None
+                        and self.current(p) is not None}
+            return fill
+
         self.box = w.VBox([
             w.HTML("<b>Hardware</b>"),
             self.bind("hardware.gpu", self.gpu),
@@ -55,11 +68,15 @@ class HardwarePanel(Panel):
             self.bind("hardware.intra_node", self.intra),
             self.bind("hardware.inter_node.link", self.inter),
             self.bind("hardware.inter_node.nics_per_node", self.nics), self.rdma,
-            self.bind("hardware.host.cpu", self.cpu),
-            self.bind("hardware.host.memory", self.ddr),
-            self.bind("hardware.host.memory_gb", self.host_gb, to_doc=float),
-            self.bind("hardware.host.channels", self.channels),
-            self.bind("hardware.host.sockets", self.sockets),
+            self.bind("hardware.host.cpu", self.cpu, to_doc=lambda v: v or None,
+                      on_set=host("hardware.host.cpu")),
+            self.bind("hardware.host.memory", self.ddr, on_set=host("hardware.host.memory")),
+            self.bind("hardware.host.memory_gb", self.host_gb, to_doc=float,
+                      on_set=host("hardware.host.memory_gb")),
+            self.bind("hardware.host.channels", self.channels,
+                      on_set=host("hardware.host.channels")),
+            self.bind("hardware.host.sockets", self.sockets,
+                      on_set=host("hardware.host.sockets")),
             self.bind("hardware.storage.drive", self.drive),
             self.bind("hardware.storage.drives", self.drives),
         ])
@@ -67,6 +84,8 @@ class HardwarePanel(Panel):
 
     def before_refresh(self) -> None:
         s = self.state.scenario
+        if s is not None and s.hardware.host.cpu is None:
+            self.cpu.value = ""
         if s is not None:
             self.rdma.value = bool(s.hardware.inter_node.link.rdma)
             self.rdma.disabled = rdma_sibling(self.current("hardware.inter_node.link")) is None

@@ -2,7 +2,7 @@
 
 The process handling is the trial launcher's (workbench/trial/launcher.py): ``fork`` after
 importing torch in the parent on CPU (a ready process group in ~0.2 s at 8 ranks,
-../shared/notes/platform.md), ``spawn`` with CUDA (fork is unsafe there); a short
+docs/platform.md), ``spawn`` with CUDA (fork is unsafe there); a short
 process-group timeout; the launcher's supervisor (a rank that raises or dies becomes one line
 naming it, a rank whose phase stops changing for ``stall_s`` is a hang) and its reaper (every
 child terminated, killed if need be, and joined, on every outcome).

@@ -1,7 +1,7 @@
 """Record types of the hardware and model catalogs.
 
 Every record carries ``source``: where its numbers come from (datasheet, paper, config file).
-Units follow ../shared/design.md: GB = 1e9 bytes, GB/s = 1e9 bytes/s, links per direction,
+Units (docs/scenario.md): GB = 1e9 bytes, GB/s = 1e9 bytes/s, links per direction,
 TFLOP/s dense (without 2:4 sparsity).
 """
 from __future__ import annotations
@@ -103,8 +103,9 @@ class MoE:
     """Mixture-of-experts block replacing the dense MLP in ``moe_layers`` of the layers."""
 
     experts: int              # routed experts per MoE layer
-    top_k: int                # routed experts each token visits
-    expert_ffn_hidden: int    # hidden size of one expert's MLP
+    top_k: int                # routed experts each token visits (default 2, Megatron-Core's)
+    expert_ffn_hidden: int    # hidden size of one expert's MLP (default: model.ffn_hidden, as
+    #                           Megatron-Core's moe_ffn_hidden_size)
     shared_experts: int = 0   # always-on experts of size expert_ffn_hidden
     dense_layers: int = 0     # leading layers that keep a dense MLP (DeepSeek-V3: 3)
     capacity_factor: float = 0.0  # 0 = dropless (tokens per expert follow top_k exactly on average)
@@ -114,18 +115,18 @@ class MoE:
 class ModelShape:
     """A decoder-only transformer, the shape family every preset belongs to."""
 
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn_hidden: int
-    vocab: int
-    mlp: str = "swiglu"       # "swiglu" | "gelu"
-    tied_embeddings: bool = False
-    moe: MoE | None = None
+    name: str                 # a label for reports
+    layers: int               # transformer layers
+    hidden: int               # model width
+    heads: int                # attention (query) heads
+    kv_heads: int             # key/value heads, GQA (default: heads)
+    ffn_hidden: int           # MLP hidden size
+    vocab: int                # vocabulary size
+    mlp: str = "swiglu"       # MLP kind: SwiGLU (three matrices) or GELU (two)
+    tied_embeddings: bool = False    # the output head shares the embedding's weights
+    moe: MoE | None = None    # a mixture-of-experts block in place of the dense MLP
     head_dim: int = 0         # 0 = hidden // heads
-    norm: str = "rmsnorm"     # "rmsnorm" | "layernorm" (layernorm has a bias)
+    norm: str = "rmsnorm"     # normalisation: RMSNorm, or LayerNorm (which has a bias)
     bias: bool = False        # linear layers carry biases (GPT-3 style)
     dropout: bool = False     # dropout after attention and MLP (Korthikanti et al. count its masks)
     max_seq_len: int = 0      # context length the model was trained for; 0 = unknown

@@ -1,6 +1,7 @@
 """Can one node of the scenario be built? Power, PCIe lanes, host memory, drives, cooling.
 
-Each check returns pass / warn / fail with a one-line reason. Sources of the rules:
+Each check returns pass / warn / fail with a one-line reason, or skip ("not checked: ...") when
+the scenario leaves out a part the check needs (a host given without its CPU). Sources of the rules:
 - PSU: the parts' rated power summed, and sized so it runs at <= 80 % of its rating
   (continuous-load rule of the US National Electrical Code 210.19/210.20 and the usual PSU
   efficiency sweet spot); a 15 A / 120 V household circuit carries 1,440 W continuous and a
@@ -35,7 +36,7 @@ CHECKPOINT_BYTES_PER_PARAM = 14
 @dataclass(frozen=True)
 class Check:
     name: str
-    status: str     # "pass" | "warn" | "fail"
+    status: str     # "pass" | "warn" | "fail" | "skip" (not checked: a part is not given)
     reason: str
 
 
@@ -59,31 +60,22 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
     out.append(Check("power", status,
                      f"parts draw {power:,.0f} W per node; size the PSU(s) for >= {psu:,.0f} W "
                      f"(80 % load)" + (f"; more than a household circuit carries ({circuits})"
-                                       if status == "warn" else "")))
+                                       if status == "warn" else "")
+                     + ("; no CPU counted: none given" if hw.host.cpu is None else "")))
 
     cpu = hw.host.cpu
-    lanes_have = cpu.usable_pcie_lanes(hw.host.sockets)
-    gpu_lanes = hw.gpu.pcie_lanes * hw.gpus_per_node
-    nic_lanes = hw.inter_node.link.pcie_lanes * hw.inter_node.nics_per_node
-    nvme_lanes = NVME_LANES * hw.storage.drives
-    need = gpu_lanes + nic_lanes + nvme_lanes
-    detail = (f"{hw.gpus_per_node} GPUs x{hw.gpu.pcie_lanes} + {hw.inter_node.nics_per_node} "
-              f"NICs x{hw.inter_node.link.pcie_lanes} + {hw.storage.drives} drives x{NVME_LANES}"
-              f" = {need} lanes; {cpu.name} x{hw.host.sockets} provides {lanes_have}")
-    if need <= lanes_have:
-        out.append(Check("pcie_lanes", "pass", detail))
-    elif hw.gpu.form_factor == "sxm":
-        out.append(Check("pcie_lanes", "warn", detail + " (an HGX board's PCIe switches share "
-                                                        "them, at reduced host bandwidth)"))
+    if cpu is None:
+        out.append(Check("pcie_lanes", "skip", "not checked: no CPU given (hardware.host.cpu)"))
     else:
-        out.append(Check("pcie_lanes", "fail", detail + f": short by {need - lanes_have}; "
-                         "the GPUs would run at x4/x8 or not at all"))
+        out.append(_pcie_lanes(s))
 
     have = capacity_bytes(hw.host.memory_gb)
     need_mem = mem.host_per_node
     msg = f"offload and staging need {need_mem / 1e9:,.0f} GB of {have / 1e9:,.0f} GB installed"
     status = "pass" if need_mem <= have else "fail"
-    if cpu.max_memory_gb and hw.host.memory_gb > cpu.max_memory_gb * hw.host.sockets:
+    if cpu is None:
+        msg += "; the CPU's supported memory is not checked: no CPU given"
+    elif cpu.max_memory_gb and hw.host.memory_gb > cpu.max_memory_gb * hw.host.sockets:
         status = "warn" if status == "pass" else status
         msg += (f"; {cpu.name} officially supports {cpu.max_memory_gb * hw.host.sockets:,.0f} GB")
     out.append(Check("host_memory", status, msg))
@@ -109,3 +101,24 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
                      + ("" if status == "pass" else
                         "; above the 10.2 kW of an air-cooled DGX H100: plan liquid cooling")))
     return out
+
+
+def _pcie_lanes(s: Scenario) -> Check:
+    """GPUs x16, NICs at their adapter's width, x4 per drive, against the CPUs' usable lanes."""
+    hw = s.hardware
+    cpu = hw.host.cpu
+    lanes_have = cpu.usable_pcie_lanes(hw.host.sockets)
+    gpu_lanes = hw.gpu.pcie_lanes * hw.gpus_per_node
+    nic_lanes = hw.inter_node.link.pcie_lanes * hw.inter_node.nics_per_node
+    nvme_lanes = NVME_LANES * hw.storage.drives
+    need = gpu_lanes + nic_lanes + nvme_lanes
+    detail = (f"{hw.gpus_per_node} GPUs x{hw.gpu.pcie_lanes} + {hw.inter_node.nics_per_node} "
+              f"NICs x{hw.inter_node.link.pcie_lanes} + {hw.storage.drives} drives x{NVME_LANES}"
+              f" = {need} lanes; {cpu.name} x{hw.host.sockets} provides {lanes_have}")
+    if need <= lanes_have:
+        return Check("pcie_lanes", "pass", detail)
+    if hw.gpu.form_factor == "sxm":
+        return Check("pcie_lanes", "warn", detail + " (an HGX board's PCIe switches share "
+                                                    "them, at reduced host bandwidth)")
+    return Check("pcie_lanes", "fail", detail + f": short by {need - lanes_have}; "
+                 "the GPUs would run at x4/x8 or not at all")

@@ -274,7 +274,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
 
 
 def valid_layouts(base: Scenario, g: LayoutGrid) -> np.ndarray:
-    """Which rows pass contract 1's cross-field rules (``spec.validate._cross_checks``) for the
+    """Which rows pass the layout rules (``spec.rules``, layout=True) for the
     base scenario's model, hardware and training; tests hold the two in agreement."""
     m, tr, hw = base.model, base.training, base.hardware
     ok = g.dp * g.tp * g.pp * g.cp == hw.world

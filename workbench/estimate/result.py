@@ -1,4 +1,4 @@
-"""The estimate as one record, and its contract-2 JSON form (../shared/design.md)."""
+"""The estimate as one record, and its JSON form (``workbench estimate --json``; docs/json.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,6 +22,11 @@ class Estimate:
     run: RunEstimate
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def assumptions(self) -> list[str]:
+        """Defaults the scenario left to the validator that change a figure, in words."""
+        return list(self.scenario.assumptions)
 
     def timeline(self, microbatches: int | None = None) -> list:
         """Per-rank F/B/W blocks of one step's pipeline (``timeline.Block``), from this
@@ -75,7 +80,8 @@ class Estimate:
                                "comm_exposed": dict(g.comm)} for g in t.stages],
                 "per_microbatch_note": "per_stage figures are per microbatch",
             },
-            "comm": {"volume_per_gpu_per_step": t.volume},
+            "comm": {"volume_per_gpu_per_step": t.volume,
+                     "volume_per_stage": [dict(v) for v in t.volume_per_stage]},
             "throughput": {"tokens_per_s": r.tokens_per_s,
                            "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
                            "model_tflops_per_gpu": r.model_tflops_per_gpu,
@@ -86,4 +92,5 @@ class Estimate:
             "build_checks": [{"name": c.name, "status": c.status, "reason": c.reason}
                              for c in self.checks],
             "warnings": list(self.warnings),
+            "assumptions": self.assumptions,
         }

@@ -5,7 +5,8 @@
   full attention — workbench.estimate.flops) / (step x GPUs x dense peak of the precision).
   HFU adds the recomputed forward (Korthikanti et al. 2022 Sec. 6).
 - Power: GPU board power x utilisation (the busy fraction of the step: compute and recompute
-  over step time) plus the host (CPU TDP per socket, NICs, drives), per node. Idle draw of a
+  over step time) plus the host (CPU TDP per socket, NICs, drives), per node; a host given
+  without its CPU counts no CPU (the scenario's assumptions say so). Idle draw of a
   waiting GPU, fans, DIMMs, PSU losses and facility overhead (PUE) are not counted: the figure
   is the IT load of the parts named in the scenario.
 - Energy = power x time to train. Cost = GPU-hours x price + kWh x price, when prices are given.
@@ -42,8 +43,8 @@ def host_power_w(s: Scenario) -> float:
     if hw.gpu.profile is not None:
         return 0.0
     nic = hw.inter_node.link.power_w * hw.inter_node.nics_per_node
-    return (hw.host.cpu.tdp_w * hw.host.sockets + nic
-            + hw.storage.drive.power_w * hw.storage.drives)
+    cpu = hw.host.cpu.tdp_w * hw.host.sockets if hw.host.cpu is not None else 0.0
+    return cpu + nic + hw.storage.drive.power_w * hw.storage.drives
 
 
 def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:

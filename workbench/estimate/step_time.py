@@ -70,6 +70,8 @@ class StepTime:
     comm_exposed: dict
     stages: list[StageTime]
     volume: dict          # bytes and counts per dimension and collective, per GPU per step
+    #                       (a GPU of pipeline rank 0)
+    volume_per_stage: list[dict] = field(default_factory=list)   # one per pp rank
 
 
 class _Volume:
@@ -230,8 +232,8 @@ def _comm_of(ops: list, span, hw) -> dict:
     return {"comm": (("tp", secs),), "volume": tuple(("tp", k, b, n) for k, b, n in ops)}
 
 
-def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: _Volume,
-                record: bool) -> StageTime:
+def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: _Volume
+                ) -> StageTime:
     """One pipeline rank's per-microbatch times: the sum of its blocks."""
     n_moe = sum(1 for lp in st.layer_params if lp.is_moe)
     counts = {"dense": len(st.layer_params) - n_moe, "moe": n_moe,
@@ -247,9 +249,8 @@ def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: 
         out.recompute += n * c.recompute
         for dim, secs in c.comm:
             out.comm[dim] += n * secs
-        if record:
-            for dim, kind, nbytes, count in c.volume:
-                vol.add(dim, kind, nbytes, n * count * s.microbatches)
+        for dim, kind, nbytes, count in c.volume:
+            vol.add(dim, kind, nbytes, n * count * s.microbatches)
     return out
 
 
@@ -278,25 +279,30 @@ def pipeline_bubble(schedule: str, p, v, f, b, w):
 def estimate_step_time(s: Scenario) -> StepTime:
     """Seconds per optimizer step and its breakdown."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
-    vol = _Volume()
     params = stage_params(m, par)
+    vols = [_Volume() for _ in params]          # what a GPU of each pipeline rank moves
+    vol = vols[0]
     costs = block_costs(s)
-    stages = [_stage_time(s, st, costs, vol, record=(i == 0)) for i, st in enumerate(params)]
+    stages = [_stage_time(s, st, costs, v) for st, v in zip(params, vols)]
     mbs = s.microbatches
     gpn = hw.gpus_per_node
     e = compute_dtype_bytes(tr.precision)
 
     # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary. The
-    # volume counts what pipeline rank 0 sends: forward from each of its chunks but the model's
-    # last, backward from each of its chunks but the first.
+    # volume counts what each pipeline rank sends: forward from each of its chunks to the next
+    # chunk, backward to the previous one, when that chunk lives on another rank (DualPipeV's
+    # middle rank passes between its own two chunks in memory).
     p2p = 0.0
     if par.pp > 1:
         nbytes = tr.seq_len * tr.micro_batch / par.cp * m.hidden * e / (par.tp if par.sp else 1)
         span = group_span(par.pp, par.tp * par.cp * par.dp, gpn)
         p2p = collective_time("send_recv", nbytes, span, hw)
-        mine, last = rank_chunks(par)[0], par.pp * par.chunks_per_rank - 1
-        sends = sum(c != last for c in mine) + sum(c != 0 for c in mine)
-        vol.add("pp", "send_recv", nbytes, sends * mbs)
+        chunks = rank_chunks(par)
+        owner = {c: r for r, mine in enumerate(chunks) for c in mine}
+        for r, (v, mine) in enumerate(zip(vols, chunks)):
+            sends = sum(owner.get(c + 1, r) != r for c in mine) + sum(
+                owner.get(c - 1, r) != r for c in mine)
+            v.add("pp", "send_recv", nbytes, sends * mbs)
     steady = max(g.f + g.b for g in stages)
     p = par.pp
     bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
@@ -305,7 +311,7 @@ def estimate_step_time(s: Scenario) -> StepTime:
     pipe = mbs * steady + bubble + 2 * (p - 1) * p2p
 
     # Data parallel (per stage; the worst stage's exposure counts).
-    # One array call over the pipeline ranks (the worst counts), one for rank 0's volume.
+    # One array call over the pipeline ranks (the worst counts), one per rank for its volume.
     dense = np.array([st.dense for st in params], dtype=float)
     expert = np.array([st.expert for st in params], dtype=float)
     units = np.array([len(st.layers) + 1 for st in params])
@@ -314,8 +320,9 @@ def estimate_step_time(s: Scenario) -> StepTime:
                                          np.array([g.fwd for g in stages]),
                                          np.array([g.bwd for g in stages]), units=units,
                                          expert_units=moe_units)))
-    dp_exposed(par, hw, tr.precision, mbs, params[0].dense, params[0].expert, stages[0].fwd,
-               stages[0].bwd, vol, units=int(units[0]), expert_units=int(moe_units[0]))
+    for i, st in enumerate(params):
+        dp_exposed(par, hw, tr.precision, mbs, st.dense, st.expert, stages[i].fwd,
+                   stages[i].bwd, vols[i], units=int(units[i]), expert_units=int(moe_units[i]))
 
     from workbench.estimate.model_states import optimizer_params
 
@@ -327,8 +334,8 @@ def estimate_step_time(s: Scenario) -> StepTime:
         nbytes, count, secs = sp_grad_reduction(s, len(st.layer_params), int(st.has_head),
                                                 par.zero, par.tp, mbs, par.sp,
                                                 par.dp * par.cp, par.pp)
-        if i == 0 and count > 0:
-            vol.add("tp", "all_reduce", float(nbytes), int(count))
+        if count > 0:
+            vols[i].add("tp", "all_reduce", float(nbytes), int(count))
         sp_grads = max(sp_grads, float(secs))
     worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
     compute = mbs * (worst.fwd + worst.bwd)
@@ -346,11 +353,13 @@ def estimate_step_time(s: Scenario) -> StepTime:
         bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
                                  sum(g.f for g in quiet) / p, sum(g.b for g in quiet) / p,
                                  sum(g.wgrad for g in quiet) / p)
-        exposed = serial_comm_time(vol.data, par, hw)
+        # the step waits for the pipeline rank whose collectives take longest
+        exposed = max((serial_comm_time(v.data, par, hw) for v in vols),
+                      key=lambda d: sum(d.values()))
         step = mbs * steady + bubble + sum(exposed.values()) + optimizer + offload
     return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
                     optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
-                    volume=vol.data)
+                    volume=vol.data, volume_per_stage=[v.data for v in vols])
 
 
 def group_sizes(par) -> dict[str, int]:

@@ -20,17 +20,18 @@ def sbatch_options(s: Scenario, *, time: str = DEFAULT_TIME) -> list[tuple[str, 
     """``(option, value)`` pairs of the ``#SBATCH`` lines (value None for a bare switch)."""
     hw = s.hardware
     slug = re.sub(r"[^a-z0-9]+", "-", s.model.name.lower()).strip("-") or "model"
-    return [
+    opts = [
         ("job-name", f"workbench-{slug}"),
         ("nodes", str(hw.nodes)),
         # one task per node: that task is torchrun, which starts one worker per GPU itself
         ("ntasks-per-node", "1"),
         ("gpus-per-node", str(hw.gpus_per_node)),
-        # every core of the node goes to torchrun's workers (data loading, NCCL proxy threads)
-        ("cpus-per-task", str(hw.host.cpu.cores * hw.host.sockets)),
-        ("exclusive", None),
-        ("time", time),
     ]
+    if hw.host.cpu is not None:
+        # every core of the node goes to torchrun's workers (data loading, NCCL proxy threads);
+        # without a known CPU, --exclusive alone gives the task the whole node
+        opts.append(("cpus-per-task", str(hw.host.cpu.cores * hw.host.sockets)))
+    return opts + [("exclusive", None), ("time", time)]
 
 
 def to_slurm(s: Scenario, source: Source = Source(), *, time: str = DEFAULT_TIME) -> str:

@@ -5,7 +5,10 @@ dimension, optimizer and offload (``estimate.step_time``); the term whose differ
 is what the winner gains on (or the price it pays, when negative)."""
 from __future__ import annotations
 
+import dataclasses
+
 from workbench.plan.result import PlanResult
+from workbench.spec.scenario import Parallel
 
 TERMS = ("compute", "recompute", "bubble", "comm dp", "comm tp", "comm pp", "comm cp",
          "comm ep", "optimizer", "offload")
@@ -63,3 +66,24 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
         lines.append(f"#{rank} {_layout_words(result.layout(rank))}: {gap:+.3f} s/step "
                      f"({gap / best.time.step:+.1%}); {why}")
     return lines
+
+
+def describe_start(result: PlanResult) -> str:
+    """One line on the scenario's own layout: why it is invalid, or where it ranks."""
+    st = result.start
+    if not st["valid"]:     # as the user wrote it: its values may not even be numbers
+        default = dataclasses.asdict(Parallel())
+        words = " ".join(f"{k}={v}" for k, v in st["parallel"].items()
+                         if k not in default or default[k] != v) or "the defaults"
+        more = len(st["problems"]) - 1
+        return (f"your layout ({words}) is not valid: {st['problems'][0]}"
+                + (f" (and {more} more)" if more > 0 else "") + "; the ranking above is what "
+                "the planner found instead")
+    words = _layout_words({"parallel": st["parallel"], "training": st["training"]})
+    mem = f"{st['memory_per_gpu'] / 2**30:.1f} GiB/GPU"
+    if not st["fits"]:
+        return (f"your layout ({words}): {st['step']:.3f} s/step but {mem}, above the limit "
+                f"of {result.limit / 2**30:.1f} GiB (or the host's DDR/NVMe for offload)")
+    best = float(result.table["step"].iloc[0])
+    return (f"your layout ({words}): #{st['rank']} of {len(result.table):,}, "
+            f"{st['step']:.3f} s/step ({st['step'] / best - 1:+.1%} against #1), {mem}")

@@ -28,6 +28,7 @@ class PlanResult:
     gpu_fit_host_short: int = 0       # layouts within GPU memory but not host DDR / NVMe
     by_gpu_count: list = field(default_factory=list)
     seconds: float = 0.0
+    start: dict | None = None         # the scenario's own layout among these (search.starting_point)
 
     @classmethod
     def build(cls, s: Scenario, c: Constraints, found: dict) -> "PlanResult":
@@ -141,7 +142,7 @@ class PlanResult:
                 "pareto_memory": [{"rank": int(r["rank"]), "memory_per_gpu": float(
                     r["memory_per_gpu"]), "tokens_per_s": float(r["tokens_per_s"])}
                     for _, r in front.iterrows()],
-                "pareto_gpus": self.by_gpu_count}
+                "pareto_gpus": self.by_gpu_count, "start": self.start}
 
 
 def _front(memory: np.ndarray, tokens: np.ndarray) -> np.ndarray:

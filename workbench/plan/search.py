@@ -19,7 +19,7 @@ from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
-from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, Scenario
+from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
 Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel
@@ -118,6 +118,10 @@ def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress
     """Rank every valid layout of ``s``'s model and training on its hardware by step time.
     Raises ScenarioError naming the constraint that left no layout, never returns empty."""
     c = constraints or Constraints()
+    start = s
+    # the given layout is only a starting point: the search starts from the default one
+    s = dataclasses.replace(s, parallel=Parallel(),
+                            document={**s.document, "parallel": dataclasses.asdict(Parallel())})
     if s.hardware.gpu.profile is not None:
         raise ScenarioError([Problem(
             "hardware.gpu", s.document["hardware"]["gpu"],
@@ -145,7 +149,32 @@ def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress
     if counts_front:
         fronts.append({"gpus": s.hardware.world, "tokens_per_s": result.best_tokens_per_s})
     result.by_gpu_count = sorted(fronts, key=lambda d: d["gpus"])
+    if start.layout_given:
+        result.start = starting_point(start, result)
     result.seconds = time.perf_counter() - t0
     if progress is not None:
         progress(1.0, "done")
     return result
+
+
+def starting_point(start: Scenario, result: PlanResult) -> dict:
+    """Where the scenario's own layout stands among the ranked ones: the problems that make it
+    invalid, or its estimate, whether it fits the search's memory limit, and its rank (1 + the
+    fitting layouts that are faster)."""
+    from workbench.estimate import estimate
+
+    out = {"parallel": dict(start.document["parallel"]),
+           "training": {k: getattr(start.training, k) for k in ("micro_batch", "recompute",
+                                                                 "offload")},
+           "valid": not start.layout_problems,
+           "problems": [str(p) for p in start.layout_problems],
+           "step": None, "memory_per_gpu": None, "fits": None, "rank": None}
+    if start.layout_problems:
+        return out
+    est = estimate(start)
+    fits = (est.memory.per_gpu.total <= result.limit and est.memory.host_fits
+            and est.memory.nvme_fits)
+    out.update(step=est.time.step, memory_per_gpu=est.memory.per_gpu.total, fits=fits)
+    if fits:
+        out["rank"] = 1 + int((result.table["step"] < est.time.step * (1 - 1e-9)).sum())
+    return out

@@ -3,9 +3,10 @@
 Rows (``Row``), per rank and component:
 - ``params``, ``grads``, ``optimizer``: bytes of the rank's local tensors; exact.
 - ``activations``: bytes saved for backward per microbatch (the counted step); within 5 %.
-- ``comm <dim> <collective> bytes|count``: rank 0's traffic per parallel dimension (flight
-  recorder, profiler, the ring's own count); exact. Expert-parallel payloads follow the
-  routing, so they compare as the sum over ranks against the balanced prediction x ranks.
+- ``comm <dim> <collective> bytes|count``: every rank's traffic per parallel dimension (flight
+  recorder, profiler, the ring's own count) against its own prediction; exact. Expert-parallel
+  payloads follow the routing, so they compare as the sum over ranks against the sum of the
+  balanced predictions.
 - ``step time``: the median over the unflagged steady steps (not the first, not the one that
   carried the measurement hooks) of the slowest rank's step, against the estimator on the
   machine's calibrated profile; within 25 %. Only when a profile is given.
@@ -83,8 +84,9 @@ def predicted_step_time(result: TrialResult, profile) -> float:
     est = estimate_step_time(dataclasses.replace(trial, hardware=hw))
     if eff.overlap(hw):
         return est.step
-    ran = serial_comm_time(result.predicted_comm, trial.parallel, hw)
-    return est.step - sum(est.comm_exposed.values()) + sum(ran.values())
+    ran = max(sum(serial_comm_time(v, trial.parallel, hw).values())
+              for v in result.predicted_comm.values())     # the slowest rank sets the step
+    return est.step - sum(est.comm_exposed.values()) + ran
 
 
 def compare(result: TrialResult, profile=None) -> list[Row]:
@@ -101,34 +103,38 @@ def compare(result: TrialResult, profile=None) -> list[Row]:
 
 def compare_ranks(ranks: list[dict]) -> list[Row]:
     """The byte rows of a finished trial's ``ranks`` (``TrialResult.ranks()``, also the
-    ``ranks`` of its JSON form): model states and activations per rank, rank 0's traffic."""
+    ``ranks`` of its JSON form): per rank, model states, activations and every collective's
+    count and bytes per dimension (expert-parallel payloads as their sum over the ranks)."""
     rows: list[Row] = []
-    if not ranks:
-        return rows
+    ep_sums: dict[str, list[float]] = {}
     for r in ranks:
         if not r["predicted"]:          # a rank that never finished a step (failed trial)
             continue
+        rank = r["rank"]
         for key in ("params", "grads", "optimizer"):
-            rows.append(Row(r["rank"], key, r["predicted"][key], r["measured"][key], 0.0))
-        rows.append(Row(r["rank"], "activations", r["predicted"]["activations"],
+            rows.append(Row(rank, key, r["predicted"][key], r["measured"][key], 0.0))
+        rows.append(Row(rank, "activations", r["predicted"]["activations"],
                         r["measured"]["activations"], ACTIVATION_BOUND))
-    measured = ranks[0]["comm"]["measured"] or {}
-    for dim, ops in sorted(ranks[0]["comm"]["predicted"].items()):
-        for kind, want in sorted(ops.items()):
-            got = measured.get(dim, {}).get(kind)
-            name = f"comm {dim} {kind}"
-            rows.append(Row(0, f"{name} count", want["count"],
-                            None if got is None else got["count"], 0.0, unit=""))
-            if dim == "ep":     # routing decides each rank's share: compare the sums
-                total = sum(x["comm"]["measured"].get(dim, {}).get(kind, {}).get("bytes", 0)
-                            for x in ranks)
-                rows.append(Row(None, f"{name} bytes (sum over ranks)",
-                                want["bytes"] * len(ranks), total, 0.0))
-            else:
-                rows.append(Row(0, f"{name} bytes", want["bytes"],
-                                None if got is None else got["bytes"], 0.0))
-    for dim, ops in sorted(measured.items()):     # traffic the estimate does not predict
-        for kind, got in sorted(ops.items()):
-            if kind not in ranks[0]["comm"]["predicted"].get(dim, {}):
-                rows.append(Row(0, f"comm {dim} {kind} count", 0, got["count"], 0.0, unit=""))
+        measured = r["comm"]["measured"] or {}
+        predicted = r["comm"]["predicted"]
+        for dim, ops in sorted(predicted.items()):
+            for kind, want in sorted(ops.items()):
+                got = measured.get(dim, {}).get(kind)
+                name = f"comm {dim} {kind}"
+                rows.append(Row(rank, f"{name} count", want["count"],
+                                None if got is None else got["count"], 0.0, unit=""))
+                if dim == "ep":     # routing decides each rank's share: compare the sums
+                    pair = ep_sums.setdefault(kind, [0.0, 0.0])
+                    pair[0] += want["bytes"]
+                    pair[1] += 0.0 if got is None else got["bytes"]
+                else:
+                    rows.append(Row(rank, f"{name} bytes", want["bytes"],
+                                    None if got is None else got["bytes"], 0.0))
+        for dim, ops in sorted(measured.items()):     # traffic the estimate does not predict
+            for kind, got in sorted(ops.items()):
+                if kind not in predicted.get(dim, {}):
+                    rows.append(Row(rank, f"comm {dim} {kind} count", 0, got["count"], 0.0,
+                                    unit=""))
+    for kind, (want, got) in sorted(ep_sums.items()):
+        rows.append(Row(None, f"comm ep {kind} bytes (sum over ranks)", want, got, 0.0))
     return rows

@@ -49,6 +49,8 @@ def render_estimate(est: Estimate) -> str:
         lines.append("  none: a calibrated machine exists already (power is not measured)")
     for msg in est.warnings:
         lines.append(f"warning: {msg}")
+    for msg in est.assumptions:
+        lines.append(f"assumed: {msg}")
     return "\n".join(lines)
 
 

@@ -80,12 +80,14 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
     return out
 
 
-def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
-    """Read, override and validate a scenario file."""
+def load_scenario(path: str | Path, overrides: list[str] | None = None, *,
+                  layout_required: bool = True) -> Scenario:
+    """Read, override and validate a scenario file (``layout_required=False``: the parallel
+    block is a starting point, as ``parse_scenario`` says)."""
     doc = read_document(path)
     if overrides:
         doc = apply_overrides(doc, overrides)
-    return parse_scenario(doc)
+    return parse_scenario(doc, layout_required=layout_required)
 
 
 def dump_scenario(scenario: Scenario | dict, fmt: str = "yaml") -> str:

@@ -1,7 +1,7 @@
 """The validated scenario: what the estimator, planner, trials and exporters read.
 
 Built only by :func:`workbench.spec.validate.parse_scenario`, which checks every field
-(contract 1 of ../shared/design.md). Catalog references are resolved to records here; the
+(docs/scenario.md lists them). Catalog references are resolved to records here; the
 document form (``Scenario.document``) keeps the user's catalog keys for a faithful round trip.
 """
 from __future__ import annotations
@@ -23,17 +23,19 @@ ATTENTION_KERNELS = ("flash2", "flash3", "cudnn", "eager")
 
 @dataclass(frozen=True)
 class InterNode:
-    link: Link
-    nics_per_node: int
+    link: Link                # the NIC's link: catalog key or inline {gb_per_s, latency_us}, per
+    #                           NIC per direction (ignored when nodes == 1)
+    nics_per_node: int        # NICs per node (GPUDirect RDMA NICs: usually one per GPU)
 
 
 @dataclass(frozen=True)
 class Host:
-    cpu: CPU
-    memory: HostMemory
-    memory_gb: float
-    channels: int
-    sockets: int = 1
+    cpu: CPU | None           # host CPU, one socket: catalog key or inline {cores, pcie_lanes,
+    #                           memory_channels}; may be left out (the checks that need it say so)
+    memory: HostMemory        # DDR speed grade: catalog key or inline {mt_per_s}
+    memory_gb: float          # installed host memory per node, GB (required when host is given)
+    channels: int             # populated DDR channels per socket (default: all the CPU's)
+    sockets: int = 1          # CPU sockets per node
 
     @property
     def memory_gb_per_s(self) -> float:
@@ -43,19 +45,22 @@ class Host:
 
 @dataclass(frozen=True)
 class Storage:
-    drive: Drive
-    drives: int
+    drive: Drive              # NVMe drive: catalog key or inline {capacity_tb, read_gb_per_s,
+    #                           write_gb_per_s}
+    drives: int               # drives per node (checkpoints; NVMe offload needs >= 1)
 
 
 @dataclass(frozen=True)
 class Hardware:
-    gpu: GPU
-    gpus_per_node: int
-    nodes: int
-    intra_node: Link
-    inter_node: InterNode
-    host: Host
-    storage: Storage
+    gpu: GPU                  # catalog key, inline {memory_gb, hbm_gb_per_s, bf16_tflops, power_w,
+    #                           fp8_tflops}, or "calibration:FILE" (a `workbench calibrate` profile)
+    gpus_per_node: int        # GPUs in one node
+    nodes: int                # nodes; the world is gpus_per_node x nodes
+    intra_node: Link          # GPU-to-GPU link in a node, per GPU per direction (default: the
+    #                           GPU's NVLink generation on SXM boards, else its PCIe slot)
+    inter_node: InterNode     # the network between nodes (a link key alone is short for {link})
+    host: Host                # the host of one node (default: 2 x EPYC 9654, 1536 GB DDR5-4800)
+    storage: Storage          # local NVMe of one node
 
     @property
     def world(self) -> int:
@@ -64,17 +69,19 @@ class Hardware:
 
 @dataclass(frozen=True)
 class Parallel:
-    dp: int = 1
-    zero: int = 0
-    shard_group: int | None = None
-    tp: int = 1
-    sequence_parallel: bool = True
-    pp: int = 1
-    pp_schedule: str = "1f1b"
-    virtual_stages: int = 1
-    cp: int = 1
-    ep: int = 1
-    reshard_after_forward: bool | None = None   # None: torchtitan's default, True unless pp > 1
+    dp: int = 1               # data-parallel degree; dp x tp x pp x cp = the GPUs
+    zero: int = 0             # 0 = DDP, 1/2 = ZeRO-1/2, 3 = ZeRO-3 (FSDP2 full shard)
+    shard_group: int | None = None   # HSDP: shard within groups of this many dp x cp ranks,
+    #                                  replicate across them (null: shard over all of dp x cp)
+    tp: int = 1               # tensor-parallel degree (Megatron-style column/row sharding)
+    sequence_parallel: bool = True   # shard norms and dropout along the sequence over TP
+    pp: int = 1               # pipeline-parallel degree
+    pp_schedule: str = "1f1b"        # pipeline schedule
+    virtual_stages: int = 1   # model chunks per pipeline rank (interleaved-1f1b, zero-bubble)
+    cp: int = 1               # context-parallel degree (ring attention over the sequence)
+    ep: int = 1               # expert-parallel degree, taken from the dp x cp ranks
+    reshard_after_forward: bool | None = None   # FSDP2: free gathered parameters after forward
+    #                                             (null: torchtitan's default, true unless pp > 1)
 
     @property
     def world(self) -> int:
@@ -125,15 +132,15 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Training:
-    seq_len: int = 4096
-    micro_batch: int = 1
-    global_batch: int = 256
-    precision: str = "bf16"
-    recompute: str = "selective"
-    optimizer: str = "adamw"
-    offload: str = "none"
-    tokens: float = 1e12
-    attention: str = "flash2"                 # attention kernel: flash2 | flash3 | cudnn | eager
+    seq_len: int = 4096       # tokens per sequence
+    micro_batch: int = 1      # sequences per micro-batch per data-parallel rank
+    global_batch: int = 256   # sequences per optimizer step
+    precision: str = "bf16"   # compute precision (mixed precision with fp32 master weights)
+    recompute: str = "selective"     # activation recomputation (Korthikanti et al. 2022)
+    optimizer: str = "adamw"  # adamw (two fp32 moments) or sgd (momentum)
+    offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)
+    tokens: float = 1e12      # tokens to train on, for time to train and energy
+    attention: str = "flash2"                 # attention kernel
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
 
@@ -150,6 +157,12 @@ class Scenario:
     parallel: Parallel
     training: Training
     document: dict = field(default_factory=dict, compare=False, hash=False)
+    # Defaults the validator filled in that change a figure, in words (the estimate lists them).
+    assumptions: tuple[str, ...] = field(default=(), compare=False, hash=False)
+    # parse_scenario(layout_required=False): what is wrong with the given (starting) layout,
+    # and whether a parallel block was given at all.
+    layout_problems: tuple = field(default=(), compare=False, hash=False)
+    layout_given: bool = field(default=True, compare=False, hash=False)
 
     @property
     def microbatches(self) -> int:

@@ -1,4 +1,4 @@
-"""Parse and validate a scenario document (contract 1 of ../shared/design.md).
+"""Parse and validate a scenario document (contract 1: docs/scenario.md).
 
 Every problem is collected, each naming the field path, the value and what is allowed; the
 caller gets one :class:`~workbench.errors.ScenarioError` carrying all of them. Unknown keys are
@@ -13,6 +13,7 @@ from typing import Any
 from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
 from workbench.errors import Problem, ScenarioError
+from workbench.spec.rules import check_rules
 from workbench.spec.scenario import (
     ATTENTION_KERNELS, MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
     Hardware, Host, InterNode, Parallel, Scenario, Storage, Training,
@@ -45,7 +46,7 @@ def default_intra_node(gpu) -> str:
 
 # Inline forms: required fields and optional ones (with types) per catalog kind.
 _INLINE = {
-    "gpu": (GPU, ("memory_gb", "hbm_gb_per_s", "bf16_tflops", "fp8_tflops", "power_w")),
+    "gpu": (GPU, ("memory_gb", "hbm_gb_per_s", "bf16_tflops", "power_w")),
     "link": (Link, ("gb_per_s", "latency_us")),
     "cpu": (CPU, ("cores", "pcie_lanes", "memory_channels")),
     "memory": (HostMemory, ("mt_per_s",)),
@@ -53,6 +54,7 @@ _INLINE = {
 }
 # Fields the inline form may omit, with the value used instead.
 _INLINE_DEFAULTS = {
+    "gpu": {"fp8_tflops": 0.0},          # 0: no FP8 tensor cores (fp8 precision is refused)
     "cpu": {"threads": None, "base_ghz": 0.0, "pcie_gen": 5, "max_memory_gb": 0.0,
             "memory_type": "ddr5", "tdp_w": 0.0, "socket": "inline"},
     "memory": {"kind": "ddr5"},
@@ -65,6 +67,7 @@ class _Checker:
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self.assumptions: list[str] = []    # defaults worth saying, for the estimate
 
     def add(self, path: str, value: Any, message: str) -> None:
         self.problems.append(Problem(path, value, message))
@@ -216,10 +219,13 @@ class _Checker:
 
 
 # ------------------------------------------------------------------------------------------
-def parse_scenario(doc: Any) -> Scenario:
+def parse_scenario(doc: Any, *, layout_required: bool = True) -> Scenario:
     """Validate a scenario document (a dict from YAML/JSON) and return the resolved Scenario.
 
-    Raises ScenarioError listing every problem found.
+    Raises ScenarioError listing every problem found. With ``layout_required=False`` (what the
+    planner reads) the ``parallel`` block is optional and only a starting point: its problems
+    and those of the layout rules (``spec.rules``) are kept in ``Scenario.layout_problems``
+    instead of raised, and an unreadable block leaves the default layout.
     """
     c = _Checker()
     top = c.table(doc, "", ("hardware", "model", "parallel", "training"))
@@ -230,16 +236,24 @@ def parse_scenario(doc: Any) -> Scenario:
             c.add(section, None, "is required")
     hardware, hw_doc = _hardware(c, top.get("hardware", _MISSING))
     model, model_doc = _model(c, top.get("model", _MISSING))
-    parallel, par_doc = _parallel(c, top.get("parallel", {}))
+    lc = c if layout_required else _Checker()
+    parallel, par_doc = _parallel(lc, top.get("parallel", {}))
+    if parallel is None and not layout_required:    # unreadable: kept as given, for reports
+        parallel = Parallel()
     training, train_doc = _training(c, top.get("training", {}))
     if c.problems:
         raise ScenarioError(c.problems)
     scenario = Scenario(hardware, model, parallel, training,
                         document={"hardware": hw_doc, "model": model_doc,
-                                  "parallel": par_doc, "training": train_doc})
-    _cross_checks(c, scenario)
+                                  "parallel": par_doc, "training": train_doc},
+                        assumptions=tuple(c.assumptions))
+    c.problems += check_rules(scenario, layout=False)
+    lc.problems += check_rules(scenario, layout=True)
     if c.problems:
         raise ScenarioError(c.problems)
+    if not layout_required:
+        scenario = dataclasses.replace(scenario, layout_problems=tuple(lc.problems),
+                                       layout_given="parallel" in top)
     return scenario
 
 
@@ -267,18 +281,42 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     hd = c.table(d.get("host", {}), "hardware.host",
                  ("cpu", "memory", "memory_gb", "channels", "sockets"))
     hdef = HARDWARE_DEFAULTS["host"]
-    if "host" in d and "cpu" not in hd:
-        # A user who names the host must name its CPU: another CPU's defaults would mislead.
-        c.add("hardware.host.cpu", None, "is required when hardware.host is given")
-    cpu, cpu_doc = c.catalog("cpu", hd.get("cpu", hdef["cpu"]), "hardware.host.cpu")
+    given = "host" in d
+    # A host that is given may leave out its CPU (users often know the DDR, not the CPU model):
+    # another CPU's figures would mislead, so the checks that need one say "not checked".
+    cpu, cpu_doc = None, None
+    if not given:
+        cpu, cpu_doc = c.catalog("cpu", hdef["cpu"], "hardware.host.cpu")
+    elif hd.get("cpu") is not None:
+        cpu, cpu_doc = c.catalog("cpu", hd["cpu"], "hardware.host.cpu")
     default_mem = "ddr4-3200" if (cpu is not None and cpu.memory_type == "ddr4") else hdef["memory"]
     mem, mem_doc = c.catalog("memory", hd.get("memory", default_mem), "hardware.host.memory")
-    mem_gb = c.number(hd, "memory_gb", "hardware.host", hdef["memory_gb"] if "host" not in d else
-                      _MISSING)
-    sockets = c.integer(hd, "sockets", "hardware.host", hdef["sockets"] if "host" not in d else 1,
-                        hi=8)
-    default_channels = (cpu.memory_channels if cpu else 1) if "host" in d else hdef["channels"]
+    if given and "memory_gb" not in hd:
+        # no default is sensible: installed DDR varies 16x between machines of one CPU
+        c.add("hardware.host.memory_gb", None,
+              "is required when hardware.host is given (the installed DDR, GB); leave out "
+              f"hardware.host for the default host ({hdef['sockets']} x {hdef['cpu']}, "
+              f"{hdef['memory_gb']:g} GB {hdef['memory'].upper()})")
+        mem_gb = None
+    else:
+        mem_gb = c.number(hd, "memory_gb", "hardware.host", hdef["memory_gb"])
+    sockets = c.integer(hd, "sockets", "hardware.host", 1 if given else hdef["sockets"], hi=8)
+    if not given:
+        default_channels = hdef["channels"]
+    elif cpu is not None:
+        default_channels = cpu.memory_channels     # every channel populated
+    else:
+        default_channels = hdef["channels"]
     channels = c.integer(hd, "channels", "hardware.host", default_channels, hi=24)
+    if given and hd.get("cpu") is None:
+        said = ["hardware.host.cpu not given: the PCIe-lane and supported-memory checks are "
+                "not made and run.power_w counts no CPU"]
+        if "channels" not in hd and mem is not None and channels and sockets:
+            said.append(f"host DDR bandwidth (CPU offload) assumes {channels} channels x "
+                        f"{sockets} socket(s) of {mem.name} = "
+                        f"{mem.gb_per_s_per_channel * channels * sockets:,.1f} GB/s (set "
+                        "hardware.host.channels)")
+        c.assumptions.append("; ".join(said))
     if cpu and channels and channels > cpu.memory_channels:
         c.add("hardware.host.channels", channels,
               f"{cpu.name} has {cpu.memory_channels} memory channels per socket")
@@ -297,7 +335,7 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
            "host": {"cpu": cpu_doc, "memory": mem_doc, "memory_gb": mem_gb,
                     "channels": channels, "sockets": sockets},
            "storage": {"drive": drive_doc, "drives": drives}}
-    parts = (gpu, per_node, nodes, intra, inter_link, nics, cpu, mem, mem_gb, channels, sockets,
+    parts = (gpu, per_node, nodes, intra, inter_link, nics, mem, mem_gb, channels, sockets,
              drive, drives)
     if any(x is None for x in parts):
         return None, doc
@@ -359,19 +397,30 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
     elif "moe" in d or (base is not None and base.moe is not None):
         bm = base.moe if base is not None else None
         md = c.table(d.get("moe", {}), "model.moe", _MOE_FIELDS)
-        if bm is None and "moe" in d:
-            for need in ("experts", "top_k", "expert_ffn_hidden"):
-                if need not in md:
-                    c.add(f"model.moe.{need}", None, "is required for an MoE model")
+        if bm is None and "moe" in d and "experts" not in md:
+            c.add("model.moe.experts", None, "is required for an MoE model (routed experts "
+                                             "per MoE layer)")
+        if bm is None:
+            # Megatron-Core's defaults (megatron-core 0.16.1, transformer/transformer_config.py:
+            # moe_router_topk = 2; moe_ffn_hidden_size None -> ffn_hidden_size in
+            # __post_init__), said in the estimate's assumptions when they apply.
+            for key, value, what in (("top_k", 2, "2, Megatron-Core's moe_router_topk default"),
+                                     ("expert_ffn_hidden", vals["ffn_hidden"],
+                                      f"model.ffn_hidden = {vals['ffn_hidden']}, as "
+                                      "Megatron-Core's moe_ffn_hidden_size defaults to "
+                                      "ffn_hidden_size")):
+                if key not in md and value is not None:
+                    c.assumptions.append(f"model.moe.{key} not given: {what}")
 
         def mdef(name: str, fallback: Any) -> Any:
             return getattr(bm, name) if bm is not None else fallback
 
         mv = {
             "experts": c.integer(md, "experts", "model.moe", mdef("experts", 1), hi=100_000),
-            "top_k": c.integer(md, "top_k", "model.moe", mdef("top_k", 1), hi=100_000),
+            "top_k": c.integer(md, "top_k", "model.moe", mdef("top_k", 2), hi=100_000),
             "expert_ffn_hidden": c.integer(md, "expert_ffn_hidden", "model.moe",
-                                           mdef("expert_ffn_hidden", 1), hi=10_000_000),
+                                           mdef("expert_ffn_hidden", vals["ffn_hidden"] or 1),
+                                           hi=10_000_000),
             "shared_experts": c.integer(md, "shared_experts", "model.moe",
                                         mdef("shared_experts", 0), lo=0, hi=1000),
             "dense_layers": c.integer(md, "dense_layers", "model.moe", mdef("dense_layers", 0),
@@ -459,97 +508,3 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         return None, dict(d)
     tr = Training(**vals)
     return tr, dataclasses.asdict(tr)
-
-
-def _cross_checks(c: _Checker, s: Scenario) -> None:
-    """Rules that span fields. Each message states the rule in words."""
-    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
-    if par.world != hw.world:
-        c.add("parallel", {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp},
-              f"dp*tp*pp*cp = {par.dp}*{par.tp}*{par.pp}*{par.cp} = {par.world} must equal "
-              f"hardware.gpus_per_node*nodes = {hw.gpus_per_node}*{hw.nodes} = {hw.world}")
-    if m.heads % par.tp:
-        c.add("parallel.tp", par.tp, f"must divide model.heads = {m.heads}")
-    if m.kv_heads % par.tp:
-        c.add("parallel.tp", par.tp, f"must divide model.kv_heads = {m.kv_heads} "
-                                     "(each TP rank needs whole key/value heads)")
-    if m.heads % m.kv_heads:
-        c.add("model.kv_heads", m.kv_heads, f"must divide model.heads = {m.heads} (GQA groups)")
-    if m.ffn_hidden % par.tp:
-        c.add("parallel.tp", par.tp, f"must divide model.ffn_hidden = {m.ffn_hidden}")
-    if not m.head_dim and m.hidden % m.heads:
-        c.add("model.heads", m.heads, f"must divide model.hidden = {m.hidden} "
-                                      "(or set model.head_dim)")
-    if par.zero == 2 and par.pp > 1 and par.dp * par.cp > 1:
-        c.add("parallel.zero", par.zero,
-              "ZeRO-2 does not combine with pipeline parallelism in any engine (DeepSpeed's "
-              "PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed optimizer is ZeRO-1); "
-              "use zero 1, or zero 3 (FSDP2) with reshard_after_forward false")
-    if par.pp > 1 and par.pp_schedule in ("interleaved-1f1b", "zero-bubble") and \
-            par.virtual_stages < 2:
-        c.add("parallel.virtual_stages", par.virtual_stages,
-              f"{par.pp_schedule} needs virtual_stages >= 2 (model chunks per pipeline rank, as "
-              "PyTorch's interleaved schedules require); or use 1f1b / dualpipev")
-    if par.virtual_stages > 1 and par.pp_schedule not in ("interleaved-1f1b", "zero-bubble"):
-        c.add("parallel.virtual_stages", par.virtual_stages,
-              f"must be 1 for pp_schedule {par.pp_schedule}; virtual stages need "
-              "interleaved-1f1b or zero-bubble")
-    if par.virtual_stages > 1 and par.pp == 1:
-        c.add("parallel.virtual_stages", par.virtual_stages, "needs pp > 1")
-    stages = par.pp * par.chunks_per_rank
-    if m.layers < stages:
-        c.add("model.layers", m.layers,
-              f"must be at least pp * chunks per rank = {par.pp} * {par.chunks_per_rank} = "
-              f"{stages} so every pipeline stage holds a layer")
-    if par.ep > 1 and m.moe is None:
-        c.add("parallel.ep", par.ep, "expert parallelism needs an MoE model (model.moe)")
-    if (par.dp * par.cp) % par.ep:
-        c.add("parallel.ep", par.ep, f"must divide dp*cp = {par.dp * par.cp} "
-                                     "(EP takes its ranks from the data/context-parallel ranks)")
-    if m.moe is not None:
-        if m.moe.experts % par.ep:
-            c.add("parallel.ep", par.ep, f"must divide model.moe.experts = {m.moe.experts}")
-        if m.moe.top_k > m.moe.experts:
-            c.add("model.moe.top_k", m.moe.top_k,
-                  f"must be <= model.moe.experts = {m.moe.experts}")
-        if m.moe.dense_layers > m.layers:
-            c.add("model.moe.dense_layers", m.moe.dense_layers,
-                  f"must be <= model.layers = {m.layers}")
-        if m.moe.expert_ffn_hidden % par.tp:
-            c.add("parallel.tp", par.tp,
-                  f"must divide model.moe.expert_ffn_hidden = {m.moe.expert_ffn_hidden}")
-    if par.shard_group is not None:
-        if par.zero == 0:
-            c.add("parallel.shard_group", par.shard_group,
-                  "needs zero >= 1 (it is the group ZeRO/FSDP shards over; HSDP = zero 3)")
-        if (par.dp * par.cp) % par.shard_group:
-            c.add("parallel.shard_group", par.shard_group,
-                  f"must divide dp*cp = {par.dp * par.cp}")
-    per_step = tr.micro_batch * par.dp
-    if tr.global_batch % per_step:
-        c.add("training.global_batch", tr.global_batch,
-              f"must be a multiple of micro_batch*dp = {tr.micro_batch}*{par.dp} = {per_step}")
-    elif par.pp > 1:
-        mb = s.microbatches
-        need = {"1f1b": par.pp, "interleaved-1f1b": par.pp, "zero-bubble": par.pp,
-                "dualpipev": 2 * par.pp, "gpipe": 1}[par.pp_schedule]
-        if mb < need:
-            c.add("training.global_batch", tr.global_batch,
-                  f"gives {mb} microbatches per pipeline (global_batch/(micro_batch*dp)); "
-                  f"{par.pp_schedule} with pp={par.pp} needs at least {need}")
-    if par.sp and tr.seq_len % par.tp:
-        c.add("training.seq_len", tr.seq_len,
-              f"must be divisible by tp = {par.tp} with sequence_parallel")
-    if par.cp > 1 and tr.seq_len % (2 * par.cp):
-        c.add("training.seq_len", tr.seq_len,
-              f"must be divisible by 2*cp = {2 * par.cp} (load-balanced ring attention chunks)")
-    if tr.precision == "fp8" and hw.gpu.fp8_tflops <= 0:
-        c.add("training.precision", "fp8", f"{hw.gpu.name} has no FP8 tensor cores; "
-                                           "use bf16 or fp16")
-    if tr.offload != "none" and par.zero == 0:
-        c.add("training.offload", tr.offload,
-              "needs zero >= 1 (ZeRO-Offload / FSDP2 CPUOffloadPolicy offload sharded states)")
-    if tr.offload == "nvme" and hw.storage.drives == 0:
-        c.add("training.offload", "nvme", "needs hardware.storage.drives >= 1")
-    if hw.nodes > 1 and hw.inter_node.nics_per_node < 1:
-        c.add("hardware.inter_node.nics_per_node", 0, "must be >= 1 when nodes > 1")

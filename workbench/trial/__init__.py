@@ -143,20 +143,23 @@ def predicted_bytes(trial: Scenario) -> dict[int, dict]:
     return out
 
 
-def predicted_comm(trial: Scenario, backend: str) -> dict:
-    """The estimator's communication volume of rank 0 for what the trial runs, named as
-    ``backend`` executes it. ZeRO-1 under PyTorch's ZeroRedundancyOptimizer: DDP's gradient
-    all-reduce, then one broadcast per parameter tensor from its owner (``_sync_params``);
-    under EP the same again for the rank's experts over the expert-data-parallel group (their
-    coalesced gradient all-reduce, ``worker._reduce_expert_grads``, then the second
-    optimizer's broadcasts) when that group has more than one rank."""
+def predicted_comm(trial: Scenario, backend: str) -> dict[int, dict]:
+    """The estimator's communication volume of every rank of the trial (rank -> dim ->
+    collective -> {bytes, count}), for what the trial runs, named as ``backend`` executes it.
+    A rank moves what a GPU of its pipeline rank moves (TP, CP, DP and EP peers are alike; EP
+    payloads are the balanced share, routing decides the real one). ZeRO-1 under PyTorch's
+    ZeroRedundancyOptimizer: DDP's gradient all-reduce, then one broadcast per parameter tensor
+    from its owner (``_sync_params``), which every rank joins; under EP the same again for the
+    rank's experts over the expert-data-parallel group (their coalesced gradient all-reduce,
+    ``worker._reduce_expert_grads``, then the second optimizer's broadcasts) when that group has
+    more than one rank."""
     from workbench.estimate.step_time import estimate_step_time
     from workbench.trial.zero_partition import parameter_tensors, routed_expert_tensors
 
     run = as_run(trial)
-    volume = estimate_step_time(run).volume
+    per_stage = estimate_step_time(run).volume_per_stage
     par = run.parallel
-    if par.zero == 1 and par.dense_shard > 1:
+    if par.zero == 1 and par.dense_shard > 1:     # trials refuse ZeRO-1 with TP or PP
         groups = [parameter_tensors(run.model, experts=0 if par.ep > 1 else None)]
         if par.ep > 1 and par.expert_shard > 1:
             groups.append(routed_expert_tensors(run.model, run.model.moe.experts // par.ep))
@@ -168,8 +171,10 @@ def predicted_comm(trial: Scenario, backend: str) -> dict:
             dp["all_reduce"]["count"] += 1
             dp["broadcast"]["bytes"] += grad_bytes
             dp["broadcast"]["count"] += len(sizes)
-        volume["dp"] = dp
-    return as_run_by(volume, backend)
+        per_stage = [{**v, "dp": dp} for v in per_stage]
+    stage_ranks = par.dp * par.cp * par.tp          # ranks per pipeline stage (mesh: pp outer)
+    return {rank: as_run_by(per_stage[rank // stage_ranks], backend)
+            for rank in range(par.world)}
 
 
 # gloo runs a reduce-scatter as an all-reduce of the whole input (measured: ProcessGroupGloo's

@@ -2,7 +2,7 @@
 ``python -m workbench trial --stream`` process, reading its events line by line.
 
 Forking the ranks straight from a kernel is unsafe (the kernel's threads may hold locks at the
-fork; ../shared/notes/jupyter.md), and spawning them costs 4-15 s. A single-threaded child
+fork; docs/platform.md), and spawning them costs 4-15 s. A single-threaded child
 process forks them instead; it costs one interpreter start. Cancelling kills the child's whole
 process session, so no rank is ever left behind.
 """
@@ -92,7 +92,7 @@ class TrialProcess:
 
 def run_in_background(trial: TrialProcess, on_event: Callable[[dict], None]) -> threading.Thread:
     """Pump ``trial``'s events into ``on_event`` from a daemon thread (widget updates from a
-    thread reach the browser; ../shared/notes/jupyter.md)."""
+    thread reach the browser; docs/platform.md)."""
     def pump() -> None:
         for ev in trial.events():
             on_event(ev)

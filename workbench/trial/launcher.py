@@ -1,7 +1,7 @@
 """Start the trial's processes, supervise them, stream their events, and always clean up.
 
 CPU: ``fork`` after importing torch and its distributed packages in the parent (a ready process
-group in ~0.2 s at 8 ranks; ../shared/notes/platform.md). CUDA: ``spawn`` (fork is unsafe with
+group in ~0.2 s at 8 ranks; docs/platform.md). CUDA: ``spawn`` (fork is unsafe with
 CUDA). A rank that raises or dies makes its peers fail within a fraction of a second; a rank
 that hangs is caught by the progress watchdog (no phase change for ``stall_s``). Every outcome —
 success, error, hang, the caller closing the stream or an interrupted kernel — ends with every

@@ -13,7 +13,7 @@ class TrialResult:
     world_size: int
     steps: list[dict] = field(default_factory=list)      # one event per rank and step
     predicted: dict = field(default_factory=dict)        # rank -> bytes by category
-    predicted_comm: dict = field(default_factory=dict)   # dim -> op -> {bytes, count}, rank 0
+    predicted_comm: dict = field(default_factory=dict)   # rank -> dim -> op -> {bytes, count}
     error: str | None = None
     wall_s: float = 0.0
 
@@ -31,7 +31,7 @@ class TrialResult:
                         "step_time_s": [e["time"] for e in mine],
                         "measured": measured, "predicted": dict(pred),
                         "comm": {"measured": last.get("comm", {}),
-                                 "predicted": self.predicted_comm if r == 0 else {}}})
+                                 "predicted": self.predicted_comm.get(r, {}) if last else {}}})
         return out
 
     def loss(self) -> list[float]:

@@ -1,6 +1,6 @@
 """Context parallelism on CPU: causal ring attention, fused the way FlashAttention is.
 
-PyTorch's own context parallel has no CPU SDPA sharding rule (../shared/notes/platform.md), so
+PyTorch's own context parallel has no CPU SDPA sharding rule (docs/platform.md), so
 the trial writes the ring (Liu et al. 2023, "Ring Attention"): each CP rank holds one contiguous
 chunk of the sequence; key/value chunks travel around the ring, each step attends the local
 queries to the visiting chunk (causally on the diagonal, fully below it, not at all above), and

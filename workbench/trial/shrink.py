@@ -4,7 +4,7 @@ Kept: the GQA ratio (heads per key/value head), MLP kind (SwiGLU/GELU), norm kin
 or untied embeddings, MoE experts (up to 16) with their top-k and shared experts, the FFN/hidden
 ratio, and the whole parallel layout. Shrunk: hidden size, layers (one per pipeline chunk, at
 least two), vocabulary, sequence length and batch. Trials run in fp32 (this CPU runs bf16
-matmuls ~50x slower, ../shared/notes/platform.md); the precision is modelled analytically.
+matmuls ~50x slower, docs/platform.md); the precision is modelled analytically.
 """
 from __future__ import annotations
 

@@ -1,0 +1,128 @@
+"""The project documents itself: the generated references are current, every JSON key that
+docs/json.md lists is in real output, and no file sends a reader outside the repository."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT, scenario_doc
+from workbench.cli_reference import cli_reference
+from workbench.spec.reference import scenario_reference
+
+REGENERATE = {"docs/scenario.md": "python -m workbench.spec.reference > docs/scenario.md",
+              "docs/cli.md": "python -m workbench.cli_reference > docs/cli.md"}
+
+
+@pytest.mark.parametrize("path,text", [("docs/scenario.md", scenario_reference),
+                                       ("docs/cli.md", cli_reference)])
+def test_generated_references_are_current(path, text):
+    assert (ROOT / path).read_text(encoding="utf-8") == text(), \
+        f"{path} is stale: {REGENERATE[path]}"
+
+
+def test_the_scenario_reference_lists_every_key_the_validator_accepts():
+    from workbench.spec import validate as v
+    from workbench.spec.rules import RULES
+
+    doc = scenario_reference()
+    keys = (*v._MODEL_FIELDS, *v._MOE_FIELDS, *v._PARALLEL_FIELDS, "gpus_per_node", "nodes",
+            "intra_node", "nics_per_node", "memory_gb", "channels", "sockets", "drives",
+            "seq_len", "global_batch", "precision", "price_per_kwh")
+    for key in keys:
+        assert f"`{key}`" in doc, key
+    for r in RULES:
+        assert f"| `{r.name}` | {'yes' if r.layout else 'no'} | {r.text} |" in doc
+
+
+def _documented(verb: str) -> list[str]:
+    """The key paths in the ``keys`` block under ``## workbench VERB`` of docs/json.md."""
+    text = (ROOT / "docs/json.md").read_text(encoding="utf-8")
+    section = text.split(f"## workbench {verb}\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```keys\n", 1)[1].split("```", 1)[0]
+    return [line.split()[0] for line in block.splitlines() if line.strip()]
+
+
+def _has(node, parts: list[str]) -> bool:
+    """Whether ``parts`` (``x[]`` = every element of list ``x``; ``<any>`` = some key) leads
+    to a value in ``node``."""
+    if not parts:
+        return True
+    head, rest = parts[0], parts[1:]
+    if head == "[]" or head.endswith("[]"):
+        key = head[:-2]
+        seq = node if not key else (node.get(key) if isinstance(node, dict) else None)
+        return isinstance(seq, list) and bool(seq) and all(_has(x, rest) for x in seq)
+    if not isinstance(node, dict):
+        return False
+    if head.startswith("<"):
+        return any(_has(v, rest) for v in node.values())
+    return head in node and _has(node[head], rest)
+
+
+def _split(path: str) -> list[str]:
+    return [p for p in re.split(r"\.|(?<=\])(?=\.)", path) if p]
+
+
+def _check(verb: str, out) -> None:
+    missing = [k for k in _documented(verb) if not _has(out, _split(k))]
+    assert not missing, f"docs/json.md lists {verb} keys the output lacks: {missing}"
+
+
+def test_estimate_json_has_every_documented_key():
+    from workbench.estimate import estimate
+    from workbench.spec import load_scenario
+
+    out = json.loads(json.dumps(estimate(load_scenario(
+        ROOT / "examples/llama3-8b-8xh100.yaml")).to_dict()))
+    _check("estimate", out)
+
+
+@pytest.mark.slow
+def test_trial_json_has_every_documented_key():
+    from workbench.spec import parse_scenario
+    from workbench.trial import run_trial
+
+    s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 2},
+                                    model="tiny-dense", parallel={"dp": 1, "pp": 2},
+                                    training={"seq_len": 256, "global_batch": 4}))
+    _check("trial", json.loads(json.dumps(run_trial(s, steps=2).to_dict())))
+
+
+def test_plan_json_has_every_documented_key():
+    from workbench.plan import plan
+    from workbench.spec import parse_scenario
+
+    s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                                    parallel={"dp": 4, "zero": 3},
+                                    training={"global_batch": 16}), layout_required=False)
+    _check("plan", json.loads(json.dumps(plan(s).to_dict(3))))
+
+
+@pytest.mark.slow
+def test_bench_json_has_every_documented_key():
+    from workbench.bench import run_bench
+    from workbench.bench.result import to_json
+
+    df = run_bench([2], min_bytes="1K", max_bytes="1K", warmup=1, iters=2,
+                   collectives=["all_reduce"])
+    _check("bench", json.loads(to_json(df)))
+
+
+OUTSIDE = re.compile(r"\.\./shared|shared/(notes|design|reference|hooks)|DEVELOPERS\.md")
+
+
+def test_no_file_of_the_project_names_a_path_outside_it():
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    named = []
+    for name in files:
+        try:
+            text = (ROOT / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        named += [f"{name}:{i}" for i, line in enumerate(text.splitlines(), 1)
+                  if OUTSIDE.search(line)]
+    assert not named, named

@@ -84,8 +84,8 @@ def predicted_step_time(result: TrialResult, profile) -> float:
     est = estimate_step_time(dataclasses.replace(trial, hardware=hw))
     if eff.overlap(hw):
         return est.step
-    ran = max(sum(serial_comm_time(v, trial.parallel, hw).values())
-              for v in result.predicted_comm.values())     # the slowest rank sets the step
+    ran = max((sum(serial_comm_time(v, trial.parallel, hw).values())
+               for v in result.predicted_comm.values()), default=0.0)   # the slowest rank
     return est.step - sum(est.comm_exposed.values()) + ran
 
 

@@ -301,12 +301,8 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     else:
         mem_gb = c.number(hd, "memory_gb", "hardware.host", hdef["memory_gb"])
     sockets = c.integer(hd, "sockets", "hardware.host", 1 if given else hdef["sockets"], hi=8)
-    if not given:
-        default_channels = hdef["channels"]
-    elif cpu is not None:
-        default_channels = cpu.memory_channels     # every channel populated
-    else:
-        default_channels = hdef["channels"]
+    # a given CPU has every channel populated; without one, the default host's count
+    default_channels = cpu.memory_channels if given and cpu is not None else hdef["channels"]
     channels = c.integer(hd, "channels", "hardware.host", default_channels, hi=24)
     if given and hd.get("cpu") is None:
         said = ["hardware.host.cpu not given: the PCIe-lane and supported-memory checks are "

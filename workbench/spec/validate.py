@@ -31,6 +31,15 @@ HARDWARE_DEFAULTS = {
     "storage": {"drive": "pcie5-nvme", "drives": 1},
 }
 
+# The keys each hardware table accepts.
+_HARDWARE_FIELDS = ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host", "storage")
+_INTER_NODE_FIELDS = ("link", "nics_per_node")
+_HOST_FIELDS = ("cpu", "memory", "memory_gb", "channels", "sockets")
+_STORAGE_FIELDS = ("drive", "drives")
+# Megatron-Core's router top-k default (megatron-core 0.16.1, transformer/transformer_config.py:
+# moe_router_topk = 2), used when an MoE table leaves top_k out.
+MOE_TOP_K_DEFAULT = 2
+
 # ``hardware.gpu: "calibration:FILE"`` uses a measured machine profile as the accelerator.
 CALIBRATION_PREFIX = "calibration:"
 
@@ -259,8 +268,7 @@ def parse_scenario(doc: Any, *, layout_required: bool = True) -> Scenario:
 
 def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     p = "hardware"
-    d = c.table(raw, p, ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host",
-                         "storage"))
+    d = c.table(raw, p, _HARDWARE_FIELDS)
     if raw is not _MISSING and "gpu" not in d and isinstance(raw, dict):
         c.add("hardware.gpu", None, "is required (a GPU catalog key or an inline table)")
     gpu, gpu_doc = c.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d else (None, None)
@@ -272,14 +280,13 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     inter_raw = d.get("inter_node", HARDWARE_DEFAULTS["inter_node"])
     if isinstance(inter_raw, str):  # shorthand: just the link
         inter_raw = {"link": inter_raw}
-    di = c.table(inter_raw, "hardware.inter_node", ("link", "nics_per_node"))
+    di = c.table(inter_raw, "hardware.inter_node", _INTER_NODE_FIELDS)
     inter_link, inter_link_doc = c.catalog(
         "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]), "hardware.inter_node.link")
     nics = c.integer(di, "nics_per_node", "hardware.inter_node",
                      HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], lo=0, hi=64)
 
-    hd = c.table(d.get("host", {}), "hardware.host",
-                 ("cpu", "memory", "memory_gb", "channels", "sockets"))
+    hd = c.table(d.get("host", {}), "hardware.host", _HOST_FIELDS)
     hdef = HARDWARE_DEFAULTS["host"]
     given = "host" in d
     # A host that is given may leave out its CPU (users often know the DDR, not the CPU model):
@@ -321,7 +328,7 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
               f"{cpu.name} takes {cpu.memory_type.upper()}, not {mem.kind.upper()}")
 
     sd = c.table(d.get("storage", HARDWARE_DEFAULTS["storage"]), "hardware.storage",
-                 ("drive", "drives"))
+                 _STORAGE_FIELDS)
     drive, drive_doc = c.catalog("drive", sd.get("drive", HARDWARE_DEFAULTS["storage"]["drive"]),
                                  "hardware.storage.drive")
     drives = c.integer(sd, "drives", "hardware.storage", 1, lo=0, hi=64)
@@ -397,10 +404,12 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
             c.add("model.moe.experts", None, "is required for an MoE model (routed experts "
                                              "per MoE layer)")
         if bm is None:
-            # Megatron-Core's defaults (megatron-core 0.16.1, transformer/transformer_config.py:
-            # moe_router_topk = 2; moe_ffn_hidden_size None -> ffn_hidden_size in
-            # __post_init__), said in the estimate's assumptions when they apply.
-            for key, value, what in (("top_k", 2, "2, Megatron-Core's moe_router_topk default"),
+            # Megatron-Core's defaults (MOE_TOP_K_DEFAULT; moe_ffn_hidden_size None ->
+            # ffn_hidden_size in TransformerConfig.__post_init__), said in the estimate's
+            # assumptions when they apply.
+            for key, value, what in (("top_k", MOE_TOP_K_DEFAULT,
+                                      f"{MOE_TOP_K_DEFAULT}, Megatron-Core's moe_router_topk "
+                                      "default"),
                                      ("expert_ffn_hidden", vals["ffn_hidden"],
                                       f"model.ffn_hidden = {vals['ffn_hidden']}, as "
                                       "Megatron-Core's moe_ffn_hidden_size defaults to "
@@ -413,7 +422,8 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
 
         mv = {
             "experts": c.integer(md, "experts", "model.moe", mdef("experts", 1), hi=100_000),
-            "top_k": c.integer(md, "top_k", "model.moe", mdef("top_k", 2), hi=100_000),
+            "top_k": c.integer(md, "top_k", "model.moe", mdef("top_k", MOE_TOP_K_DEFAULT),
+                               hi=100_000),
             "expert_ffn_hidden": c.integer(md, "expert_ffn_hidden", "model.moe",
                                            mdef("expert_ffn_hidden", vals["ffn_hidden"] or 1),
                                            hi=10_000_000),

@@ -25,7 +25,7 @@ import yaml  # noqa: E402
 
 from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.spec import parse_scenario  # noqa: E402
+from workbench.scenario import parse_scenario  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_runs.yaml"
 _PARALLEL_KEYS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",

@@ -46,7 +46,7 @@ def main() -> int:
     from widgets.charts.timeline import TimelineChart
     from workbench.estimate import estimate
     from workbench.plan.scaling import scaling_curve
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
     print(f"imports (plotly, pandas, workbench): {time.perf_counter() - t0:.2f} s")
 
     ex = ROOT / "examples"

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from workbench.estimate import estimate  # noqa: E402
 from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts  # noqa: E402
-from workbench.spec import load_scenario, parse_scenario, read_document  # noqa: E402
+from workbench.scenario import load_scenario, parse_scenario, read_document  # noqa: E402
 
 
 def timed(fn, repeat: int = 200) -> list[float]:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.estimate import estimate  # noqa: E402
-from workbench.spec import parse_scenario  # noqa: E402
+from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.units import GiB  # noqa: E402
 
 # Megatron-LM's "gpt3_7b" functional-test model: Llama-3-8B-like sizes with Megatron's GPT

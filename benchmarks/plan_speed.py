@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     t0 = time.perf_counter()
     from workbench.plan import plan  # noqa: E402
-    from workbench.spec import load_scenario  # noqa: E402
+    from workbench.scenario import load_scenario  # noqa: E402
     imports = time.perf_counter() - t0
     cases = [
         ("Llama 3.1 405B, 16,384 x H200", "examples/llama3-405b-h200-cluster.yaml",

@@ -92,7 +92,7 @@ CASES = [
 # Runs under the project's venv (``--wb-info`` / ``--wb-estimate``); imports only the workbench.
 def _wb_scenario(case: dict):
     sys.path.insert(0, str(REPO))
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
     return load_scenario(str(REPO / case["scenario"]), case["overrides"])
 
 
@@ -172,14 +172,14 @@ def wb_info(case: dict) -> dict:
             doc["parallel"].pop("shard_group", None)
             doc["training"] = {**doc["training"], **lay["training"]}
             from workbench.estimate import estimate
-            from workbench.spec import parse_scenario
+            from workbench.scenario import parse_scenario
             e = estimate(parse_scenario(doc))
             out[tag] = {"memory": float(e.memory.per_gpu.total), "step": float(e.time.step)}
         out["layout"] = {**lay["parallel"], **lay["training"]}
         checks["zero2_as_fsdp2"].append(out)
     # every ZeRO-2 layout of the restricted table (dp > 1), written as that same FSDP2 run
     from workbench.estimate import estimate
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
     z2 = [d for d in rows if d["zero"] == 2 and d["dp"] > 1]
     over = 0
     cap = capacity_bytes(hw.gpu.memory_gb)
@@ -225,7 +225,7 @@ def wb_estimate(case: dict, layouts: list[dict]) -> list[dict]:
     s = _wb_scenario(case)
     from workbench.errors import ScenarioError
     from workbench.estimate import estimate
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
 
     base = s.to_dict()
     out = []

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.spec import parse_scenario  # noqa: E402
+from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.trial import prepare  # noqa: E402
 from workbench.trial.launcher import stream  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.calibrate.profile import MachineProfile, fit_alpha_beta, load_profile, profile_gpu
 from workbench.errors import ScenarioError
-from workbench.spec import parse_scenario
+from workbench.scenario import parse_scenario
 
 GRID = {"m": [16, 256], "n": [16, 256], "k": [16, 256]}
 

@@ -16,9 +16,9 @@ from workbench.estimate import estimate
 from workbench.plan import Constraints, plan
 from workbench.plan.scaling import COLUMNS, scaling_curve
 from workbench.units import hbm_bytes
-from workbench.spec import parse_scenario
-from workbench.spec.mesh import GROUP_KINDS, groups_of, node_of, rank_coords
-from workbench.spec.scenario import Parallel
+from workbench.scenario import parse_scenario
+from workbench.scenario.mesh import GROUP_KINDS, groups_of, node_of, rank_coords
+from workbench.scenario.types import Parallel
 from workbench.units import GiB
 
 TINY = {"seq_len": 256, "micro_batch": 2, "global_batch": 16, "precision": "fp32",

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.estimate import estimate
 from workbench.serve import DASHBOARD, free_port, voila_command
-from workbench.spec import load_scenario
+from workbench.scenario import load_scenario
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"

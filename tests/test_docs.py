@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import ROOT, scenario_doc
 from workbench.cli_reference import cli_reference
-from workbench.spec.reference import scenario_reference
+from workbench.scenario.reference import scenario_reference
 
-REGENERATE = {"docs/scenario.md": "python -m workbench.spec.reference > docs/scenario.md",
+REGENERATE = {"docs/scenario.md": "python -m workbench.scenario.reference > docs/scenario.md",
               "docs/cli.md": "python -m workbench.cli_reference > docs/cli.md"}
 
 
@@ -25,9 +25,9 @@ def test_generated_references_are_current(path, text):
 
 
 def test_the_scenario_reference_lists_every_key_the_validator_accepts():
-    from workbench.spec import validate as v
-    from workbench.spec.rules import RULES
-    from workbench.spec.scenario import Training
+    from workbench.scenario import validate as v
+    from workbench.scenario.rules import RULES
+    from workbench.scenario.types import Training
 
     doc = scenario_reference()
     keys = (*v._HARDWARE_FIELDS, *v._INTER_NODE_FIELDS, *v._HOST_FIELDS, *v._STORAGE_FIELDS,
@@ -75,7 +75,7 @@ def _check(verb: str, out) -> None:
 
 def test_estimate_json_has_every_documented_key():
     from workbench.estimate import estimate
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
 
     out = json.loads(json.dumps(estimate(load_scenario(
         ROOT / "examples/llama3-8b-8xh100.yaml")).to_dict()))
@@ -84,7 +84,7 @@ def test_estimate_json_has_every_documented_key():
 
 @pytest.mark.slow
 def test_trial_json_has_every_documented_key():
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
     from workbench.trial import run_trial
 
     s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 2},
@@ -95,7 +95,7 @@ def test_trial_json_has_every_documented_key():
 
 def test_plan_json_has_every_documented_key():
     from workbench.plan import plan
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
 
     s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
                                     parallel={"dp": 4, "zero": 3},

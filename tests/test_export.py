@@ -35,7 +35,7 @@ from workbench.export.megatron import megatron_args, to_megatron
 from workbench.export.slurm import to_slurm
 from workbench.export.torchrun import nccl_env, to_torchrun
 from workbench.export.torchtitan import to_torchtitan
-from workbench.spec import load_scenario
+from workbench.scenario import load_scenario
 
 tomllib = pytest.importorskip("tomllib")
 DATA = ROOT / "tests" / "data"

@@ -10,7 +10,7 @@ from tests.conftest import scenario_doc
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
-from workbench.spec import parse_scenario
+from workbench.scenario import parse_scenario
 
 FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "virtual_stages", "micro_batch")
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev", "gpipe")

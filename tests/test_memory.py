@@ -10,8 +10,8 @@ from workbench.estimate import estimate
 from workbench.estimate import activations as act
 from workbench.estimate.model_states import bytes_per_param, model_states
 from workbench.estimate.params import layer_params, stage_params
-from workbench.spec import parse_scenario
-from workbench.spec.scenario import Parallel
+from workbench.scenario import parse_scenario
+from workbench.scenario.types import Parallel
 
 N = 1_000_000
 

@@ -42,7 +42,7 @@ def test_readme_holds_exactly_the_two_setup_commands_and_ci_runs_the_test_one():
 
 
 def test_importing_workbench_does_not_import_torch_or_plotting():
-    code = ("import sys, workbench, workbench.spec, workbench.estimate, workbench.cli; "
+    code = ("import sys, workbench, workbench.scenario, workbench.estimate, workbench.cli; "
             "bad = [m for m in ('torch', 'plotly', 'ipywidgets', 'pandas') if m in sys.modules]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,7 +18,7 @@ from widgets.panels.parallel import ParallelPanel
 from widgets.panels.training import TrainingPanel
 from widgets.state import ScenarioState
 from workbench.estimate import estimate
-from workbench.spec import load_scenario
+from workbench.scenario import load_scenario
 
 
 def _state(name: str = "llama3-8b-8xh100") -> ScenarioState:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from workbench.estimate.pipeline import inflight_chunks
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved-1f1b": "Interleaved1F1B",
                "zero-bubble": "InterleavedZeroBubble", "dualpipev": "DualPipeV"}

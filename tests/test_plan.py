@@ -15,7 +15,7 @@ from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.plan import Constraints, plan
 from workbench.plan.explain import explain
-from workbench.spec import load_scenario, parse_scenario
+from workbench.scenario import load_scenario, parse_scenario
 from workbench.units import hbm_bytes
 
 FIXED = {"recompute": "none", "offload": "none", "pp_schedule": "1f1b",

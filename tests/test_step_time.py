@@ -13,8 +13,8 @@ from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.params import active_params
 from workbench.estimate.step_time import estimate_step_time
 from workbench.estimate.timeline import makespan, simulate
-from workbench.spec import load_scenario, parse_scenario
-from workbench.spec.scenario import Parallel
+from workbench.scenario import load_scenario, parse_scenario
+from workbench.scenario.types import Parallel
 
 
 # -- FLOPs -------------------------------------------------------------------------------------

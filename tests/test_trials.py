@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.errors import ScenarioError
-from workbench.spec import parse_scenario
+from workbench.scenario import parse_scenario
 
 pytestmark = pytest.mark.slow
 

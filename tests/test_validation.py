@@ -13,8 +13,8 @@ from workbench.catalog import CATALOGS
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.export import export
-from workbench.report.text import render_estimate
-from workbench.spec import apply_overrides, dump_scenario, parse_scenario
+from workbench.render.text import render_estimate
+from workbench.scenario import apply_overrides, dump_scenario, parse_scenario
 
 
 def problems(doc) -> dict[str, str]:
@@ -259,7 +259,7 @@ def test_an_inline_gpu_without_fp8_figures_has_no_fp8(doc):
 
 
 def test_every_rule_is_documented_and_named_once():
-    from workbench.spec.rules import RULES
+    from workbench.scenario.rules import RULES
 
     names = [r.name for r in RULES]
     assert len(names) == len(set(names)) and len(RULES) >= 15

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from workbench.catalog import GPUS, MODELS
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
-from workbench.spec import parse_scenario
-from workbench.spec.rules import min_microbatches
+from workbench.scenario import parse_scenario
+from workbench.scenario.rules import min_microbatches
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev")
 

@@ -28,7 +28,7 @@ from widgets.panels.trial import TrialPanel
 from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
-from workbench.spec import dump_scenario
+from workbench.scenario import dump_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "brief-8xh200-70b"

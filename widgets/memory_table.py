@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 
 from workbench.estimate.result import Estimate
-from workbench.report.text import human_duration
+from workbench.render.text import human_duration
 from workbench.units import GB, MB
 
 ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")

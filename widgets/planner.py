@@ -12,8 +12,8 @@ import ipywidgets as w
 from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
-from workbench.spec import parse_scenario
-from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES
+from workbench.scenario import parse_scenario
+from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES
 
 ANY = ("any", None)
 TARGETS = ("torchrun", "slurm", "torchtitan", "deepspeed", "megatron", "trial")

@@ -14,8 +14,8 @@ from typing import Any
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate import Estimate, estimate
-from workbench.spec import parse_scenario
-from workbench.spec.scenario import Scenario
+from workbench.scenario import parse_scenario
+from workbench.scenario.types import Scenario
 
 Listener = Callable[["ScenarioState"], None]
 

@@ -1,7 +1,7 @@
 """Distributed Training Workbench: plan, estimate and prove distributed training layouts.
 
 Importing this package is light (no torch, no plotting): the data flow is
-``spec`` (scenario) -> ``estimate`` -> result -> ``report`` / widgets.
+``scenario`` -> ``estimate`` / ``plan`` / ``trial`` -> result -> ``render`` / widgets.
 """
 from workbench.errors import Problem, ScenarioError
 
@@ -9,15 +9,15 @@ __version__ = "0.1.0"
 
 
 def load_scenario(path, overrides=None):
-    """Read, override and validate a scenario file (see ``workbench.spec``)."""
-    from workbench.spec import load_scenario as _load
+    """Read, override and validate a scenario file (see ``workbench.scenario``)."""
+    from workbench.scenario import load_scenario as _load
 
     return _load(path, overrides)
 
 
 def parse_scenario(doc):
     """Validate a scenario document (dict)."""
-    from workbench.spec import parse_scenario as _parse
+    from workbench.scenario import parse_scenario as _parse
 
     return _parse(doc)
 

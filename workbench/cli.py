@@ -19,8 +19,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _estimate(args: argparse.Namespace) -> int:
     from workbench.estimate import estimate
-    from workbench.report.text import render_estimate
-    from workbench.spec import load_scenario
+    from workbench.render.text import render_estimate
+    from workbench.scenario import load_scenario
 
     est = estimate(load_scenario(args.scenario, args.set))
     if args.json:
@@ -31,7 +31,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _trial(args: argparse.Namespace) -> int:
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
     from workbench.trial import run_trial
 
     scenario = load_scenario(args.scenario, args.set)
@@ -80,7 +80,7 @@ def _trial(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from workbench.plan import Constraints, plan
     from workbench.plan.explain import describe_start, explain
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
     if args.top < 1:
@@ -132,7 +132,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from workbench.export import ExportError, Source, export
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
     try:

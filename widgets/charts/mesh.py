@@ -1,7 +1,7 @@
 """The device mesh as a grid of GPUs: one row of cells per node (nodes wrap into side-by-side
 blocks on large clusters), coloured by pipeline stage; selecting a GPU — ``select(rank)`` or a
 click in the browser — outlines the ranks sharing each of its TP, CP, DP, PP, EP and
-expert-data-parallel groups (``workbench.spec.mesh``)."""
+expert-data-parallel groups (``workbench.scenario.mesh``)."""
 from __future__ import annotations
 
 import math
@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import plotly.graph_objects as go
 
-from workbench.spec.mesh import coords_of, groups_of, node_of, rank_coords
-from workbench.spec.scenario import Parallel, Scenario
+from workbench.scenario.mesh import coords_of, groups_of, node_of, rank_coords
+from workbench.scenario.types import Parallel, Scenario
 
 # Group kind -> (legend label, outline colour, marker symbol, size relative to a cell). Sizes
 # differ so a rank in two groups (e.g. DP and EP) shows both outlines.

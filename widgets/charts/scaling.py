@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.plan.search import Progress
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.units import GiB
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import math
 import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, int_box
-from workbench.spec.scenario import SCHEDULES
+from workbench.scenario.types import SCHEDULES
 
 ZERO_LABELS = [("0: DDP (replicated)", 0), ("1: ZeRO-1 / distributed optimizer", 1),
                ("2: ZeRO-2 (+ gradients)", 2), ("3: ZeRO-3 / FSDP2 (+ parameters)", 3)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from widgets.panels.base import Panel, dropdown, float_box, int_box
-from workbench.spec.scenario import ATTENTION_KERNELS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE
+from workbench.scenario.types import ATTENTION_KERNELS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE
 
 
 class TrainingPanel(Panel):

@@ -12,7 +12,7 @@ from workbench.estimate.memory import MemoryEstimate, estimate_memory
 from workbench.estimate.result import Estimate
 from workbench.estimate.run_level import estimate_run
 from workbench.estimate.step_time import estimate_step_time
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 
 def estimate(scenario: Scenario) -> Estimate:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.catalog.types import ModelShape
-from workbench.spec.scenario import Parallel, Training
+from workbench.scenario.types import Parallel, Training
 
 
 @dataclass(frozen=True)

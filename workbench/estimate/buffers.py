@@ -28,7 +28,7 @@ import numpy as np
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.activations import ActivationShape
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 ALLOCATOR_FRACTION = 0.05
 

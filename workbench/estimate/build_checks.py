@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from workbench.estimate.memory import MemoryEstimate
 from workbench.estimate.params import total_params
 from workbench.estimate.run_level import host_power_w
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.units import capacity_bytes
 
 PSU_LOAD = 0.8

@@ -21,7 +21,7 @@ import numpy as np
 from workbench.estimate.arrays import plain
 
 from workbench.catalog.types import Link
-from workbench.spec.scenario import Hardware
+from workbench.scenario.types import Hardware
 
 # Fraction of the link's per-direction bandwidth NCCL sustains at large messages (busbw / link).
 # NVLink and RDMA NICs: benchmarks/data/published_kernels.yaml (nccl-tests on H200: all-gather

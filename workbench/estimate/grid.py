@@ -29,14 +29,14 @@ from workbench.estimate.step_time import (
     block_costs, dp_exposed, optimizer_and_offload, pipeline_bubble, sp_grad_reduction,
 )
 from workbench.estimate.comm import collective_time, group_span
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.estimate.memory import NVME_STAGING_BYTES_PER_GPU
 from workbench.units import TB, capacity_bytes, hbm_bytes
 
 
 @dataclass
 class LayoutGrid:
-    """One row per layout; the field names and properties mirror ``spec.scenario.Parallel`` so
+    """One row per layout; the field names and properties mirror ``scenario.types.Parallel`` so
     the shared formulas read either."""
 
     dp: np.ndarray
@@ -124,7 +124,7 @@ def _per_key(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool) -> di
 def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
                      ) -> dict[str, np.ndarray]:
     """Step time, worst-GPU memory, fit and throughput for every layout of the grid (the layouts
-    must be valid for the base scenario: ``spec.validate`` rules). ``cache`` keeps the per-(tp,
+    must be valid for the base scenario: ``scenario.validate`` rules). ``cache`` keeps the per-(tp,
     cp, ep, micro-batch) block costs between calls that differ only in schedule or offload (the
     planner's passes); it must not be shared between different models, hardware or training."""
     hw, m, tr = base.hardware, base.model, base.training
@@ -274,7 +274,7 @@ def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
 
 
 def valid_layouts(base: Scenario, g: LayoutGrid) -> np.ndarray:
-    """Which rows pass the layout rules (``spec.rules``, layout=True) for the
+    """Which rows pass the layout rules (``scenario.rules``, layout=True) for the
     base scenario's model, hardware and training; tests hold the two in agreement."""
     m, tr, hw = base.model, base.training, base.hardware
     ok = g.dp * g.tp * g.pp * g.cp == hw.world

@@ -15,7 +15,7 @@ from workbench.estimate.buffers import allocator_allowance, buffer_terms
 from workbench.estimate.model_states import model_states
 from workbench.estimate.params import StageParams, is_moe_layer, stage_params
 from workbench.estimate.pipeline import inflight_chunks, inflight_first_chunk, inflight_last_chunk
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.units import GB, TB, capacity_bytes, hbm_bytes
 
 # ZeRO-Infinity's NVMe staging: DeepSpeed's default offload_param/offload_optimizer

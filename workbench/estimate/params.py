@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from workbench.catalog.types import ModelShape
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 
 @dataclass(frozen=True)

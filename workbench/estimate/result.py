@@ -9,7 +9,7 @@ from workbench.estimate.model_states import bytes_per_param
 from workbench.estimate.params import active_params, total_params
 from workbench.estimate.run_level import RunEstimate
 from workbench.estimate.step_time import StepTime
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 
 @dataclass(frozen=True)

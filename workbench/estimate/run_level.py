@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from workbench.estimate.efficiency import peak_flops
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.step_time import StepTime
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 
 @dataclass(frozen=True)

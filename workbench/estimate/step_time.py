@@ -31,7 +31,7 @@ from workbench.estimate.flops import layer_flops
 from workbench.estimate.params import (
     StageParams, rank_chunks, sequence_parallel_replicated, stage_params,
 )
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
 

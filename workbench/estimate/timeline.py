@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from workbench.estimate.params import rank_chunks
 from workbench.estimate.pipeline import inflight_chunks
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from workbench.export.common import ExportError, Source
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 # target -> (module, function); the order is the CLI's --to choices
 TARGETS: dict[str, tuple[str, str]] = {

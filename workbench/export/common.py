@@ -6,7 +6,7 @@ import shlex
 from dataclasses import dataclass
 
 from workbench.errors import Problem, ScenarioError
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 
 from workbench.export.common import Refusals, Source
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 TARGET = "DeepSpeed"
 NVME_PATH = "/local_nvme"   # DeepSpeed's documented example path: point it at the NVMe mount

@@ -32,7 +32,7 @@ from workbench.export.common import (
     Refusals, Source, layout_summary, model_label, shell_command, shell_word, train_samples,
 )
 from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 TARGET = "Megatron-LM"
 MEGATRON_COMMIT = "000c4ac24f61159c138b0975def722c65245983c"

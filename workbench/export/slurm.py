@@ -11,7 +11,7 @@ import re
 
 from workbench.export.common import Source, layout_summary, model_label, shell_command
 from workbench.export.torchrun import nccl_env, torchrun_args
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 DEFAULT_TIME = "00:30:00"   # a trial is a few steps of a small model; start-up dominates
 

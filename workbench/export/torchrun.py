@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.export.common import Source, layout_summary, model_label, shell_command
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 MASTER_PORT = 29500
 TRIAL_MODULE = "workbench.trial.torchrun_main"

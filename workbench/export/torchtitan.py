@@ -28,7 +28,7 @@ from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
     Refusals, Source, layout_summary, model_label, preset_key, train_steps,
 )
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 TARGET = "torchtitan"
 

@@ -4,7 +4,7 @@ as :func:`workbench.cli.build_parser` defines it."""
 from __future__ import annotations
 
 from workbench.export.common import Source, shell_word
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 DEFAULT_STEPS = 3
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.errors import Problem, ScenarioError
-from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
+from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
 # Layout fields a constraint may fix, with the values each allows (None: a positive integer).
 FIELDS = {
@@ -50,7 +50,7 @@ class Constraints:
     @classmethod
     def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0) -> "Constraints":
         """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars."""
-        from workbench.spec.io import parse_value
+        from workbench.scenario.io import parse_value
 
         out = {}
         for item in fixed:

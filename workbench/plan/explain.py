@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from workbench.plan.result import PlanResult
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 TERMS = ("compute", "recompute", "bubble", "comm dp", "comm tp", "comm pp", "comm cp",
          "comm ep", "optimizer", "offload")

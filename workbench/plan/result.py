@@ -9,7 +9,7 @@ import numpy as np
 from workbench.errors import Problem, ScenarioError
 from workbench.plan.constraints import Constraints
 from workbench.plan.space import ROW_FIELDS, candidate_rows
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
 PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
@@ -105,7 +105,7 @@ class PlanResult:
 
     def scenario_of(self, rank: int = 1) -> Scenario:
         """The full, validated scenario of the layout ranked ``rank``."""
-        from workbench.spec import parse_scenario
+        from workbench.scenario import parse_scenario
 
         doc = self.scenario.to_dict()
         lay = self.layout(rank)
@@ -174,7 +174,7 @@ def _describe(row: dict) -> str:
 def _valid_count(s: Scenario, fixed: dict) -> int:
     """Valid layouts (rules only, default training options) with these fixed fields."""
     from workbench.estimate.grid import LayoutGrid, valid_layouts
-    from workbench.spec.scenario import SCHEDULES
+    from workbench.scenario.types import SCHEDULES
 
     total = 0
     schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else SCHEDULES
@@ -187,8 +187,8 @@ def _valid_count(s: Scenario, fixed: dict) -> int:
 
 def _sample_rule(s: Scenario, c: Constraints) -> str:
     """The validator's messages for one candidate layout (the rules every layout broke)."""
-    from workbench.spec import parse_scenario
-    from workbench.spec.scenario import SCHEDULES
+    from workbench.scenario import parse_scenario
+    from workbench.scenario.types import SCHEDULES
 
     for sched in SCHEDULES:
         rows = candidate_rows(s, s.hardware.world, sched, c.fixed)

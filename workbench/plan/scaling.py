@@ -31,7 +31,7 @@ from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.search import Progress, _with_world, search_rows
 from workbench.plan.space import ROW_FIELDS
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.units import hbm_bytes
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def _document(s: Scenario, degrees: dict, hw) -> dict:
 
 
 def _reason(s: Scenario, degrees: dict, hw) -> str:
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
 
     try:
         parse_scenario(_document(s, degrees, hw))
@@ -239,7 +239,7 @@ def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
 
 def _scalar_row(s: Scenario, v: int, d: dict, hw) -> dict:
     from workbench.estimate import estimate
-    from workbench.spec import parse_scenario
+    from workbench.scenario import parse_scenario
 
     try:
         sv = parse_scenario(_document(s, d, hw))

@@ -19,7 +19,7 @@ from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
-from workbench.spec.scenario import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
+from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
 Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel

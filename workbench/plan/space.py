@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 ROW_FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "virtual_stages", "micro_batch")
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from workbench.proof.compare import Row, compare
-from workbench.spec import parse_scenario
+from workbench.scenario import parse_scenario
 
 
 @dataclass(frozen=True)

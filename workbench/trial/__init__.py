@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
 from workbench.trial.shrink import trial_scenario

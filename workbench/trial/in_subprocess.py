@@ -17,8 +17,8 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 
-from workbench.spec import dump_scenario
-from workbench.spec.scenario import Scenario
+from workbench.scenario import dump_scenario
+from workbench.scenario.types import Scenario
 
 
 class TrialProcess:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 
 def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:

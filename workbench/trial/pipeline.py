@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from workbench.estimate.params import chunk_layers, rank_chunks
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
              "interleaved-1f1b": "ScheduleInterleaved1F1B",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 
 @dataclass

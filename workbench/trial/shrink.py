@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 from workbench.catalog.types import ModelShape, MoE
-from workbench.spec.scenario import Scenario, Training
+from workbench.scenario.types import Scenario, Training
 
 TRIAL_VOCAB = 512
 TRIAL_SEQ = 64

@@ -36,7 +36,7 @@ class _Printer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from workbench.spec import load_scenario
+    from workbench.scenario import load_scenario
     from workbench.trial import prepare
     from workbench.trial.worker import WorkerArgs, run
 

@@ -1,6 +1,6 @@
 """The validated scenario: what the estimator, planner, trials and exporters read.
 
-Built only by :func:`workbench.spec.validate.parse_scenario`, which checks every field
+Built only by :func:`workbench.scenario.validate.parse_scenario`, which checks every field
 (docs/scenario.md lists them). Catalog references are resolved to records here; the
 document form (``Scenario.document``) keeps the user's catalog keys for a faithful round trip.
 """

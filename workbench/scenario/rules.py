@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from workbench.errors import Problem
-from workbench.spec.scenario import Scenario
+from workbench.scenario.types import Scenario
 
 Check = Callable[[Scenario], Iterator[Problem]]
 

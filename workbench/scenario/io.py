@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import Problem, ScenarioError
-from workbench.spec.scenario import Scenario
-from workbench.spec.validate import parse_scenario
+from workbench.scenario.types import Scenario
+from workbench.scenario.validate import parse_scenario
 
 
 def read_document(path: str | Path) -> dict:

@@ -11,7 +11,7 @@ builds them. tests/test_charts_timeline_mesh_scaling.py holds both in agreement 
 """
 from __future__ import annotations
 
-from workbench.spec.scenario import Parallel
+from workbench.scenario.types import Parallel
 
 GROUP_KINDS = ("tp", "cp", "dp", "pp", "ep", "edp")
 

@@ -13,8 +13,8 @@ from typing import Any
 from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
 from workbench.errors import Problem, ScenarioError
-from workbench.spec.rules import check_rules
-from workbench.spec.scenario import (
+from workbench.scenario.rules import check_rules
+from workbench.scenario.types import (
     ATTENTION_KERNELS, MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
     Hardware, Host, InterNode, Parallel, Scenario, Storage, Training,
 )
@@ -233,7 +233,7 @@ def parse_scenario(doc: Any, *, layout_required: bool = True) -> Scenario:
 
     Raises ScenarioError listing every problem found. With ``layout_required=False`` (what the
     planner reads) the ``parallel`` block is optional and only a starting point: its problems
-    and those of the layout rules (``spec.rules``) are kept in ``Scenario.layout_problems``
+    and those of the layout rules (``scenario.rules``) are kept in ``Scenario.layout_problems``
     instead of raised, and an unreadable block leaves the default layout.
     """
     c = _Checker()

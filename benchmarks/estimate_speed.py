@@ -1,7 +1,13 @@
-"""How fast the estimator is: one estimate (the widgets call it on every edit; goal < 10 ms)
-and a vectorised grid of layouts (the planner's path; goal >= 100,000 layouts/s).
+"""How fast the estimator is: one estimate (the widgets call it on every edit; goal < 10 ms
+p95), a grid of layouts through the same cost model (the planner's path; goal >= 300,000
+evaluated layouts/s for Llama 3.1 405B on 16,384 H200), and, in the same run, the workbench
+against llm-analysis 0.2.2 on the same layouts (goal >= 50x llm-analysis per layout).
 
-    .venv/bin/python benchmarks/estimate_speed.py
+    .venv/bin/python benchmarks/estimate_speed.py [--peers /tmp/peers/bin/python]
+
+llm-analysis runs in its own virtual environment (it needs torch; the workbench's must not get
+it), as benchmarks/plan_vs_llm_analysis.py describes:
+    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install torch==2.13.0 llm-analysis==0.2.2
 """
 from __future__ import annotations
 
@@ -18,7 +24,9 @@ import itertools  # noqa: E402
 import numpy as np  # noqa: E402
 
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts  # noqa: E402
+from workbench.estimate.cost_model import evaluate_layouts  # noqa: E402
+from workbench.scenario.layouts import LayoutGrid  # noqa: E402
+from workbench.scenario.rules import layout_mask  # noqa: E402
 from workbench.scenario import load_scenario, parse_scenario, read_document  # noqa: E402
 
 
@@ -32,6 +40,12 @@ def timed(fn, repeat: int = 200) -> list[float]:
 
 
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peers", metavar="PYTHON", default="/tmp/peers/bin/python",
+                    help="a Python with llm-analysis 0.2.2 (skipped when it is missing)")
+    args = ap.parse_args()
     print(f"{'example':32} {'validate ms':>12} {'estimate ms':>12} {'p95 total ms':>13}")
     for path in sorted((ROOT / "examples").glob("*.yaml")):
         doc = read_document(path)
@@ -42,6 +56,7 @@ def main() -> int:
         print(f"{path.stem:32} {statistics.median(v) * 1e3:12.3f} {statistics.median(e) * 1e3:12.3f}"
               f" {both[int(0.95 * len(both))] * 1e3:13.3f}")
     grid_speed()
+    versus_llm_analysis(Path(args.peers))
     return 0
 
 
@@ -58,14 +73,14 @@ def grid_speed() -> None:
     total_n = total_t = total_v = 0.0
     cache: dict = {}     # block costs per (tp, cp, ep, micro-batch), shared as the planner does
     for sched in ("1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev", "gpipe"):
-        rows = [(world // (tp * pp * cp), tp, pp, cp, 1, zero, v, mb)
+        rows = [(world // (tp * pp * cp), tp, pp, cp, 1, zero, v, mb, 0)
                 for tp, pp, cp, zero, v, mb in itertools.product(
                     (1, 2, 4, 8), (1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 18, 21, 32, 42, 63, 64, 126),
                     (1, 2, 4, 8, 16), (0, 1, 2, 3), (1, 2, 3, 4, 6, 7, 9), (1, 2, 4, 8))
                 if world % (tp * pp * cp) == 0]
         g = LayoutGrid(*np.array(rows).T, pp_schedule=sched)
         t0 = time.perf_counter()
-        mask = valid_layouts(base, g)
+        mask = layout_mask(base, g)
         sub = LayoutGrid(*(np.array(rows).T[:, mask]), pp_schedule=sched)
         out = evaluate_layouts(base, sub, cache)
         dt = time.perf_counter() - t0
@@ -79,6 +94,58 @@ def grid_speed() -> None:
           f"{total_n / total_t:12,.0f} {total_v / total_t:12,.0f}")
     print("screened: layouts checked against the validation rules; evaluated: valid layouts "
           "estimated (step time, memory, fit, throughput), both per second of the whole call")
+
+
+
+
+def versus_llm_analysis(peers: Path) -> None:
+    """Both tools on the same layouts of Llama 3.1 405B on 512 H200 (the planner's common
+    sub-space with llm-analysis: tp x pp x dp, ZeRO 0-3, SP on/off, micro-batch, recompute;
+    1F1B, no CP/EP/HSDP/offload): llm-analysis's ``training()`` per layout, the workbench's cost
+    model over a grid per (SP, recompute), screened by its rules. Rates per layout each tool
+    evaluated, in one run."""
+    import dataclasses
+    import json
+    import subprocess
+
+    from workbench.scenario.types import Parallel
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import plan_vs_llm_analysis as peer
+
+    if not peers.exists():
+        print(f"\nllm-analysis: {peers} not found; see the docstring to create it")
+        return
+    case = peer.CASES[2]
+    info = peer.case_shape(case)
+    out = subprocess.run([str(peers), str(ROOT / "benchmarks/plan_vs_llm_analysis.py"),
+                          "--la-speed"], input=json.dumps(info), capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    la = json.loads(out.stdout)
+    base = load_scenario(ROOT / case["scenario"], case["overrides"])
+    gb = base.training.global_batch
+    rows = np.array([(dp, tp, pp, 1, 1, zero, 1, mb, 0)
+                     for tp, pp, dp, mb in info["candidates"] if gb % (dp * mb) == 0
+                     for zero in (0, 1, 2, 3)]).T
+    n = 0
+    t0 = time.perf_counter()
+    for sp in (True, False):
+        for rc in ("none", "selective", "full"):
+            s = dataclasses.replace(base, parallel=Parallel(sequence_parallel=sp),
+                                    training=dataclasses.replace(base.training, recompute=rc))
+            r = rows if sp else rows[:, rows[1] > 1]
+            g = LayoutGrid(*r, pp_schedule="1f1b", sequence_parallel=sp)
+            sub = g.take(layout_mask(s, g))
+            evaluate_layouts(s, sub)
+            n += len(sub)
+    wb_s = time.perf_counter() - t0
+    la_rate, wb_rate = la["layouts"] / la["seconds"], n / wb_s
+    print(f"\nsame layouts, {base.model.name} on {base.hardware.world} GPUs, one run:")
+    print(f"  llm-analysis 0.2.2 training(): {la['layouts']:7,} layouts in {la['seconds']:7.3f} s"
+          f" = {la_rate:12,.0f} layouts/s")
+    print(f"  workbench cost model:          {n:7,} layouts in {wb_s:7.3f} s"
+          f" = {wb_rate:12,.0f} layouts/s")
+    print(f"  ratio: {wb_rate / la_rate:,.0f}x per layout (goal >= 50x)")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ per-layer roofline and TP all-reduce terms (it is not what ``training()`` report
 as "LA roofline". Two checks of the planner itself are printed per case as well: how many of
 its fitting layouts exceed nvidia-smi's total memory (the figures quoted in
 ``workbench/units.py``), and its ZeRO-2 winners estimated as the run the workbench's own trial
-makes of ZeRO-2 (FSDP2 without resharding, ``workbench.trial.as_run``: zero=3 +
+makes of ZeRO-2 (FSDP2 without resharding, ``workbench.estimate.trial_prediction.as_run``: zero=3 +
 reshard_after_forward=false). See docs/planner-vs-llm-analysis.md for the results and their
 causes. ``--json PATH`` also writes every figure. About 30-60 s on two shared cores.
 """
@@ -74,7 +74,8 @@ REPO = Path(__file__).resolve().parents[1]
 WB_PYTHON = REPO / ".venv" / "bin" / "python"
 GIB = 2 ** 30
 RECOMPUTES = ("none", "selective", "full")
-FIXED = {"cp": 1, "ep": 1, "pp_schedule": "1f1b", "virtual_stages": 1, "offload": "none"}
+FIXED = {"cp": 1, "ep": 1, "shard_group": 0, "pp_schedule": "1f1b", "virtual_stages": 1,
+         "offload": "none"}
 # nvidia-smi's total memory, as quoted in workbench/units.py (capacity_bytes docstring)
 SMI_MIB = {"h100-sxm": 81559, "h200-sxm": 143771}
 
@@ -110,17 +111,45 @@ def _layout_doc(base: dict, lay: dict) -> dict:
     return doc
 
 
-def wb_info(case: dict) -> dict:
-    """Scenario shape, the planner's ranked table over the common sub-space (union over the
-    three recompute modes), the planner's own #1 with recompute free, and its unrestricted #1."""
+def case_shape(case: dict) -> dict:
+    """What llm-analysis needs of a case: model, GPU, efficiencies, and the planner's own
+    (tp, pp, dp, micro-batch) candidates of the common sub-space."""
     s = _wb_scenario(case)
+    from workbench.catalog import GPUS
     from workbench.estimate.efficiency import (HBM_EFFICIENCY, SUSTAINED_FRACTION,
                                                matmul_efficiency)
-    from workbench.plan import Constraints, plan
     from workbench.plan.space import candidate_rows
     from workbench.units import capacity_bytes
 
     m, hw, tr = s.model, s.hardware, s.training
+    gpu_key = next(k for k, v in GPUS.items() if v == hw.gpu)
+    cand = candidate_rows(s, hw.world, "1f1b", {k: FIXED[k] for k in (
+        "cp", "ep", "shard_group", "virtual_stages", "pp_schedule")})
+    return {
+        "model": {"name": m.name, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
+                  "kv_heads": m.kv_heads, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab,
+                  "mlp": m.mlp, "tied_embeddings": m.tied_embeddings},
+        "gpu": {"key": gpu_key,
+                "name": hw.gpu.name, "memory_gb": hw.gpu.memory_gb,
+                "hbm_gb_per_s": hw.gpu.hbm_gb_per_s, "bf16_tflops": hw.gpu.bf16_tflops,
+                "capacity_bytes": capacity_bytes(hw.gpu.memory_gb)},
+        "world": hw.world, "gpus_per_node": hw.gpus_per_node, "seq_len": tr.seq_len,
+        "global_batch": tr.global_batch, "attention": tr.attention,
+        "efficiency": {"matmul": matmul_efficiency(hw.gpu, tr.precision),
+                       "sustained": SUSTAINED_FRACTION, "hbm": HBM_EFFICIENCY},
+        "candidates": sorted({(int(c[1]), int(c[2]), int(c[0]), int(c[7]))
+                              for c in cand.T.tolist()}),
+    }
+
+
+def wb_info(case: dict) -> dict:
+    """Scenario shape, the planner's ranked table over the common sub-space (union over the
+    three recompute modes), the planner's own #1 with recompute free, and its unrestricted #1."""
+    s = _wb_scenario(case)
+    from workbench.plan import Constraints, plan
+    from workbench.units import capacity_bytes
+
+    hw = s.hardware
     rows = []
     t0 = time.perf_counter()
     for rc in RECOMPUTES:
@@ -140,8 +169,7 @@ def wb_info(case: dict) -> dict:
     un = unrestricted.layout(1)
     un_row = unrestricted.table.iloc[0]
     plan_seconds = time.perf_counter() - t0
-    gpu_key = next(k for k, v in __import__("workbench.catalog", fromlist=["GPUS"]).GPUS.items()
-                   if v == hw.gpu)
+    gpu_key = case_shape(case)["gpu"]["key"]
     smi = SMI_MIB.get(gpu_key, float("inf")) * 2 ** 20
     checks = {"smi_bytes": smi,
               "restricted_above_smi": sum(d["memory"] > smi for d in rows),
@@ -189,23 +217,8 @@ def wb_info(case: dict) -> dict:
         over += estimate(parse_scenario(doc)).memory.per_gpu.total > cap
     checks["zero2_rows"] = len(z2)
     checks["zero2_rows_over_as_fsdp2"] = int(over)
-    # the planner's own degree lists, for the llm-analysis grid
-    cand = candidate_rows(s, hw.world, "1f1b", {"cp": 1, "ep": 1, "virtual_stages": 1,
-                                                "pp_schedule": "1f1b"})
     return {
-        "model": {"name": m.name, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
-                  "kv_heads": m.kv_heads, "ffn_hidden": m.ffn_hidden, "vocab": m.vocab,
-                  "mlp": m.mlp, "tied_embeddings": m.tied_embeddings},
-        "gpu": {"key": gpu_key,
-                "name": hw.gpu.name, "memory_gb": hw.gpu.memory_gb,
-                "hbm_gb_per_s": hw.gpu.hbm_gb_per_s, "bf16_tflops": hw.gpu.bf16_tflops,
-                "capacity_bytes": capacity_bytes(hw.gpu.memory_gb)},
-        "world": hw.world, "gpus_per_node": hw.gpus_per_node, "seq_len": tr.seq_len,
-        "global_batch": tr.global_batch, "attention": tr.attention,
-        "efficiency": {"matmul": matmul_efficiency(hw.gpu, tr.precision),
-                       "sustained": SUSTAINED_FRACTION, "hbm": HBM_EFFICIENCY},
-        "candidates": sorted({(int(c[1]), int(c[2]), int(c[0]), int(c[7]))
-                              for c in cand.T.tolist()}),
+        **case_shape(case),
         "plan_rows": rows, "plan_seconds": plan_seconds, "checks": checks,
         "free_best": {"dp": free_best["parallel"]["dp"], "tp": free_best["parallel"]["tp"],
                       "pp": free_best["parallel"]["pp"], "zero": free_best["parallel"]["zero"],
@@ -697,7 +710,14 @@ def main() -> None:
     ap.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     ap.add_argument("--wb-info", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--wb-estimate", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--la-speed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.la_speed:          # benchmarks/estimate_speed.py: llm-analysis's rate, this process
+        info = json.load(sys.stdin)
+        t0 = time.perf_counter()
+        rows, _ = la_grid(info)
+        json.dump({"layouts": len(rows), "seconds": time.perf_counter() - t0}, sys.stdout)
+        return
     if args.wb_info or args.wb_estimate:
         req = json.load(sys.stdin)
         out = wb_info(req["case"]) if args.wb_info else wb_estimate(req["case"], req["layouts"])

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from workbench.calibrate.profile import MachineProfile, fit_alpha_beta, load_profile, profile_gpu
+from workbench.calibrate.profile import MachineProfile, fit_alpha_beta, load_profile
 from workbench.errors import ScenarioError
 from workbench.scenario import parse_scenario
 
@@ -110,7 +110,7 @@ def test_one_process_step_on_a_profile_is_the_sum_of_its_parts(tmp_path):
     eager operations and its streamed bytes, forward and backward; then the optimizer's
     operations. Recomputed here from the profile and the operation counts."""
     from workbench.estimate import eager_ops
-    from workbench.estimate.step_time import estimate_step_time
+    from workbench.estimate.single import estimate_step_time
 
     p = _profile(copy_gb_per_s=1e9)            # streaming cost ~0: GEMMs and ops remain
     path = p.save(tmp_path / "machine.json")
@@ -137,7 +137,7 @@ def test_one_process_step_on_a_profile_is_the_sum_of_its_parts(tmp_path):
 
 
 def test_tensor_parallel_wrapper_cost_is_added_per_layer(tmp_path):
-    from workbench.estimate.step_time import estimate_step_time
+    from workbench.estimate.single import estimate_step_time
 
     path = _profile().save(tmp_path / "machine.json")
     plain = estimate_step_time(_calibrated_scenario(path, dp=1, tp=1))
@@ -274,14 +274,20 @@ def test_calibrate_names_a_bad_option():
     assert "--out" in run.stderr and "folder does not exist" in run.stderr
 
 
-def test_the_planner_refuses_a_calibration_profile_by_name(tmp_path):
+def test_the_planner_plans_on_a_calibration_profile_as_the_estimate_does(tmp_path):
+    """The planner ranks layouts of a calibrated machine (nothing overlaps there, every
+    collective in turn) with the same cost model as a single estimate."""
+    from workbench.estimate import estimate
     from workbench.plan import plan
 
     path = _profile().save(tmp_path / "machine.json")
-    with pytest.raises(ScenarioError) as err:
-        plan(_calibrated_scenario(path, dp=2))
-    assert err.value.problems[0].path == "hardware.gpu"
-    assert "catalog or inline GPU" in err.value.problems[0].message
+    result = plan(_calibrated_scenario(path, dp=4))
+    assert len(result.table) > 5
+    for rank in sorted({1, 2, len(result.table)}):
+        row = result.table.iloc[rank - 1]
+        est = estimate(result.scenario_of(rank))
+        assert est.time.step == pytest.approx(row["step"], rel=1e-9)
+        assert est.memory.per_gpu.total == pytest.approx(row["memory_per_gpu"], rel=1e-9)
 
 
 def test_the_committed_calibration_of_the_ci_machine_loads_and_estimates():

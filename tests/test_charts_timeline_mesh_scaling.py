@@ -114,12 +114,12 @@ def test_groups_agree_with_torch_mesh_slicing(par):
 
 
 def test_groups_agree_with_the_trials_process_groups():
-    """A real ``init_device_mesh`` and the trial's ``_expert_groups`` on a fake 16-rank world."""
+    """A real ``init_device_mesh`` and the trial's ``expert_groups`` on a fake 16-rank world."""
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    from workbench.trial.worker import _expert_groups
+    from workbench.trial.expert_parallel import expert_groups
 
     par = Parallel(pp=2, dp=2, cp=2, tp=2, ep=2)
     for rank in range(par.world):
@@ -130,7 +130,7 @@ def test_groups_agree_with_the_trials_process_groups():
             got = groups_of(par, rank)
             for kind in ("pp", "dp", "cp", "tp"):
                 assert sorted(dist.get_process_group_ranks(mesh[kind].get_group())) == got[kind]
-            (ep_group, _), edp = _expert_groups(mesh, par)
+            (ep_group, _), edp = expert_groups(mesh, par)
             assert sorted(dist.get_process_group_ranks(ep_group)) == got["ep"]
             assert sorted(np.asarray(edp.mesh).reshape(-1).tolist()) == got["edp"]
         finally:

@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.estimate import estimate
-from workbench.serve import DASHBOARD, free_port, voila_command
+from workbench.process_runner import free_port
+from workbench.serve import DASHBOARD, voila_command
 from workbench.scenario import load_scenario
 
 CHROMIUM = "/usr/bin/chromium"

@@ -128,3 +128,45 @@ def test_no_file_of_the_project_names_a_path_outside_it():
         named += [f"{name}:{i}" for i, line in enumerate(text.splitlines(), 1)
                   if OUTSIDE.search(line)]
     assert not named, named
+
+
+def _resolve(dotted: str):
+    """The object a dotted name names: a module, then attributes of it."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(dotted)
+
+
+def test_the_technique_index_names_what_exists():
+    """docs/techniques.md: every function it names exists, every rule is in the rule table,
+    every engine setting it quotes is written by the exporter it names, every lab exists."""
+    import inspect
+
+    from workbench.scenario.rules import RULES
+
+    rows = [line for line in (ROOT / "docs/techniques.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| Technique")]
+    assert len(rows) >= 11
+    rules = {r.name for r in RULES}
+    for row in rows:
+        technique, costed, validated, run, exported, taught = \
+            [c.strip() for c in row.strip("|").split("|")]
+        for name in re.findall(r"`(workbench\.[\w.]+)`", " ".join((costed, run, exported))):
+            _resolve(name)
+        for name in re.findall(r"`(\w+)`", validated):
+            assert name in rules, (technique, name)
+        for fn, keys in re.findall(r"`(workbench\.export\.[\w.]+)` \(([^)]*)\)", exported):
+            source = inspect.getsource(inspect.getmodule(_resolve(fn)))
+            for key in re.findall(r"`([^`]+)`", keys):
+                assert key.split(".")[-1] in source, (technique, fn, key)
+        for path in re.findall(r"`(notebooks/[\w/.]+)`", taught):
+            assert (ROOT / path).exists(), path

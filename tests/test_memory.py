@@ -9,7 +9,7 @@ from workbench.catalog.types import ModelShape
 from workbench.estimate import estimate
 from workbench.estimate import activations as act
 from workbench.estimate.model_states import bytes_per_param, model_states
-from workbench.estimate.params import layer_params, stage_params
+from workbench.estimate.params import chunk_layers, layer_params, rank_chunks
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import Parallel
 
@@ -71,42 +71,57 @@ def test_llama3_8b_layer_split_by_tensor_parallelism():
         assert lp.expert == 0
 
 
+def _stages(model: str, **parallel):
+    """Per pipeline rank of an estimate: what the rank holds."""
+    pp = parallel.get("pp", 1)
+    doc = scenario_doc(model=model, parallel={"dp": 8 // pp, **parallel},
+                       training={"global_batch": 64, "seq_len": 1024})
+    return estimate(parse_scenario(doc)).memory.per_stage
+
+
 def test_pipeline_stages_hold_layers_embedding_and_head():
-    m = MODELS["llama3-8b"]
-    st = stage_params(m, Parallel(pp=4, dp=2))
-    assert [len(s.layers) for s in st] == [8, 8, 8, 8]
-    assert st[0].embedding == 128256 * 4096 and st[0].head == 0
-    assert st[3].head == 128256 * 4096 + 4096 and st[3].embedding == 0
+    st = _stages("llama3-8b", pp=4)
+    assert [s.layers for s in st] == [8, 8, 8, 8]
+    emb, head = 128256 * 4096, 128256 * 4096 + 4096
+    assert st[0].has_embedding and not st[0].has_head and not st[3].has_embedding
+    assert st[3].has_head and st[3].dense_params - st[1].dense_params == head
+    assert st[0].dense_params - st[1].dense_params == emb
     # interleaved: rank r holds chunks r and r + pp
-    st = stage_params(m, Parallel(pp=4, dp=2, pp_schedule="interleaved-1f1b", virtual_stages=2))
-    assert st[0].chunks == (0, 4) and st[0].layers == (0, 1, 2, 3, 16, 17, 18, 19)
+    par = Parallel(pp=4, dp=2, pp_schedule="interleaved-1f1b", virtual_stages=2)
+    runs = chunk_layers(32, 8)
+    assert rank_chunks(par)[0] == (0, 4)
+    assert [i for c in rank_chunks(par)[0] for i in runs[c]] == [0, 1, 2, 3, 16, 17, 18, 19]
     # DualPipeV: the V puts the embedding and the head on rank 0
-    st = stage_params(m, Parallel(pp=4, dp=2, pp_schedule="dualpipev"))
-    assert st[0].has_embedding and st[0].has_head and st[0].chunks == (0, 7)
+    st = _stages("llama3-8b", pp=4, pp_schedule="dualpipev")
+    assert st[0].has_embedding and st[0].has_head
+    assert rank_chunks(Parallel(pp=4, dp=2, pp_schedule="dualpipev"))[0] == (0, 7)
 
 
 def test_tied_head_is_copied_to_another_stage():
-    m = MODELS["gpt2-small"]
-    one = stage_params(m, Parallel())[0]
-    two = stage_params(m, Parallel(pp=2))
-    assert one.head == 2 * 768                     # final LayerNorm only: the head is the embedding
-    assert two[1].head == 50257 * 768 + 2 * 768    # Megatron keeps a copy on the last stage
+    one = _stages("gpt2-small")[0]
+    two = _stages("gpt2-small", pp=2)
+    layers = 12 * layer_params(MODELS["gpt2-small"], 0).dense
+    emb = 50257 * 768 + 1024 * 768                 # the vocabulary and the learned positions
+    assert one.dense_params - layers - emb == 2 * 768     # final LayerNorm only: tied head
+    assert two[1].dense_params - 6 * layer_params(MODELS["gpt2-small"], 0).dense == \
+        50257 * 768 + 2 * 768                      # Megatron keeps a copy on the last stage
 
 
 def test_expert_parallel_shards_experts_and_expert_data_parallel_shards_their_states():
     s = parse_scenario(scenario_doc(model="mixtral-8x7b", parallel={"dp": 8, "ep": 8, "zero": 1},
                                     training={"precision": "bf16"}))
-    st = stage_params(s.model, s.parallel)[0]
-    assert st.expert == 32 * 1 * 3 * 4096 * 14336           # one expert per rank per layer
+    st = estimate(s).memory.per_stage[0]
+    assert st.expert_params == 32 * 1 * 3 * 4096 * 14336    # one expert per rank per layer
     assert s.parallel.expert_shard == 1 and s.parallel.dense_shard == 8
     mem = estimate(s).memory.per_gpu
-    assert mem.optimizer == pytest.approx(12 * (st.dense / 8 + st.expert), rel=1e-6)
+    assert mem.optimizer == pytest.approx(12 * (st.dense_params / 8 + st.expert_params),
+                                          rel=1e-6)
 
 
 def test_hsdp_shards_within_the_shard_group():
     s = parse_scenario(scenario_doc(hardware={"nodes": 2}, parallel={"dp": 16, "zero": 3,
                                                                      "shard_group": 8}))
-    total = stage_params(s.model, s.parallel)[0].dense
+    total = estimate(s).memory.per_stage[0].dense_params
     assert estimate(s).memory.per_gpu.params == pytest.approx(4 * -(-total // 8))
 
 

@@ -63,6 +63,25 @@ def test_parallel_panel_offers_valid_divisors_and_tp_changes_memory():
     assert mem.widget.data[3].y[0] < before
 
 
+def test_parallel_panel_offers_what_the_rule_table_allows():
+    """The panel's choices come from the rule table: TP must divide the experts' width too,
+    EP the experts and dp x cp, and an HSDP group needs ZeRO."""
+    doc = yaml.safe_load((ROOT / "examples/llama3-8b-8xh100.yaml").read_text())
+    doc["model"] = {"preset": "tiny-moe", "moe": {"experts": 8, "top_k": 2,
+                                                  "expert_ffn_hidden": 66}}
+    doc["parallel"] = {"dp": 8, "zero": 0}
+    doc["training"] = {"seq_len": 256, "global_batch": 16}
+    st = ScenarioState(doc)
+    par = ParallelPanel(st)
+    assert st.valid
+    # 8 heads, 4 KV heads and ffn 128 allow tp 4; the experts' width 66 does not
+    assert list(par.tp.options) == [1, 2]
+    assert list(par.ep.options) == [1, 2, 4, 8]
+    assert [v for _, v in par.shard.options] == [None]  # ZeRO 0: no HSDP group
+    par.zero.value = 3
+    assert [v for _, v in par.shard.options] == [None, 2, 4]
+
+
 def test_invalid_input_shows_the_message_by_the_field_and_keeps_the_charts():
     st = _state()
     tr = TrainingPanel(st)

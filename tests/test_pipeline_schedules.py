@@ -5,11 +5,8 @@ import re
 
 import pytest
 
-from workbench.estimate.pipeline import inflight_chunks
+from workbench.scenario.schedules import SCHEDULES
 from workbench.scenario.types import Parallel
-
-TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved-1f1b": "Interleaved1F1B",
-               "zero-bubble": "InterleavedZeroBubble", "dualpipev": "DualPipeV"}
 
 
 def _peak_per_rank(ops) -> list[int]:
@@ -38,7 +35,17 @@ def _peak_per_rank(ops) -> list[int]:
 ])
 def test_inflight_matches_torch_pipelining(schedule, pp, mbs, v):
     vis = pytest.importorskip("torch.distributed.pipelining._schedule_visualizer")
-    ops = vis.get_schedule_ops(TORCH_NAMES[schedule], pp, mbs,
+    rec = SCHEDULES[schedule]
+    ops = vis.get_schedule_ops(rec.torchtitan, pp, mbs,
                                num_stages_per_rank=v if v > 1 else None, add_spacing=False)
     par = Parallel(pp=pp, pp_schedule=schedule, virtual_stages=1 if schedule == "dualpipev" else v)
-    assert [inflight_chunks(par, mbs, r) for r in range(pp)] == _peak_per_rank(ops)
+    assert [rec.inflight(pp, mbs, par.chunks_per_rank, r) for r in range(pp)] == \
+        _peak_per_rank(ops)
+
+
+def test_the_schedule_records_name_torchs_classes():
+    import torch.distributed.pipelining as pipelining
+    from torch.distributed.pipelining.schedules import get_schedule_class
+
+    for rec in SCHEDULES.values():
+        assert get_schedule_class(rec.torchtitan) is getattr(pipelining, rec.trial_class)

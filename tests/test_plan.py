@@ -209,3 +209,26 @@ def test_the_planner_panel_plans_a_scenario_whose_layout_is_invalid():
     st.set("training.precision", "fp9")
     pp.search(wait=True)
     assert "fix the scenario first: training.precision" in pp.status.value
+
+
+def test_the_search_includes_hsdp_shard_groups_and_fix_pins_one(tmp_path):
+    """Two nodes under ZeRO: HSDP groups of one node are searched beside full sharding, each
+    ranked HSDP layout equals its estimate, and --fix shard_group=8 keeps only those."""
+    s = parse_scenario(scenario_doc(hardware={"nodes": 2}, parallel={"dp": 16},
+                                    training={"global_batch": 64}))
+    table = plan(s, Constraints(fixed={"recompute": "selective", "offload": "none"})).table
+    assert {0, 8} <= set(table["shard_group"]) and (table.loc[table["shard_group"] > 0,
+                                                              "zero"] > 0).all()
+    pinned = plan(s, Constraints.parse(["shard_group=8", "zero=3", "offload=none"]))
+    assert (pinned.table["shard_group"] == 8).all() and len(pinned.table) > 3
+    one = pinned.scenario_of(1)
+    assert one.parallel.shard_group == 8
+    row = pinned.table.iloc[0]
+    est = estimate(one)
+    assert est.time.step == pytest.approx(row["step"], rel=1e-9)
+    assert est.memory.per_gpu.total == pytest.approx(row["memory_per_gpu"], rel=1e-9)
+    run = _plan_cli(tmp_path, scenario_doc(hardware={"nodes": 2}, training={"global_batch": 64}),
+                    "--fix", "shard_group=8", "--fix", "zero=3", "--json", "--top", "2")
+    assert run.returncode == 0, run.stderr
+    layouts = json.loads(run.stdout)["layouts"]
+    assert [lay["parallel"]["shard_group"] for lay in layouts] == [8, 8]

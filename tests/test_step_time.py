@@ -11,7 +11,7 @@ from workbench.estimate import comm
 from workbench.estimate.efficiency import gemm_time
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.params import active_params
-from workbench.estimate.step_time import estimate_step_time
+from workbench.estimate.single import estimate_step_time
 from workbench.estimate.timeline import makespan, simulate
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.scenario.types import Parallel

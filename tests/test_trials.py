@@ -178,7 +178,7 @@ def test_the_same_entry_point_runs_under_two_torchrun_agents_as_two_nodes(tmp_pa
 def test_backend_choice_nccl_only_with_a_gpu_per_rank(monkeypatch):
     import torch
 
-    from workbench.trial.launcher import choose_backend
+    from workbench.process_runner import choose_backend
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
@@ -205,7 +205,7 @@ def test_closing_the_stream_midway_leaves_no_process():
 def test_a_layout_larger_than_memory_is_refused(monkeypatch):
     import workbench.trial as trial
 
-    monkeypatch.setattr(trial, "_available_memory", lambda: 1e9)
+    monkeypatch.setattr(trial, "available_memory", lambda: 1e9)
     with pytest.raises(ScenarioError, match="this machine has 1.0 GB available"):
         trial.prepare(_scenario("tiny-dense", dp=4))
 
@@ -305,7 +305,7 @@ def test_zero1_partition_lists_the_trial_models_tensors_in_order():
     from workbench.catalog import CATALOGS
     from workbench.trial.model import Transformer
     from workbench.trial.shrink import trial_model
-    from workbench.trial.zero_partition import parameter_tensors, zero_redundancy_partition
+    from workbench.estimate.trial_prediction import parameter_tensors, zero_redundancy_partition
 
     for name in ("tiny-dense", "tiny-gpt", "tiny-moe"):
         m = trial_model(CATALOGS["model"][name], 1, 1, 1)

@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a field, e.g. --set training.seq_len=8192 (repeatable)")
     pl.add_argument("--top", type=int, default=10, help="layouts shown (default 10)")
     pl.add_argument("--fix", action="append", default=[], metavar="FIELD=VALUE",
-                    help="fix a layout field, e.g. --fix tp=8 --fix recompute=none")
+                    help="fix a layout field, e.g. --fix tp=8 --fix recompute=none; "
+                    "--fix shard_group=8 pins an HSDP group, shard_group=0 none")
     pl.add_argument("--max-memory-fraction", type=float, default=1.0,
                     help="share of GPU memory a layout may use (default 1.0)")
     pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",

@@ -7,20 +7,14 @@ start) and idle ones are culled, so abandoned tabs do not pile up processes.
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from workbench.process_runner import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "notebooks" / "dashboard.ipynb"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the OS reports free on ``host`` right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900) -> list[str]:

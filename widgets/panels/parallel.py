@@ -2,11 +2,12 @@
 stage / FSDP2 / HSDP, sequence parallelism, pipeline schedule and virtual stages."""
 from __future__ import annotations
 
-import math
+import dataclasses
 
 import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, int_box
+from workbench.scenario.rules import allowed_values
 from workbench.scenario.types import SCHEDULES
 
 ZERO_LABELS = [("0: DDP (replicated)", 0), ("1: ZeRO-1 / distributed optimizer", 1),
@@ -67,18 +68,36 @@ class ParallelPanel(Panel):
             "hardware.nodes", 1) or 1)
 
     def before_refresh(self) -> None:
-        """Offer only degrees that divide the GPUs (and, for TP, the heads and FFN width)."""
+        """Offer the degrees that divide the GPUs and pass the rule table's conditions on that
+        degree (``scenario.rules.allowed_values``: TP divides the heads and FFN widths, a stage
+        holds a layer, CP splits the sequence, EP divides dp x cp and the experts, an HSDP group
+        divides dp x cp under ZeRO); dp fills the GPUs as tp, pp and cp change."""
         world, par = self._world(), self._par()
         s = self.state.scenario
-        width = math.gcd(s.model.heads, s.model.kv_heads, s.model.ffn_hidden) if s else world
-        self.tp.options = [t for t in _divisors(world) if width % t == 0] or [1]
-        self.pp.options = [p for p in _divisors(world) if s is None or p <= s.model.layers]
-        self.cp.options = _divisors(world)
-        experts = s.model.moe.experts if (s and s.model.moe) else 1
-        self.ep.options = [e for e in _divisors(experts) if (par["dp"] * par["cp"]) % e == 0]
+        div = _divisors(world)
         shard = par["dp"] * par["cp"]
+        groups = [d for d in _divisors(shard) if 1 < d < shard]
+        if s is None:     # the document does not validate yet: offer the GPUs' divisors
+            offer = {"tp": div, "pp": div, "cp": div, "ep": [1], "shard_group": groups}
+        else:
+            # the degrees as edited; pipeline settings follow pp, so pp is offered as with one
+            # chunk per rank (the most permissive), and dp fills the GPUs for tp, pp and cp
+            now = dataclasses.replace(s, parallel=dataclasses.replace(
+                s.parallel, shard_group=None, **par))
+            flat = dataclasses.replace(now, parallel=dataclasses.replace(
+                now.parallel, pp_schedule="1f1b", virtual_stages=1))
+            experts = s.model.moe.experts if s.model.moe else 1
+            offer = {"tp": allowed_values(now, "tp", div, ("dp",)),
+                     "pp": allowed_values(flat, "pp", div, ("dp",)),
+                     "cp": allowed_values(now, "cp", div, ("dp",)),
+                     "ep": allowed_values(now, "ep", _divisors(experts)),
+                     "shard_group": allowed_values(now, "shard_group", groups)}
+        self.tp.options = offer["tp"] or [1]
+        self.pp.options = offer["pp"] or [1]
+        self.cp.options = offer["cp"] or [1]
+        self.ep.options = offer["ep"] or [1]
         self.shard.options = [("none (full sharding)", None)] + [
-            (str(d), d) for d in _divisors(shard) if 1 < d < shard]
+            (str(d), d) for d in offer["shard_group"]]
         self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "
                          f"(fills the {world} GPUs)</div>")
         pipelined = par["pp"] > 1

@@ -15,12 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from workbench.bench.definitions import buffer_elements, human_bytes
-
-if TYPE_CHECKING:
-    from workbench.trial.worker import Phase
+from workbench.process_runner import Phase, inject_fault, report_phase, supervised_rank
 
 
 @dataclass(frozen=True)
@@ -44,9 +41,8 @@ class RankArgs:
 
 def run_rank(args: RankArgs, queue) -> None:
     """Entry point of one rank (forked or spawned). Reports ``cell`` events, then ``done``; on
-    any exception an ``error`` event with one line, then exits non-zero (the trial's protocol)."""
-    from workbench.trial.worker import supervised_rank
-
+    any exception an ``error`` event with one line, then exits non-zero (the process runner's
+    protocol)."""
     supervised_rank(args.rank, queue, lambda phase: _bench(args, queue, phase))
 
 
@@ -210,10 +206,7 @@ def _maybe_inject(args: RankArgs, phase: Phase, label: str, queue) -> None:
     if args.inject is None or args.rank != args.inject_rank:
         return
     phase.value = f"{label}: injected {args.inject}"
-    # Report the phase now, not at the next heartbeat: the watchdog blames the rank that
-    # stalled first, and its peers' phases (blocked in the collective) change about now too.
-    queue.put({"type": "heartbeat", "rank": args.rank, "phase": phase.value,
-               "time": time.time()})
-    from workbench.trial.worker import inject_fault
-
+    # now, not at the next heartbeat: its peers' phases (blocked in the collective) change
+    # about now too, and the watchdog blames the rank that stalled first
+    report_phase(queue, args.rank, phase)
     inject_fault(args.inject, f"rank {args.rank}")

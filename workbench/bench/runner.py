@@ -1,15 +1,12 @@
-"""Check a benchmark request, start its ranks, supervise them, and always reap them.
-
-The process handling is the trial launcher's (workbench/trial/launcher.py): ``fork`` after
-importing torch in the parent on CPU (a ready process group in ~0.2 s at 8 ranks,
-docs/platform.md), ``spawn`` with CUDA (fork is unsafe there); a short
-process-group timeout; the launcher's supervisor (a rank that raises or dies becomes one line
-naming it, a rank whose phase stops changing for ``stall_s`` is a hang) and its reaper (every
+"""Check a benchmark request, then run its ranks with the process runner
+(``workbench/process_runner.py``): ``fork`` after importing torch on CPU, ``spawn`` with CUDA,
+a short process-group timeout, the supervisor (a rank that raises or dies becomes one line
+naming it, a rank whose phase stops changing for ``stall_s`` is a hang) and the reaper (every
 child terminated, killed if need be, and joined, on every outcome).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +17,7 @@ from workbench.bench.definitions import (
 )
 from workbench.bench.result import STATISTIC, make_row, to_frame
 from workbench.errors import Problem, ScenarioError
+from workbench.process_runner import available_memory, choose_backend, run_ranks, start_method
 
 # The estimator's intra-node model covers up to 8 GPUs per node; 8 ranks run here (2 cores).
 MAX_WORLD = 8
@@ -137,7 +135,7 @@ def make_config(world_size=None, *, backend: str = "auto",
     worlds = tuple(sorted(set(worlds)))
     resolved = _backend(backend, max(worlds))
     need = max(worlds) * (RANK_BASE_BYTES + BUFFERS_PER_RANK * hi)
-    have = _available if _available is not None else _free_memory()
+    have = _available if _available is not None else available_memory()
     if have is not None and need > have:
         raise ScenarioError([Problem("--max-bytes", hi, f"{max(worlds)} ranks with "
                                      f"{human_bytes(hi)} buffers need about {need / 1e9:.1f} GB; "
@@ -151,9 +149,7 @@ def make_config(world_size=None, *, backend: str = "auto",
 
 
 def _backend(requested: str, world: int) -> str:
-    """gloo or nccl, as the trial launcher decides for ``auto``; nccl needs a GPU per rank."""
-    from workbench.trial.launcher import choose_backend
-
+    """gloo or nccl, as trials decide for ``auto``; nccl needs a GPU per rank."""
     backend = choose_backend(requested, world)
     if backend == "nccl":
         import torch
@@ -165,72 +161,42 @@ def _backend(requested: str, world: int) -> str:
     return backend
 
 
-def _free_memory() -> float | None:
-    from workbench.trial import _available_memory   # one definition: the trials' refusal
-
-    return _available_memory()
-
-
-def start_method(backend: str) -> str:
-    """``spawn`` for nccl (CUDA in a forked child is unsafe), ``fork`` otherwise (~0.2 s to a
-    ready process group at 8 ranks against ~15 s for spawn)."""
-    return "spawn" if backend == "nccl" else "fork"
-
-
 def stream(cfg: BenchConfig, inject: dict | None = None) -> Iterator[dict]:
     """Run every world size of ``cfg`` and yield events: ``start`` (per world size: backend,
     start method), ``row`` (a contract row plus ``iterations``, as soon as every rank has
     reported it) and ``end`` (``wall_s``). A failure raises BenchFailed after every rank of
     that world size has been reaped."""
-    import torch  # noqa: F401  (fork after importing torch: children do not pay for it)
-    import torch.distributed  # noqa: F401
-
     t0 = time.time()
     method = start_method(cfg.backend)
     for world in cfg.world_sizes:
         yield {"type": "start", "backend": cfg.backend, "world_size": world,
                "start_method": method}
-        yield from _run_world(cfg, world, mp.get_context(method), inject or {})
+        yield from _run_world(cfg, world, method, inject or {})
     yield {"type": "end", "wall_s": time.time() - t0}
 
 
-def _run_world(cfg: BenchConfig, world: int, ctx, inject: dict) -> Iterator[dict]:
+def _run_world(cfg: BenchConfig, world: int, method: str, inject: dict) -> Iterator[dict]:
     from workbench.bench.collectives import RankArgs, run_rank
-    from workbench.trial.launcher import _reap, _supervise, free_port
 
-    for attempt in range(3):
-        q = ctx.Queue()
-        port = free_port()
-        procs = []
-        pending: dict[tuple[str, int], dict[int, list[float]]] = {}
-        reported = False
-        error = None
-        try:
-            for rank in range(world):
-                args = RankArgs(rank=rank, world=world, port=port, backend=cfg.backend,
-                                collectives=cfg.collectives, sizes=cfg.sizes,
-                                warmup=cfg.warmup, iters=cfg.iters, min_iters=cfg.min_iters,
-                                budget_s=cfg.budget_s, timeout_s=cfg.timeout_s, **inject)
-                p = ctx.Process(target=run_rank, args=(args, q), daemon=True)
-                p.start()
-                procs.append(p)
-            for ev in _supervise(q, procs, world, cfg.stall_s):
-                if ev["type"] == "result":
-                    error = ev["error"]
-                    continue
-                reported = True
-                cell = pending.setdefault((ev["collective"], ev["bytes"]), {})
-                cell[ev["rank"]] = ev["times"]
-                if len(cell) == world:
-                    row = make_row(ev["collective"], ev["bytes"], world, cell)
-                    yield {"type": "row", **row, "iterations": len(ev["times"])}
-        finally:
-            _reap(procs)
-            q.close()
-            q.join_thread()
-        # another program took the rendezvous port before rank 0 bound it: start again
-        if not (error and "EADDRINUSE" in error and not reported and attempt < 2):
-            break
+    def rank_args(port: int) -> list[tuple]:
+        return [(RankArgs(rank=rank, world=world, port=port, backend=cfg.backend,
+                          collectives=cfg.collectives, sizes=cfg.sizes, warmup=cfg.warmup,
+                          iters=cfg.iters, min_iters=cfg.min_iters, budget_s=cfg.budget_s,
+                          timeout_s=cfg.timeout_s, **inject),) for rank in range(world)]
+
+    pending: dict[tuple[str, int], dict[int, list[float]]] = {}
+    error = None
+    with contextlib.closing(run_ranks(run_rank, rank_args, method=method,
+                                      stall_s=cfg.stall_s)) as events:
+        for ev in events:
+            if ev["type"] == "result":
+                error = ev["error"]
+                continue
+            cell = pending.setdefault((ev["collective"], ev["bytes"]), {})
+            cell[ev["rank"]] = ev["times"]
+            if len(cell) == world:
+                row = make_row(ev["collective"], ev["bytes"], world, cell)
+                yield {"type": "row", **row, "iterations": len(ev["times"])}
     if error:
         raise BenchFailed(f"{world} ranks: {error}")
 

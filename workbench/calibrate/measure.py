@@ -1,12 +1,8 @@
 """Measure this machine's profile: GEMM seconds over a grid of shapes per precision, copy
 bandwidth, the eager runtime's per-operation cost, and collective latency/bandwidth per world
 size (through ``workbench.bench``). Every figure is timed with one thread, as a trial rank runs
-(``torch.set_num_threads(1)`` in ``workbench/trial/worker.py``).
-
-Timing statistic: the median over repeats of the mean of a timed loop: the loop mean spreads one
-timer read over many calls of a microsecond-scale operation; the median, because the trials it
-predicts are compared on the median of their steps (this shared 2-core box drifts by +-25 %
-between runs of the same loop, so the minimum would describe a machine the trials rarely see).
+(``torch.set_num_threads(1)`` in ``workbench/trial/worker.py``), with the statistic of
+``timing.median_mean``.
 """
 from __future__ import annotations
 
@@ -14,11 +10,12 @@ import datetime as _dt
 import os
 import platform
 import socket
-import statistics
-import time
 from collections.abc import Callable
 
 from workbench.calibrate.profile import MachineProfile, fit_alpha_beta
+from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime_loaded
+from workbench.calibrate.sync import in_loop_latency
+from workbench.calibrate.timing import median_mean
 
 # The grid spans the trial models' GEMMs (tokens 64..2048 per rank, widths 16..512) and beyond.
 FULL_GRID = {"m": [16, 64, 256, 1024, 4096], "n": [16, 64, 256, 1024], "k": [16, 64, 256, 1024]}
@@ -26,22 +23,6 @@ QUICK_GRID = {"m": [16, 256, 4096], "n": [16, 256, 1024], "k": [16, 256, 1024]}
 PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
 COLLECTIVE_SIZES = {"min_bytes": 1 << 10, "max_bytes": 16 << 20, "step_factor": 4}
 QUICK_COLLECTIVE_SIZES = {"min_bytes": 1 << 10, "max_bytes": 4 << 20, "step_factor": 64}
-
-
-def median_mean(fn: Callable[[], object], budget_s: float, repeats: int = 5) -> float:
-    """Median over ``repeats`` of the mean seconds per call of loops lasting ~budget_s in all."""
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    n = max(1, int(budget_s / repeats / one))
-    means = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        means.append((time.perf_counter() - t0) / n)
-    return statistics.median(means)
 
 
 def gemm_seconds(grid: dict, precision: str, budget_s: float) -> list[float]:
@@ -78,7 +59,6 @@ def runtime_costs(gemm: dict, grid: dict, budget_s: float,
     less the GEMM seconds this profile predicts for it, against its operation counts
     (``estimate/eager_ops.py``), so the embedding, head and loss weigh in as they do in a
     trial. The optimizer's cost per op likewise, against AdamW's operations over the tensors."""
-    from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime_loaded
     from workbench.catalog import CATALOGS
     from workbench.estimate.eager_ops import (
         edge_tensors, embedding_ops, head_ops, layer_ops, layer_tensors, optimizer_ops,
@@ -184,8 +164,6 @@ def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "
     say("collectives")
     fits = collective_fits(world_sizes, backend, quick, on_event)
     say("collective latency inside a training loop")
-    from workbench.calibrate.sync import in_loop_latency
-
     in_loop = in_loop_latency(tuple(sorted({*world_sizes, 16})), iters=30 if quick else 80)
     return MachineProfile(
         date=_dt.date.today().isoformat(), host=facts, cores=facts["cores"],

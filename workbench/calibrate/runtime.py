@@ -19,7 +19,12 @@ Collectives on a 1-rank group cost next to nothing: what remains is the framewor
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from datetime import timedelta
+
+from workbench.calibrate.processes import run_processes
+from workbench.calibrate.timing import median_mean
+from workbench.process_runner import supervised_rank
 
 VARIANTS = ("plain", "ddp", "tp", "fsdp", "fsdp_reshard")
 DEPTHS = (1, 3, 5)
@@ -34,7 +39,6 @@ def _probe(variant: str, layers: int, budget_s: float) -> dict:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import loss_parallel
 
-    from workbench.calibrate.measure import median_mean
     from workbench.catalog import CATALOGS
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import apply_ddp, apply_fsdp, apply_tp, finalize_tp_grads
@@ -81,18 +85,17 @@ def _probe(variant: str, layers: int, budget_s: float) -> dict:
             "tensors": len(params)}
 
 
-def probe_runtime(budget_s: float = 0.3, port: int | None = None) -> dict:
+def probe_runtime(budget_s: float = 0.3) -> dict:
     """{variant: {layers: {forward, backward, optimizer, tensors}}} measured in this process,
-    which must not be in a process group (it makes a 1-rank gloo group and destroys it)."""
+    which must not be in a process group (it makes a 1-rank gloo group, whose in-process store
+    needs no port, and destroys it)."""
     import torch
     import torch.distributed as dist
 
-    from workbench.trial.launcher import free_port
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port or free_port()}",
-                            rank=0, world_size=1, timeout=timedelta(seconds=60))
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
+                            timeout=timedelta(seconds=60))
     try:
         return {v: {d: _probe(v, d, budget_s) for d in DEPTHS} for v in VARIANTS}
     finally:
@@ -105,18 +108,14 @@ def probe_runtime_loaded(processes: int, budget_s: float = 0.3,
     """``probe_runtime`` in ``processes`` processes at once (one per core: a trial keeps every
     core busy, and this shared machine runs a lone process faster than a full one), combined
     as the median over the processes of every figure. Supervised and reaped as trials are."""
-    import statistics
-
-    from workbench.calibrate.processes import run_processes
-    from workbench.trial.launcher import free_port
-    from workbench.trial.worker import supervised_rank
-
-    def body(rank: int, port: int, queue) -> None:
+    def body(rank: int, queue) -> None:
         supervised_rank(rank, queue, lambda phase: queue.put(
-            {"type": "probe", "rank": rank, "raw": probe_runtime(budget_s, port)}))
+            {"type": "probe", "rank": rank, "raw": probe_runtime(budget_s)}))
 
-    raws = [ev["raw"] for ev in run_processes(body, [(r, free_port()) for r in range(processes)],
-                                              "runtime probe", stall_s)]
+    def rank_args(port: int) -> list[tuple]:
+        return [(r,) for r in range(processes)]      # 1-rank groups: no rendezvous port
+
+    raws = [ev["raw"] for ev in run_processes(body, rank_args, "runtime probe", stall_s)]
     return {v: {d: {k: statistics.median(r[v][d][k] for r in raws) for k in raws[0][v][d]}
                 for d in DEPTHS} for v in VARIANTS}
 

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from workbench.trial.worker import Phase
+from workbench.calibrate.processes import run_processes
+from workbench.process_runner import Phase, supervised_rank
 
 
 # Compute between two collectives: one MLP (TP's spacing), one layer (FSDP2 units, pipeline
@@ -35,8 +36,6 @@ class SyncArgs:
 
 
 def _rank(args: SyncArgs, queue) -> None:
-    from workbench.trial.worker import supervised_rank
-
     supervised_rank(args.rank, queue, lambda phase: _loop(args, queue, phase))
 
 
@@ -101,16 +100,13 @@ def in_loop_latency(world_sizes=(2, 4, 8, 16), iters: int = 60,
     """{world: [(burst seconds, seconds a collective adds after it), ...]}: per burst, the
     slowest rank's median difference and the median burst. Processes are supervised and
     reaped as trials are."""
-    from workbench.calibrate.processes import run_processes
-    from workbench.trial.launcher import free_port
-
     out = {}
     for world in world_sizes:
-        port = free_port()
+        def rank_args(port: int, world: int = world) -> list[tuple]:
+            return [(SyncArgs(rank, world, port, iters),) for rank in range(world)]
+
         reports: dict = {}
-        for ev in run_processes(_rank, [(SyncArgs(rank, world, port, iters),)
-                                        for rank in range(world)],
-                                f"in-loop latency at {world} ranks", stall_s):
+        for ev in run_processes(_rank, rank_args, f"in-loop latency at {world} ranks", stall_s):
             reports.setdefault(ev["burst"], {})[ev["rank"]] = ev
         out[world] = [(statistics.median(statistics.median(r["alone"]) for r in by.values()),
                        max(0.0, max(statistics.median(r["synced"]) - statistics.median(r["alone"])

@@ -85,11 +85,18 @@ def group_span(size, stride, gpus_per_node: int) -> Span:
 
 
 
+def _pick(cond, yes, no):
+    """``yes()`` where ``cond`` holds, else ``no()``: element-wise for arrays; for a single
+    layout only the branch taken is computed (numpy's per-call cost dominates there)."""
+    if np.ndim(cond) == 0:
+        return yes() if cond else no()
+    return np.where(cond, yes(), no())
+
+
 def _flat(kind: str, nbytes, n, bw, lat):
     """One flat (ring) collective over ``n`` ranks on one tier; 0 when n <= 1."""
-    n = np.maximum(n, 1)
-    t = STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw
-    return np.where(n > 1, t, 0.0)
+    return _pick(np.greater(n, 1), lambda: STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw,
+                 lambda: 0.0 * nbytes)
 
 
 def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: bool = False):
@@ -104,26 +111,33 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: b
                                                                        back_to_back)
     intra, inter = intra_tier(hw), inter_tier(hw)
     a_bw, a_lat, e_bw, e_lat = intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s
-    nbytes = np.asarray(nbytes, dtype=float)
-    n, k, nn = np.asarray(span.size), np.asarray(span.per_node), np.asarray(span.nodes)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    scalar = np.ndim(nbytes) == 0 and np.ndim(span.size) == 0
+    nbytes = float(nbytes) if scalar else np.asarray(nbytes, dtype=float)
+    n, k, nn = span.size, span.per_node, span.nodes
+    if not scalar:
+        n, k, nn = np.asarray(n), np.asarray(k), np.asarray(nn)
+
+    def cost():
         if kind == "send_recv":
-            t = np.where(nn > 1, _flat(kind, nbytes, 2, e_bw, e_lat),
-                         _flat(kind, nbytes, 2, a_bw, a_lat))
-        else:
+            return _pick(np.greater(nn, 1), lambda: _flat(kind, nbytes, 2, e_bw, e_lat),
+                         lambda: _flat(kind, nbytes, 2, a_bw, a_lat))
+
+        def hier():
             if kind == "all_to_all":
                 # A share (n-k)/n of every rank's buffer leaves the node; both links run at once.
-                hier = np.maximum(nbytes * (n - k) / n / e_bw + (nn - 1) * e_lat,
+                return np.maximum(nbytes * (n - k) / n / e_bw + (nn - 1) * e_lat,
                                   nbytes * (k - 1) / n / a_bw + (k - 1) * a_lat)
-            elif kind == "all_reduce":
+            if kind == "all_reduce":
                 # reduce-scatter in the node, all-reduce across nodes, all-gather back
-                hier = (_flat("reduce_scatter", nbytes, k, a_bw, a_lat)
+                return (_flat("reduce_scatter", nbytes, k, a_bw, a_lat)
                         + _flat("all_reduce", nbytes / k, nn, e_bw, e_lat)
                         + _flat("all_gather", nbytes, k, a_bw, a_lat))
-            else:   # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
-                hier = (_flat(kind, nbytes, k, a_bw, a_lat)
-                        + _flat(kind, nbytes / k, nn, e_bw, e_lat))
-            t = np.where(nn == 1, _flat(kind, nbytes, k, a_bw, a_lat),
-                         np.where(k == 1, _flat(kind, nbytes, nn, e_bw, e_lat), hier))
-        t = np.where((n <= 1) | (nbytes <= 0), 0.0, t)
-    return plain(t)
+            # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
+            return _flat(kind, nbytes, k, a_bw, a_lat) + _flat(kind, nbytes / k, nn, e_bw, e_lat)
+        return _pick(np.equal(nn, 1), lambda: _flat(kind, nbytes, k, a_bw, a_lat),
+                     lambda: _pick(np.equal(k, 1), lambda: _flat(kind, nbytes, nn, e_bw, e_lat),
+                                   hier))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = _pick(np.less_equal(n, 1) | np.less_equal(nbytes, 0), lambda: 0.0 * nbytes, cost)
+    return plain(np.asarray(t, dtype=float)) if not scalar else float(t)

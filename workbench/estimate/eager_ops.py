@@ -23,6 +23,10 @@ momentum 3 + 2 (``torch.optim`` single-tensor path, the CPU default).
 """
 from __future__ import annotations
 
+import numpy as np
+
+from workbench.estimate.arrays import plain
+
 from workbench.catalog.types import ModelShape
 
 _LAYER_REST = {"rmsnorm": (42, 85), "layernorm": (30, 55)}
@@ -67,10 +71,10 @@ def head_ops(m: ModelShape) -> tuple[int, int]:
     return _HEAD[m.norm]
 
 
-def optimizer_ops(tensors: int, optimizer: str) -> int:
-    """Operations of one optimizer step over ``tensors`` parameter tensors."""
+def optimizer_ops(tensors, optimizer: str):
+    """Operations of one optimizer step over ``tensors`` parameter tensors (arrays allowed)."""
     per, fixed = _OPTIMIZER[optimizer]
-    return per * tensors + fixed if tensors else 0
+    return plain(np.where(np.asarray(tensors) > 0, per * np.asarray(tensors) + fixed, 0))
 
 
 def layer_tensors(m: ModelShape, moe: bool, local_experts: int | None = None) -> int:

@@ -12,6 +12,10 @@ Every constant below cites its measurement in benchmarks/data/published_kernels.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from workbench.estimate.arrays import plain
+
 import dataclasses
 
 from workbench.catalog.types import GPU
@@ -132,26 +136,24 @@ def runtime_ops(gpu: GPU, forward: float, backward: float = 0, no_grad: float = 
     return gpu.profile.ops(forward, backward, no_grad)
 
 
-def wrapper_time(gpu: GPU, par, part: str) -> tuple[float, float]:
+def wrapper_time(gpu: GPU, par, part: str) -> tuple:
     """What PyTorch's wrappers add on a calibrated profile (0 elsewhere): DDP when ZeRO-0/1
     replicate over dp x cp > 1 (trials refuse DDP with TP or PP), tensor parallelism when
     tp > 1, FSDP2 (with or without resharding) when ZeRO-2/3 shards over dp x cp > 1.
     ``part``: ``layer`` / ``rest`` (forward, backward seconds per microbatch) or ``tensor``
     (optimizer seconds per parameter tensor; a tensor is one DTensor however many wrappers
-    made it, so the larger of the two counts)."""
+    made it, so the larger of the two counts). ``par`` may be a grid of layouts."""
     if gpu.profile is None:
         return 0.0, 0.0
-    names = []
-    if par.zero < 2 and par.dp * par.cp > 1:
-        names.append("ddp")
-    if par.tp > 1:
-        names.append("tp")
-    if par.zero >= 2 and par.dp * par.cp > 1:
-        names.append("fsdp_reshard" if par.reshards else "fsdp")
-    parts = [gpu.profile.wrapper(n, part) for n in names] or [(0.0, 0.0)]
+    zero, replicas = np.asarray(par.zero), np.asarray(par.dp) * np.asarray(par.cp)
+    sharded = (zero >= 2) & (replicas > 1)
+    used = {"ddp": (zero < 2) & (replicas > 1), "tp": np.asarray(par.tp) > 1,
+            "fsdp_reshard": sharded & np.asarray(par.reshards),
+            "fsdp": sharded & ~np.asarray(par.reshards)}
+    parts = {name: gpu.profile.wrapper(name, part) for name in used}
     if part == "tensor":
-        return max(p[0] for p in parts), 0.0
-    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return plain(np.maximum.reduce([np.where(used[k], parts[k][0], 0.0) for k in used])), 0.0
+    return tuple(plain(sum(np.where(used[k], parts[k][i], 0.0) for k in used)) for i in (0, 1))
 
 
 def overlap(hw) -> float:

@@ -11,10 +11,17 @@ over EP ranks (E/ep each) and each expert's MLP over TP ranks (expert TP = TP).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from workbench.catalog.types import ModelShape
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Parallel
+
+
+def _plain(x):
+    return x.item() if np.ndim(x) == 0 else x
 
 
 @dataclass(frozen=True)
@@ -132,70 +139,48 @@ def active_params(model: ModelShape) -> int:
     return total - moe_layers * (m.experts - m.top_k) * (s + r)
 
 
-@dataclass(frozen=True)
-class StageParams:
-    """What one pipeline rank holds: its layers and the embedding/head when they are its."""
+def chunk_start(layers, chunks, chunk):
+    """First layer of model chunk ``chunk`` when ``layers`` split into ``chunks`` contiguous
+    runs, the first ``layers % chunks`` one longer (torchtitan's even split; arrays allowed)."""
+    base, rem = np.divmod(layers, chunks)
+    return _plain(chunk * base + np.minimum(chunk, rem))
 
-    rank: int
-    layers: tuple[int, ...]          # global layer indices
-    chunks: tuple[int, ...]          # model chunks (virtual stages) of this rank
-    has_embedding: bool
-    has_head: bool
-    layer_params: tuple[LayerParams, ...] = field(default=())
-    embedding: int = 0
-    head: int = 0
 
-    @property
-    def dense(self) -> int:
-        return sum(p.dense for p in self.layer_params) + self.embedding + self.head
-
-    @property
-    def expert(self) -> int:
-        return sum(p.expert for p in self.layer_params)
-
-    @property
-    def largest_unit(self) -> int:
-        """Largest FSDP unit (one layer, the embedding or the head), in parameters."""
-        return max([p.total for p in self.layer_params] + [self.embedding, self.head])
+def chunk_size(layers, chunks, chunk):
+    """Layers in model chunk ``chunk`` (arrays allowed)."""
+    base, rem = np.divmod(layers, chunks)
+    return _plain(base + (np.asarray(chunk) < rem))
 
 
 def chunk_layers(layers: int, chunks: int) -> list[range]:
-    """Split ``layers`` into ``chunks`` contiguous runs, the first ``layers % chunks`` one longer
-    (torchtitan's even split)."""
-    base, rem = divmod(layers, chunks)
-    out, start = [], 0
+    """Each model chunk's run of layer indices."""
+    out = []
     for j in range(chunks):
-        n = base + (1 if j < rem else 0)
-        out.append(range(start, start + n))
-        start += n
+        start = chunk_start(layers, chunks, j)
+        out.append(range(start, start + chunk_size(layers, chunks, j)))
     return out
+
+
+def chunk_of(rank, k, pp, v_shape: bool):
+    """The ``k``-th model chunk of pipeline ``rank``: looped (chunk rank + k*pp) for interleaved
+    schedules, V-shaped (chunks rank and 2pp-1-rank) for DualPipeV (PyTorch pipelining's
+    placements; arrays allowed)."""
+    rank, k, pp = np.asarray(rank), np.asarray(k), np.asarray(pp)
+    if v_shape:
+        return _plain(np.where(k == 0, rank, 2 * pp - 1 - rank))
+    return _plain(rank + k * pp)
+
+
+def chunk_owner(chunk, pp, v_shape: bool):
+    """The pipeline rank holding model ``chunk`` (the inverse of ``chunk_of``)."""
+    chunk, pp = np.asarray(chunk), np.asarray(pp)
+    if v_shape:
+        return _plain(np.where(chunk < pp, chunk, 2 * pp - 1 - chunk))
+    return _plain(chunk % pp)
 
 
 def rank_chunks(par: Parallel) -> list[tuple[int, ...]]:
-    """Model chunks of each pipeline rank: looped (chunk r, r+pp, ...) for interleaved schedules,
-    V-shaped (chunks r and 2pp-1-r) for DualPipeV (PyTorch pipelining's placements)."""
-    pp, v = par.pp, par.chunks_per_rank
-    if v == 1:
-        return [(r,) for r in range(pp)]
-    if par.pp_schedule == "dualpipev":
-        return [(r, 2 * pp - 1 - r) for r in range(pp)]
-    return [tuple(r + k * pp for k in range(v)) for r in range(pp)]
-
-
-def stage_params(model: ModelShape, par: Parallel) -> list[StageParams]:
-    """Per pipeline rank: its layers and parameters on one GPU of its TP/EP group."""
-    chunks = par.pp * par.chunks_per_rank
-    runs = chunk_layers(model.layers, chunks)
-    last = chunks - 1
-    head_rank = next(r for r, cs in enumerate(rank_chunks(par)) if last in cs)
-    out = []
-    for r, cs in enumerate(rank_chunks(par)):
-        idx = tuple(i for c in sorted(cs) for i in runs[c])
-        has_emb, has_head = 0 in cs, last in cs
-        out.append(StageParams(
-            rank=r, layers=idx, chunks=cs, has_embedding=has_emb, has_head=has_head,
-            layer_params=tuple(layer_params(model, i, par.tp, par.ep) for i in idx),
-            embedding=embedding_params(model, par.tp) if has_emb else 0,
-            head=head_params(model, par.tp, separate_stage=(head_rank != 0)) if has_head else 0,
-        ))
-    return out
+    """Model chunks of each pipeline rank, in placement order."""
+    v_shape = schedule(par.pp_schedule).v_shape and par.pp > 1
+    return [tuple(int(chunk_of(r, k, par.pp, v_shape)) for k in range(par.chunks_per_rank))
+            for r in range(par.pp)]

@@ -9,6 +9,7 @@ from workbench.estimate.model_states import bytes_per_param
 from workbench.estimate.params import active_params, total_params
 from workbench.estimate.run_level import RunEstimate
 from workbench.estimate.step_time import StepTime
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 
@@ -35,7 +36,7 @@ class Estimate:
 
         t, par = self.time, self.scenario.parallel
         m = min(self.scenario.microbatches, microbatches or self.scenario.microbatches)
-        split = par.pp_schedule in ("zero-bubble", "dualpipev")
+        split = schedule(par.pp_schedule).split_backward
         return simulate(par, m, [g.f for g in t.stages], [g.b for g in t.stages],
                         [g.wgrad for g in t.stages] if split else None)
 

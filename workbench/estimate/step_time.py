@@ -16,7 +16,6 @@ collectives are exposed (no async-TP / comm-overlap modelled).
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,9 +27,7 @@ from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.flops import layer_flops
-from workbench.estimate.params import (
-    StageParams, rank_chunks, sequence_parallel_replicated, stage_params,
-)
+from workbench.estimate.params import sequence_parallel_replicated
 from workbench.scenario.types import Scenario
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
@@ -74,18 +71,6 @@ class StepTime:
     volume_per_stage: list[dict] = field(default_factory=list)   # one per pp rank
 
 
-class _Volume:
-    """Accumulates communication volume per dimension and collective (per GPU, per step)."""
-
-    def __init__(self) -> None:
-        self.data: dict = {}
-
-    def add(self, dim: str, kind: str, nbytes: float, count: float) -> None:
-        d = self.data.setdefault(dim, {}).setdefault(kind, {"bytes": 0.0, "count": 0.0})
-        d["bytes"] += nbytes * count
-        d["count"] += count
-
-
 @dataclass(frozen=True)
 class BlockCost:
     """Per-microbatch cost of one building block on one GPU: a dense layer, an MoE layer, the
@@ -101,7 +86,8 @@ class BlockCost:
 
 def block_costs(s: Scenario) -> dict[str, BlockCost]:
     """Costs of the blocks a pipeline stage is made of, for this scenario's TP/CP/EP degrees and
-    micro-batch (they do not depend on DP, PP or the schedule)."""
+    micro-batch (they do not depend on DP, PP, ZeRO or the schedule; what the wrappers of those
+    add on a calibrated machine, ``efficiency.wrapper_time``, the cost model adds per rank)."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     gpu, prec = eff.on_hardware(hw), tr.precision
     t, cp = par.tp, par.cp
@@ -180,22 +166,18 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             comm["tp"] = 2 * passes * sum(collective_time(k, nbytes, tp_span, hw) for k in kinds)
             volume += [("tp", k, nbytes, 2 * passes) for k in kinds]
         ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
-        extra_f, extra_b = eff.wrapper_time(gpu, par, "layer")
-        mem_t += eff.runtime_ops(gpu, ops_f) + extra_f
-        mem_b += eff.runtime_ops(gpu, 0, ops_b) + extra_b
+        mem_t += eff.runtime_ops(gpu, ops_f)
+        mem_b += eff.runtime_ops(gpu, 0, ops_b)
         return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
     g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
     mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
-    # the wrappers' cost outside the layers: half with the head, half with the embedding
-    extra_f, extra_b = (x / 2 for x in eff.wrapper_time(gpu, par, "rest"))
     ops_f, ops_b = eager_ops.head_ops(m)
-    head = BlockCost(fwd=g + mem_t + eff.runtime_ops(gpu, ops_f) + extra_f,
-                     bwd=2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b) + extra_b, wgrad=g)
+    head = BlockCost(fwd=g + mem_t + eff.runtime_ops(gpu, ops_f),
+                     bwd=2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b), wgrad=g)
     ops_f, ops_b = eager_ops.embedding_ops(m)
-    embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f) + extra_f,
-                          bwd=eff.runtime_ops(gpu, 0, ops_b) + extra_b)
+    embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f), bwd=eff.runtime_ops(gpu, 0, ops_b))
     if t > 1:
         nbytes = tokens * h * e
         head_ops, emb_ops = _tp_edge_ops(m, par.sp, nbytes, tokens)
@@ -232,147 +214,18 @@ def _comm_of(ops: list, span, hw) -> dict:
     return {"comm": (("tp", secs),), "volume": tuple(("tp", k, b, n) for k, b, n in ops)}
 
 
-def _stage_time(s: Scenario, st: StageParams, costs: dict[str, BlockCost], vol: _Volume
-                ) -> StageTime:
-    """One pipeline rank's per-microbatch times: the sum of its blocks."""
-    n_moe = sum(1 for lp in st.layer_params if lp.is_moe)
-    counts = {"dense": len(st.layer_params) - n_moe, "moe": n_moe,
-              "head": int(st.has_head), "embedding": int(st.has_embedding)}
-    out = StageTime(rank=st.rank)
-    for name, n in counts.items():
-        if not n:
-            continue
-        c = costs[name]
-        out.fwd += n * c.fwd
-        out.bwd += n * c.bwd
-        out.wgrad += n * c.wgrad
-        out.recompute += n * c.recompute
-        for dim, secs in c.comm:
-            out.comm[dim] += n * secs
-        for dim, kind, nbytes, count in c.volume:
-            vol.add(dim, kind, nbytes, n * count * s.microbatches)
-    return out
-
-
-def pipeline_bubble(schedule: str, p, v, f, b, w):
-    """Idle time of one step (fill and drain) from the mean per-microbatch forward ``f``,
-    backward ``b`` and weight-gradient ``w`` times of a rank (arrays allowed):
-    - GPipe and 1F1B: (p - 1)(F + B) (Huang et al. 2019; Narayanan et al. 2021)
-    - interleaved 1F1B: (p - 1)(F + B)/v (Narayanan et al. 2021)
-    - zero-bubble (interleaved): (p - 1)(F + B - 2W)/v (Qi et al. 2023, ZB-H1)
-    - DualPipeV: (p/2 - 1)(F&B + B - 3W) of DualPipe with 2p chunk-stages; chunk times are half
-      the rank's (DeepSeek-AI 2025, DualPipe README), F&B ~ F + B.
-    ``timeline.simulate`` reproduces these for uniform stages (tests/test_step_time.py)."""
-    p = np.asarray(p)
-    if schedule in ("gpipe", "1f1b"):
-        bubble = (p - 1) * (f + b)
-    elif schedule == "interleaved-1f1b":
-        bubble = (p - 1) * (f + b) / v
-    elif schedule == "zero-bubble":
-        bubble = (p - 1) * np.maximum(0.0, f + b - 2 * w) / v
-    else:  # dualpipev
-        bubble = (p - 1) * np.maximum(0.0, (f + b) / 2 + b / 2 - 3 * w / 2)
-    return plain(np.where(p == 1, 0.0, bubble))
-
-
-
-def estimate_step_time(s: Scenario) -> StepTime:
-    """Seconds per optimizer step and its breakdown."""
-    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
-    params = stage_params(m, par)
-    vols = [_Volume() for _ in params]          # what a GPU of each pipeline rank moves
-    vol = vols[0]
-    costs = block_costs(s)
-    stages = [_stage_time(s, st, costs, v) for st, v in zip(params, vols)]
-    mbs = s.microbatches
-    gpn = hw.gpus_per_node
-    e = compute_dtype_bytes(tr.precision)
-
-    # Pipeline point-to-point: one activation (or gradient) per microbatch per boundary. The
-    # volume counts what each pipeline rank sends: forward from each of its chunks to the next
-    # chunk, backward to the previous one, when that chunk lives on another rank (DualPipeV's
-    # middle rank passes between its own two chunks in memory).
-    p2p = 0.0
-    if par.pp > 1:
-        nbytes = tr.seq_len * tr.micro_batch / par.cp * m.hidden * e / (par.tp if par.sp else 1)
-        span = group_span(par.pp, par.tp * par.cp * par.dp, gpn)
-        p2p = collective_time("send_recv", nbytes, span, hw)
-        chunks = rank_chunks(par)
-        owner = {c: r for r, mine in enumerate(chunks) for c in mine}
-        for r, (v, mine) in enumerate(zip(vols, chunks)):
-            sends = sum(owner.get(c + 1, r) != r for c in mine) + sum(
-                owner.get(c - 1, r) != r for c in mine)
-            v.add("pp", "send_recv", nbytes, sends * mbs)
-    steady = max(g.f + g.b for g in stages)
-    p = par.pp
-    bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
-                             sum(g.f for g in stages) / p, sum(g.b for g in stages) / p,
-                             sum(g.wgrad for g in stages) / p)
-    pipe = mbs * steady + bubble + 2 * (p - 1) * p2p
-
-    # Data parallel (per stage; the worst stage's exposure counts).
-    # One array call over the pipeline ranks (the worst counts), one per rank for its volume.
-    dense = np.array([st.dense for st in params], dtype=float)
-    expert = np.array([st.expert for st in params], dtype=float)
-    units = np.array([len(st.layers) + 1 for st in params])
-    moe_units = np.array([sum(lp.is_moe for lp in st.layer_params) for st in params])
-    exposed_dp = float(np.max(dp_exposed(par, hw, tr.precision, mbs, dense, expert,
-                                         np.array([g.fwd for g in stages]),
-                                         np.array([g.bwd for g in stages]), units=units,
-                                         expert_units=moe_units)))
-    for i, st in enumerate(params):
-        dp_exposed(par, hw, tr.precision, mbs, st.dense, st.expert, stages[i].fwd,
-                   stages[i].bwd, vols[i], units=int(units[i]), expert_units=int(moe_units[i]))
-
-    from workbench.estimate.model_states import optimizer_params
-
-    optimizer, offload = (float(np.max(x)) for x in optimizer_and_offload(
-        hw, tr, optimizer_params(dense, expert, par.zero, par.dense_shard, par.expert_shard)))
-    optimizer += max(_optimizer_ops_time(s, st) for st in params)
-    sp_grads = 0.0
-    for i, st in enumerate(params):
-        nbytes, count, secs = sp_grad_reduction(s, len(st.layer_params), int(st.has_head),
-                                                par.zero, par.tp, mbs, par.sp,
-                                                par.dp * par.cp, par.pp)
-        if count > 0:
-            vols[i].add("tp", "all_reduce", float(nbytes), int(count))
-        sp_grads = max(sp_grads, float(secs))
-    worst = max(stages, key=lambda g: g.f + g.b)     # the stage that sets the steady state
-    compute = mbs * (worst.fwd + worst.bwd)
-    recompute = mbs * worst.recompute
-    exposed = {d: mbs * worst.comm[d] for d in DIMS}
-    exposed["dp"] = exposed_dp
-    exposed["pp"] = 2 * (par.pp - 1) * p2p
-    exposed["tp"] += sp_grads
-    step = pipe + exposed_dp + sp_grads + optimizer + offload
-    if not eff.overlap(hw):
-        # A calibrated machine whose ranks occupy every core: no collective hides behind
-        # compute, so the step is the pipeline's compute plus every collective of the step.
-        quiet = [dataclasses.replace(g, comm={d: 0.0 for d in DIMS}) for g in stages]
-        steady = max(g.f + g.b for g in quiet)
-        bubble = pipeline_bubble(par.pp_schedule, p, par.chunks_per_rank,
-                                 sum(g.f for g in quiet) / p, sum(g.b for g in quiet) / p,
-                                 sum(g.wgrad for g in quiet) / p)
-        # the step waits for the pipeline rank whose collectives take longest
-        exposed = max((serial_comm_time(v.data, par, hw) for v in vols),
-                      key=lambda d: sum(d.values()))
-        step = mbs * steady + bubble + sum(exposed.values()) + optimizer + offload
-    return StepTime(step=step, compute=compute, recompute=recompute, bubble=bubble,
-                    optimizer=optimizer, offload=offload, comm_exposed=exposed, stages=stages,
-                    volume=vol.data, volume_per_stage=[v.data for v in vols])
-
-
 def group_sizes(par) -> dict[str, int]:
     """Ranks in one group of each dimension's collectives (pipeline sends pair two ranks)."""
     return {"dp": par.dp * par.cp, "tp": par.tp, "cp": par.cp, "ep": par.ep, "pp": 2}
 
 
-def serial_comm_time(volume: dict, par, hw) -> dict[str, float]:
+def serial_comm_time(volume: dict, par, hw) -> dict:
     """Seconds per dimension when every collective of ``volume`` (per dim and collective:
-    bytes and count per step) runs in turn, none overlapped. Broadcasts are issued together
-    and waited for at once (ZeroRedundancyOptimizer's ``_sync_params``): one in-step latency,
-    the rest back to back. Expert reductions over the expert-data-parallel group are timed at
-    the dense group's size (an upper bound)."""
+    bytes and count per step; numbers or arrays, one entry per row of a grid ``par``) runs in
+    turn, none overlapped. Broadcasts are issued together and waited for at once
+    (ZeroRedundancyOptimizer's ``_sync_params``): one in-step latency, the rest back to back.
+    Expert reductions over the expert-data-parallel group are timed at the dense group's size
+    (an upper bound)."""
     sizes = group_sizes(par)
     gpn = hw.gpus_per_node
     out = {}
@@ -380,32 +233,17 @@ def serial_comm_time(volume: dict, par, hw) -> dict[str, float]:
         span = group_span(sizes.get(dim, 2), 1, gpn)
         total = 0.0
         for kind, v in ops.items():
-            if v["count"] <= 0:
-                continue
-            one = v["bytes"] / v["count"]
+            count = np.asarray(v["count"], dtype=float)
+            one = np.asarray(v["bytes"]) / np.where(count > 0, count, 1)
+            each = collective_time(kind, one, span, hw)
             if kind == "broadcast":
-                total += float(collective_time(kind, one, span, hw)) + (v["count"] - 1) * float(
-                    collective_time(kind, one, span, hw, back_to_back=True))
+                rest = collective_time(kind, one, span, hw, back_to_back=True)
+                secs = each + (count - 1) * rest
             else:
-                total += v["count"] * float(collective_time(kind, one, span, hw))
-        out[dim] = total
+                secs = count * each
+            total = total + np.where(count > 0, secs, 0.0)
+        out[dim] = plain(np.asarray(total, dtype=float))
     return out
-
-
-def _optimizer_ops_time(s: Scenario, st: StageParams) -> float:
-    """The eager runtime's cost of one pipeline rank's optimizer step (calibrated profiles
-    only): its optimizer's operations over the parameter tensors it updates."""
-    gpu = eff.on_hardware(s.hardware)
-    if gpu.profile is None:
-        return 0.0
-    m, par = s.model, s.parallel
-    local = m.moe.experts // par.ep if m.moe is not None else None
-    tensors = sum(eager_ops.layer_tensors(m, lp.is_moe, local) for lp in st.layer_params)
-    tensors += eager_ops.edge_tensors(m, st.has_embedding, st.has_head)
-    if par.zero == 1 and par.dense_shard > 1:   # whole tensors split over the shard group
-        tensors = -(-tensors // par.dense_shard)
-    return (eff.runtime_ops(gpu, 0, 0, eager_ops.optimizer_ops(tensors, s.training.optimizer))
-            + tensors * eff.wrapper_time(gpu, par, "tensor")[0])
 
 
 def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1, pp=1) -> tuple:
@@ -428,7 +266,7 @@ def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1,
 
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
-               vol: _Volume | None = None, units=1, expert_units=None):
+               vol=None, units=1, expert_units=None):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
@@ -473,8 +311,8 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
             split = per_unit if kind != "all_reduce" else 1
             one = np.where((counts[kind] > 0) & (n > 1) & (nparams > 0),
                            split * collective_time(kind, nbytes / split, span, hw), 0.0)
-            if vol is not None and np.ndim(one) == 0 and one > 0:
-                vol.add("dp", kind, float(nbytes / split), int(counts[kind] * split))
+            if vol is not None:
+                vol.add("dp", kind, nbytes / split, np.where(one > 0, counts[kind] * split, 0))
             if kind == "all_gather":
                 ag = ag + one
             elif kind == "reduce_scatter":

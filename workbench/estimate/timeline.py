@@ -4,7 +4,7 @@ W for zero-bubble schedules) blocks of every microbatch on every pipeline rank.
 One event-driven list scheduler serves all five schedules; what distinguishes them is data:
 - where each model chunk lives (``params.rank_chunks``: looped for interleaved, V for DualPipeV),
 - how many microbatch-chunks a rank may hold before it must run a backward — the same in-flight
-  counts the memory model uses (``pipeline.inflight_chunks``),
+  counts the memory model uses (``Schedule.inflight``),
 - priorities: forward and backward alternate once both are ready (the 1F1B steady state);
   forward first (GPipe); weight-gradient blocks only when nothing else is ready (zero-bubble,
   DualPipeV: Qi et al. 2023's filling rule).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.estimate.params import rank_chunks
-from workbench.estimate.pipeline import inflight_chunks
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Parallel
 
 
@@ -41,9 +41,10 @@ def simulate(par: Parallel, microbatches: int, f: list[float], b: list[float],
     v = len(chunks[0])
     n_stages = p * v
     owner = {c: r for r, cs in enumerate(chunks) for c in cs}
-    split = par.pp_schedule in ("zero-bubble", "dualpipev") and w is not None
-    cap = [inflight_chunks(par, m, r) for r in range(p)]
-    fwd_first = par.pp_schedule == "gpipe"
+    sched = schedule(par.pp_schedule)
+    split = sched.split_backward and w is not None
+    cap = [sched.inflight(p, m, par.chunks_per_rank, r) for r in range(p)]
+    fwd_first = sched.forward_first
 
     def dur(kind: str, stage: int) -> float:
         r = owner[stage]

@@ -32,6 +32,7 @@ from workbench.export.common import (
     Refusals, Source, layout_summary, model_label, shell_command, shell_word, train_samples,
 )
 from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 TARGET = "Megatron-LM"
@@ -44,7 +45,7 @@ ATTENTION = {"flash2": "flash", "flash3": "flash", "cudnn": "fused", "eager": "u
 def _check(s: Scenario) -> None:
     par, tr = s.parallel, s.training
     no = Refusals(TARGET)
-    if par.pp > 1 and par.pp_schedule in ("gpipe", "zero-bubble", "dualpipev"):
+    if par.pp > 1 and not schedule(par.pp_schedule).megatron:
         no.add("parallel.pp_schedule", par.pp_schedule, "Megatron-LM's pipeline schedules are "
                "1F1B and interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py)")
     if par.zero >= 2 and par.pp > 1:

@@ -28,15 +28,11 @@ from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
     Refusals, Source, layout_summary, model_label, preset_key, train_steps,
 )
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 TARGET = "torchtitan"
 
-# workbench pp_schedule -> torch.distributed.pipelining schedule name, the string torchtitan
-# passes to get_schedule_class() (torch/distributed/pipelining/schedules.py schedule_map). The
-# workbench's zero-bubble is the looped interleaved one (workbench/trial/pipeline.py).
-SCHEDULES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved-1f1b": "Interleaved1F1B",
-             "zero-bubble": "InterleavedZeroBubble", "dualpipev": "DualPipeV"}
 
 # Presets that are registered torchtitan flavors (torchtitan/models/<name>/__init__.py).
 FLAVORS = {"llama3-8b": ("llama3", "8B"), "llama3-70b": ("llama3", "70B"),
@@ -192,7 +188,9 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
     pl.set("enable_async_tensor_parallel", False)
     pl.set("pipeline_parallel_degree", par.pp)
     if par.pp > 1:
-        pl.set("pipeline_parallel_schedule", SCHEDULES[par.pp_schedule])
+        # the string torchtitan passes to get_schedule_class()
+        # (torch/distributed/pipelining/schedules.py schedule_map)
+        pl.set("pipeline_parallel_schedule", schedule(par.pp_schedule).torchtitan)
         pl.set("pipeline_parallel_microbatch_size", tr.micro_batch)
         # explicit stage contents: the estimator's split, not torchtitan's weighted default
         pl.set("module_fqns_per_model_part", _fqns_per_stage(s),

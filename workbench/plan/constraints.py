@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
-# Layout fields a constraint may fix, with the values each allows (None: a positive integer).
+# Layout fields a constraint may fix, with the values each allows (None: a positive integer;
+# shard_group also 0, no HSDP group).
 FIELDS = {
-    "dp": None, "tp": None, "pp": None, "cp": None, "ep": None, "virtual_stages": None,
+    "dp": None, "tp": None, "pp": None, "cp": None, "ep": None, "shard_group": None,
+    "virtual_stages": None,
     "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
     "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,
 }
@@ -33,8 +35,10 @@ class Constraints:
                 continue
             allowed = FIELDS[key]
             if allowed is None:
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    problems.append(Problem(f"fixed.{key}", value, "a positive integer"))
+                least = 0 if key == "shard_group" else 1
+                if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                    problems.append(Problem(f"fixed.{key}", value, "a positive integer" + (
+                        " or 0 (no HSDP group)" if least == 0 else "")))
             elif value not in allowed:
                 problems.append(Problem(f"fixed.{key}", value,
                                         f"one of: {', '.join(map(str, allowed))}"))

@@ -100,6 +100,7 @@ class PlanResult:
         """The parallel and training fields of the layout ranked ``rank`` (1 = best)."""
         row = self.table.iloc[rank - 1]
         par = {k: _plain(row[k]) for k in PARALLEL_KEYS}
+        par["shard_group"] = int(row["shard_group"]) or None
         tr = {k: _plain(row[k]) for k in TRAINING_KEYS}
         return {"parallel": par, "training": tr}
 
@@ -111,7 +112,8 @@ class PlanResult:
         lay = self.layout(rank)
         par = dict(doc.get("parallel", {}))
         par.update(lay["parallel"])
-        par.pop("shard_group", None)
+        if par["shard_group"] is None:
+            par.pop("shard_group")
         tr = dict(doc.get("training", {}))
         tr.update(lay["training"])
         doc["parallel"], doc["training"] = par, tr
@@ -164,6 +166,8 @@ def _plain(v):
 def _describe(row: dict) -> str:
     parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
     parts.append(f"ZeRO {int(row['zero'])}")
+    if int(row.get("shard_group") or 0):
+        parts.append(f"HSDP shard group {int(row['shard_group'])}")
     if int(row["pp"]) > 1:
         parts.append(str(row["pp_schedule"]))
     parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
@@ -173,7 +177,8 @@ def _describe(row: dict) -> str:
 
 def _valid_count(s: Scenario, fixed: dict) -> int:
     """Valid layouts (rules only, default training options) with these fixed fields."""
-    from workbench.estimate.grid import LayoutGrid, valid_layouts
+    from workbench.scenario.layouts import LayoutGrid
+    from workbench.scenario.rules import layout_mask
     from workbench.scenario.types import SCHEDULES
 
     total = 0
@@ -181,7 +186,7 @@ def _valid_count(s: Scenario, fixed: dict) -> int:
     for sched in schedules:
         rows = candidate_rows(s, s.hardware.world, sched, fixed)
         if rows.shape[1]:
-            total += int(valid_layouts(s, LayoutGrid(*rows, pp_schedule=sched)).sum())
+            total += int(layout_mask(s, LayoutGrid(*rows, pp_schedule=sched)).sum())
     return total
 
 
@@ -197,11 +202,12 @@ def _sample_rule(s: Scenario, c: Constraints) -> str:
             doc = s.to_dict()
             doc["parallel"] = {**doc.get("parallel", {}), "pp_schedule": sched,
                                **{k: v for k, v in row.items() if k != "micro_batch"}}
-            doc["parallel"].pop("shard_group", None)
+            if not row["shard_group"]:
+                doc["parallel"].pop("shard_group")
             doc["training"] = {**doc.get("training", {}), "micro_batch": row["micro_batch"]}
             try:
                 parse_scenario(doc)
             except ScenarioError as exc:
                 return exc.one_line()
-            return "no candidate passes the vectorised rules"
+            return "no candidate passes the rule table"
     return f"no degrees multiply to {s.hardware.world} GPUs within the model's limits"

@@ -1,5 +1,6 @@
 """Scaling curves: throughput and memory per GPU against the GPU count or one parallel degree,
-from the vectorised layout grid (``estimate.grid``) — the data of the widgets' scaling chart.
+from the cost model over a layout grid (``estimate.cost_model``) — the data of the widgets'
+scaling chart.
 
 Two kinds of sweep:
 
@@ -27,10 +28,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workbench.errors import ScenarioError
-from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
+from workbench.estimate.cost_model import evaluate_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.search import Progress, _with_world, search_rows
 from workbench.plan.space import ROW_FIELDS
+from workbench.scenario.layouts import LayoutGrid
+from workbench.scenario.rules import layout_mask
 from workbench.scenario.types import Scenario
 from workbench.units import hbm_bytes
 
@@ -171,7 +174,7 @@ def _reason(s: Scenario, degrees: dict, hw) -> str:
         parse_scenario(_document(s, degrees, hw))
     except ScenarioError as exc:
         return exc.one_line()
-    return "rejected by the layout rules (estimate.grid.valid_layouts)"
+    return "rejected by the layout rules (scenario.rules.layout_mask)"
 
 
 def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
@@ -205,16 +208,12 @@ def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
     for n, pts in by_world.items():
         base = pts[0][2]
         hw = base.hardware
-        if par.shard_group is not None:
-            # The grid has no HSDP shard group: estimate these few layouts one by one.
-            for v, d, _ in pts:
-                rows[v] = _scalar_row(s, v, d, hw)
-            continue
         arr = np.array([[d["dp"], d["tp"], d["pp"], d["cp"], d["ep"], par.zero,
-                         d["virtual_stages"], tr.micro_batch] for _, d, _ in pts]).T
+                         d["virtual_stages"], tr.micro_batch, par.shard_group or 0]
+                        for _, d, _ in pts]).T
         kw = dict(pp_schedule=par.pp_schedule, sequence_parallel=par.sequence_parallel,
                   reshard_after_forward=par.reshard_after_forward)
-        ok = valid_layouts(base, LayoutGrid(*arr, **kw))
+        ok = layout_mask(base, LayoutGrid(*arr, **kw))
         out = evaluate_layouts(base, LayoutGrid(*arr[:, ok], **kw)) if ok.any() else {}
         j = 0
         for (v, d, _), good in zip(pts, ok):
@@ -224,6 +223,7 @@ def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
             row = _empty_row(v, n, base, "")
             row.update({k: d.get(k, getattr(par, k, None)) for k in ROW_FIELDS})
             row.update(zero=par.zero, micro_batch=tr.micro_batch,
+                       shard_group=par.shard_group or 0,
                        pp_schedule=par.pp_schedule, sequence_parallel=par.sequence_parallel,
                        recompute=tr.recompute, offload=tr.offload, valid=True)
             for k in ("step", "memory_per_gpu", "tokens_per_s", "mfu", "bubble"):
@@ -235,26 +235,3 @@ def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
             rows[v] = row
             j += 1
     return [rows[v] for v in vals]
-
-
-def _scalar_row(s: Scenario, v: int, d: dict, hw) -> dict:
-    from workbench.estimate import estimate
-    from workbench.scenario import parse_scenario
-
-    try:
-        sv = parse_scenario(_document(s, d, hw))
-    except ScenarioError as exc:
-        return _empty_row(v, hw.world, s, exc.one_line())
-    est = estimate(sv)
-    row = _empty_row(v, hw.world, sv, "")
-    p, t = sv.parallel, sv.training
-    row.update({k: getattr(p, k) for k in ROW_FIELDS if hasattr(p, k)})
-    row.update(micro_batch=t.micro_batch, pp_schedule=p.pp_schedule,
-               sequence_parallel=p.sequence_parallel, recompute=t.recompute, offload=t.offload,
-               step=est.time.step, memory_per_gpu=est.memory.per_gpu.total,
-               tokens_per_s=est.run.tokens_per_s, mfu=est.run.mfu, bubble=est.time.bubble,
-               fits=est.memory.fits, valid=True, capacity=est.memory.capacity)
-    if not est.memory.fits:
-        row["reason"] = (f"needs {row['memory_per_gpu'] / 2**30:.1f} GiB per GPU, more than "
-                         f"the {row['capacity'] / 2**30:.1f} GiB it has")
-    return row

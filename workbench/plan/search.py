@@ -15,10 +15,12 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.errors import Problem, ScenarioError
-from workbench.estimate.grid import LayoutGrid, evaluate_layouts, valid_layouts
+from workbench.estimate.cost_model import evaluate_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
+from workbench.scenario.layouts import LayoutGrid
+from workbench.scenario.rules import layout_mask
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
@@ -79,11 +81,16 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
             counts["candidates"] += r.shape[1]
             # Fit status per (recompute, offload) pair, for the dominance rule.
             fit = {}
+            masks: dict = {}
             for i, rc in enumerate(recomputes):
                 for j, off in enumerate(offloads):
                     base = _variant(s, sp, rc, off)
                     g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp)
-                    ok = valid_layouts(base, g)
+                    # the rules read offload (zero >= 1), not recompute: one mask per offload
+                    mask_key = (off != "none")
+                    if mask_key not in masks:
+                        masks[mask_key] = layout_mask(base, g)
+                    ok = masks[mask_key].copy()
                     if i == 0 and j == 0:
                         counts["valid"] += int(ok.sum())
                     for (ii, jj), f in fit.items():
@@ -122,13 +129,6 @@ def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress
     # the given layout is only a starting point: the search starts from the default one
     s = dataclasses.replace(s, parallel=Parallel(),
                             document={**s.document, "parallel": dataclasses.asdict(Parallel())})
-    if s.hardware.gpu.profile is not None:
-        raise ScenarioError([Problem(
-            "hardware.gpu", s.document["hardware"]["gpu"],
-            "a calibration profile times this machine's trial processes, where nothing "
-            "overlaps and each collective is timed in turn; the planner's vectorised search "
-            "models GPUs: plan on a catalog or inline GPU, and check layouts on this machine "
-            "with `workbench estimate` or `workbench report`")])
     t0 = time.perf_counter()
     counts_front = list(c.gpu_counts)
     share = 1.0 / (1 + len(counts_front))

@@ -1,22 +1,28 @@
 """Candidate layouts of a scenario: every combination of the parallel degrees (dp fills the rest
-of the GPUs), ZeRO stage, virtual stages and micro-batch size, per pipeline schedule.
+of the GPUs), ZeRO stage, HSDP shard group, virtual stages and micro-batch, per pipeline
+schedule.
 
-Bounds keep the space finite without cutting useful layouts: TP divides the heads, key/value
-heads and FFN width; PP at most the layers; CP a power of two up to 64 that splits the sequence
-into 2·cp chunks (load-balanced causal ring); EP divides the experts; virtual stages 2..8;
-micro-batches powers of two up to 16 that divide the per-replica batch. Whatever the
-validation rules reject is screened out afterwards (``estimate.grid.valid_layouts``).
+Each degree's values are bounded, then screened by the rule table: the conditions that read that
+degree alone (``scenario.rules.allowed_values``: TP divides the heads, key/value heads and FFN
+widths, a pipeline stage holds a layer, CP splits the sequence, EP divides the experts). The
+bounds keep the space finite without cutting layouts people run: TP and CP up to 64 (CP a power
+of two), PP any divisor of the GPUs, virtual stages 2..8, micro-batches powers of two up to 16,
+HSDP shard groups of 1, 2, 4 or 8 nodes with ZeRO-3, as FSDP2 runs HSDP (``shard_group`` 0:
+shard over all of dp x cp; ``--fix shard_group=N`` searches it with every ZeRO stage). What
+the whole rule table rejects is screened out afterwards (``scenario.rules.layout_mask``).
 """
 from __future__ import annotations
 
-import itertools
-import math
+import dataclasses
 
 import numpy as np
 
-from workbench.scenario.types import Scenario
+from workbench.scenario.layouts import ROW_FIELDS
+from workbench.scenario.rules import DEGREES, allowed_values
+from workbench.scenario.schedules import SCHEDULES
+from workbench.scenario.types import Parallel, Scenario
 
-ROW_FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "virtual_stages", "micro_batch")
+__all__ = ["ROW_FIELDS", "candidate_rows"]
 
 
 def _divisors(n: int) -> list[int]:
@@ -24,42 +30,43 @@ def _divisors(n: int) -> list[int]:
 
 
 def candidate_rows(s: Scenario, world: int, schedule: str, fixed: dict) -> np.ndarray:
-    """An (8, n) integer array of candidate layouts (``ROW_FIELDS`` order) for ``world`` GPUs
+    """A (9, n) integer array of candidate layouts (``ROW_FIELDS`` order) for ``world`` GPUs
     and one schedule. Layouts without pipelining are listed under the first schedule only (the
     schedule does not change them)."""
     m, tr = s.model, s.training
-    width = math.gcd(m.heads, m.kv_heads, m.ffn_hidden)
-    if m.moe is not None:
-        width = math.gcd(width, m.moe.expert_ffn_hidden)
-    tps = [t for t in _divisors(world) if width % t == 0 and t <= 64]
-    pps = [p for p in _divisors(world) if p <= m.layers]
-    cps = [c for c in _divisors(world) if c & (c - 1) == 0 and c <= 64
-           and tr.seq_len % (2 * c) == 0]
-    eps = [e for e in _divisors(m.moe.experts) if e <= world] if m.moe is not None else [1]
-    zeros = [0, 1, 2, 3]
-    # v = 1 keeps the unpipelined layouts (v >= 2 with pp > 1 is screened by the rules)
-    vs = list(range(1, 9)) if schedule in ("interleaved-1f1b", "zero-bubble") else [1]
-    mbs = [b for b in (1, 2, 4, 8, 16) if tr.global_batch % b == 0]
-    first = schedule == "1f1b" if "pp_schedule" not in fixed else True   # Parallel's default
-    pick = {"tp": tps, "pp": pps, "cp": cps, "ep": eps, "zero": zeros, "virtual_stages": vs,
-            "micro_batch": mbs}
+    # Each degree is screened by the conditions that read no other degree, the rest at their
+    # most permissive: one model chunk per rank, no sequence parallelism (a candidate serves
+    # both settings).
+    probe = dataclasses.replace(s, parallel=Parallel(sequence_parallel=False))
+    div = _divisors(world)
+    pick = {
+        "tp": allowed_values(probe, "tp", [t for t in div if t <= 64], DEGREES),
+        "pp": allowed_values(probe, "pp", div, DEGREES),
+        "cp": allowed_values(probe, "cp", [c for c in div if c & (c - 1) == 0 and c <= 64],
+                             DEGREES),
+        "ep": allowed_values(probe, "ep", _divisors(m.moe.experts) if m.moe else [1], DEGREES),
+        "zero": [0, 1, 2, 3],
+        # v = 1 keeps the unpipelined layouts (v >= 2 with pp > 1 is screened by the rules)
+        "virtual_stages": list(range(1, 9)) if SCHEDULES[schedule].interleaved else [1],
+        "micro_batch": [b for b in (1, 2, 4, 8, 16) if tr.global_batch % b == 0],
+        "shard_group": [0] + [s.hardware.gpus_per_node * k for k in (1, 2, 4, 8)],
+    }
     for key, value in fixed.items():
         if key in pick:
             pick[key] = [value]
-    rows = []
-    for tp, pp, cp, ep, zero, v, mb in itertools.product(
-            pick["tp"], pick["pp"], pick["cp"], pick["ep"], pick["zero"],
-            pick["virtual_stages"], pick["micro_batch"]):
-        if world % (tp * pp * cp):
-            continue
-        if pp == 1 and (not first or v != 1):
-            continue
-        if pp > 1 and pp * v > m.layers:
-            continue
-        dp = world // (tp * pp * cp)
-        if "dp" in fixed and dp != fixed["dp"]:
-            continue
-        rows.append((dp, tp, pp, cp, ep, zero, v, mb))
-    if not rows:
-        return np.zeros((len(ROW_FIELDS), 0), dtype=np.int64)
-    return np.array(rows, dtype=np.int64).T
+    grids = np.meshgrid(*(np.asarray(pick[k], dtype=np.int64) for k in (
+        "tp", "pp", "cp", "ep", "zero", "virtual_stages", "micro_batch", "shard_group")),
+        indexing="ij")
+    tp, pp, cp, ep, zero, v, mb, sg = (x.reshape(-1) for x in grids)
+    first = schedule == "1f1b" if "pp_schedule" not in fixed else True   # Parallel's default
+    keep = (world % (tp * pp * cp) == 0) & ((pp > 1) | (first & (v == 1)))
+    dp = world // (tp * pp * cp)
+    # an HSDP group of all of dp x cp is plain sharding: listed once, as shard_group 0; HSDP is
+    # searched with ZeRO-3 (FSDP2's HSDP) unless a shard group is fixed
+    keep &= sg < dp * cp
+    if "shard_group" not in fixed:
+        keep &= (sg == 0) | (zero == 3)
+    if "dp" in fixed:
+        keep &= dp == fixed["dp"]
+    rows = np.stack([dp, tp, pp, cp, ep, zero, v, mb, sg])[:, keep]
+    return rows.astype(np.int64)

@@ -71,13 +71,14 @@ def steady_step_time(result: TrialResult) -> tuple[float, int]:
 def predicted_step_time(result: TrialResult, profile) -> float:
     """The estimator's step time for what the trial ran, on the calibrated profile. On a
     machine whose ranks fill its cores nothing overlaps, so the step's communication is the
-    estimator's traffic *as the trial runs it* (``trial.predicted_comm``: ZeRO-1 as PyTorch's
-    ZeroRedundancyOptimizer, reduce-scatters as gloo runs them), each collective timed on the
-    profile, in place of the estimator's own engine-style traffic."""
+    estimator's traffic *as the trial runs it* (``trial_prediction.predicted_comm``: ZeRO-1 as
+    PyTorch's ZeroRedundancyOptimizer, reduce-scatters as gloo runs them), each collective timed
+    on the profile, in place of the estimator's own engine-style traffic."""
     from workbench.calibrate.profile import profile_gpu
     from workbench.estimate import efficiency as eff
-    from workbench.estimate.step_time import estimate_step_time, serial_comm_time
-    from workbench.trial import as_run
+    from workbench.estimate.single import estimate_step_time
+    from workbench.estimate.step_time import serial_comm_time
+    from workbench.estimate.trial_prediction import as_run
 
     trial = as_run(result.scenario)
     hw = dataclasses.replace(trial.hardware, gpu=profile_gpu(profile))

@@ -6,7 +6,7 @@ mesh_dim_names=("pp", "dp", "cp", "tp"))``: TP innermost (neighbouring ranks, so
 a node), then CP, DP, and PP outermost, i.e. ``rank = ((pp * dp + d) * cp + c) * tp + t``.
 Expert parallelism is drawn from dp x cp (contract 1): an EP group is ``ep`` consecutive ranks of
 the flattened dp x cp index (the ``dp_cp`` mesh), and the expert-data-parallel group (the ranks
-holding the same experts) strides across those groups — as ``trial.worker._expert_groups``
+holding the same experts) strides across those groups — as ``trial.expert_parallel.expert_groups``
 builds them. tests/test_charts_timeline_mesh_scaling.py holds both in agreement with torch.
 """
 from __future__ import annotations

@@ -4,16 +4,82 @@
 A *layout* rule constrains the parallel degrees or the options the planner searches with them
 (micro-batch, recompute, offload). ``workbench plan`` searches layouts, so a scenario given to it
 is refused only by the other rules; the layout rules judge the starting layout it was given.
+
+Layout rules are lists of ``Condition``s: a field to blame, the fields it reads, a predicate and
+a message. The predicate reads a ``Layouts`` view, whose degrees are numbers (one scenario: the
+validator's messages) or numpy arrays (a grid of layouts: the planner's mask, ``layout_mask``;
+the parallel panel's choices, ``allowed_values``), so each rule exists once for all of them.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.errors import Problem
+from workbench.scenario.layouts import LayoutGrid
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 Check = Callable[[Scenario], Iterator[Problem]]
+DEGREES = ("dp", "tp", "pp", "cp", "ep", "shard_group")   # the layout's integer degrees
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """What a layout condition reads: the degrees (``par``: a ``Parallel`` or a ``LayoutGrid``),
+    the micro-batch, and the scenario's model, training and hardware."""
+
+    par: object
+    micro_batch: object
+    s: Scenario
+
+    @classmethod
+    def of(cls, s: Scenario) -> "Layouts":
+        return cls(s.parallel, s.training.micro_batch, s)
+
+    @property
+    def m(self):
+        return self.s.model
+
+    @property
+    def tr(self):
+        return self.s.training
+
+    @property
+    def hw(self):
+        return self.s.hardware
+
+    @property
+    def shard_group(self):
+        """HSDP shard group, 0 for none."""
+        return self.par.shard_group or 0 if np.ndim(self.par.shard_group) == 0 else \
+            self.par.shard_group
+
+    @property
+    def microbatches(self):
+        return self.tr.global_batch // np.maximum(self.micro_batch * self.par.dp, 1)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One check of a layout rule: ``ok(view)`` is True (or an array of them) where it holds;
+    otherwise the validator reports ``field`` with ``value(view)`` and ``message(view)``."""
+
+    field: str
+    reads: tuple[str, ...]
+    ok: Callable[[Layouts], object]
+    message: Callable[[Layouts], str]
+    value: Callable[[Layouts], object] | None = None
+
+    def problem(self, v: Layouts) -> Problem:
+        if self.value is not None:
+            value = self.value(v)
+        else:
+            section, _, name = self.field.partition(".")
+            value = getattr({"parallel": v.par, "training": v.tr, "model": v.m}[section], name)
+        return Problem(self.field, value, self.message(v))
 
 
 @dataclass(frozen=True)
@@ -25,31 +91,71 @@ class Rule:
     fields: tuple[str, ...]   # the fields it reads
     layout: bool              # a rule of the parallel layout (the planner's search space)
     check: Check
+    conditions: tuple[Condition, ...] = ()
 
 
 RULES: list[Rule] = []
 
 
-def min_microbatches(schedule: str, pp: int) -> int:
-    """Microbatches per step a pipeline schedule needs (measured with
-    torch.distributed.pipelining here, docs/platform.md): 1F1B-style schedules at least one per
-    stage, DualPipeV two per stage (two chunks per rank), GPipe one."""
-    if pp == 1 or schedule == "gpipe":
-        return 1
-    return 2 * pp if schedule == "dualpipev" else pp
+def min_microbatches(schedule_name: str, pp: int) -> int:
+    """Microbatches per step a pipeline schedule needs (``Schedule.min_microbatches``)."""
+    return int(schedule(schedule_name).min_microbatches(pp))
 
 
 def rule(name: str, text: str, *fields: str, layout: bool = True) -> Callable[[Check], Check]:
-    """Register ``check`` as a rule."""
+    """Register ``check`` as a rule (the rules of model, hardware and training)."""
     def register(check: Check) -> Check:
         RULES.append(Rule(name, text, fields, layout, check))
         return check
     return register
 
 
+def layout_rule(name: str, text: str, *conditions: Condition) -> None:
+    """Register a layout rule made of ``conditions``."""
+    fields = tuple(dict.fromkeys(f for c in conditions for f in c.reads))
+
+    def check(s: Scenario) -> Iterator[Problem]:
+        v = Layouts.of(s)
+        for c in conditions:
+            if not bool(c.ok(v)):
+                yield c.problem(v)
+    RULES.append(Rule(name, text, fields, True, check, conditions))
+
+
 def check_rules(s: Scenario, layout: bool | None = None) -> list[Problem]:
     """Every problem the rules find (``layout``: only layout rules, only the others, or all)."""
     return [p for r in RULES if layout is None or r.layout == layout for p in r.check(s)]
+
+
+def layout_mask(base: Scenario, grid) -> np.ndarray:
+    """Which rows of a ``LayoutGrid`` pass every layout rule, for ``base``'s model, hardware and
+    training (recompute and offload as the base has them)."""
+    v = Layouts(grid, grid.micro_batch, base)
+    ok = np.ones(len(grid), dtype=bool)
+    for r in RULES:
+        for c in r.conditions:
+            ok &= np.asarray(c.ok(v), dtype=bool)
+    return ok
+
+
+def allowed_values(s: Scenario, field: str, values, moving=()) -> list:
+    """The ``values`` of degree ``field`` ("tp", "pp", ...) that pass every condition reading
+    it, with ``s``'s other settings (the parallel panel's choices; the planner's bounds).
+    Conditions that also read a field in ``moving`` (one that changes with this one, as dp
+    fills the GPUs when tp, pp or cp change) are left to the validator."""
+    values = list(values)
+    if not values:
+        return []
+    grid = LayoutGrid.of(s).take(np.zeros(len(values), dtype=int))
+    setattr(grid, field, np.asarray(values, dtype=np.int64))
+    v = Layouts(grid, grid.micro_batch, s)
+    others = {f"parallel.{d}" for d in moving if d != field}
+    ok = np.ones(len(values), dtype=bool)
+    for r in RULES:
+        for c in r.conditions:
+            if f"parallel.{field}" in c.reads and not others & set(c.reads):
+                ok &= np.broadcast_to(np.asarray(c.ok(v), dtype=bool), ok.shape)
+    return [x for x, good in zip(values, ok) if good]
 
 
 # -- model and hardware --------------------------------------------------------------------
@@ -103,148 +209,131 @@ def _nics(s: Scenario):
 
 
 # -- the parallel layout -------------------------------------------------------------------
-@rule("world", "dp x tp x pp x cp equals the GPUs, hardware.gpus_per_node x hardware.nodes",
-      "parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "hardware.gpus_per_node",
-      "hardware.nodes")
-def _world(s: Scenario):
-    par, hw = s.parallel, s.hardware
-    if par.world != hw.world:
-        yield Problem("parallel", {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp},
-                      f"dp*tp*pp*cp = {par.dp}*{par.tp}*{par.pp}*{par.cp} = {par.world} must "
-                      f"equal hardware.gpus_per_node*nodes = {hw.gpus_per_node}*{hw.nodes} = "
-                      f"{hw.world}")
+P = "parallel."
 
 
-@rule("tp_width", "parallel.tp divides model.heads, model.kv_heads, model.ffn_hidden and "
-      "model.moe.expert_ffn_hidden (each TP rank holds whole heads and an equal FFN slice)",
-      "parallel.tp", "model.heads", "model.kv_heads", "model.ffn_hidden",
-      "model.moe.expert_ffn_hidden")
-def _tp_width(s: Scenario):
-    m, tp = s.model, s.parallel.tp
-    if m.heads % tp:
-        yield Problem("parallel.tp", tp, f"must divide model.heads = {m.heads}")
-    if m.kv_heads % tp:
-        yield Problem("parallel.tp", tp, f"must divide model.kv_heads = {m.kv_heads} "
-                                         "(each TP rank needs whole key/value heads)")
-    if m.ffn_hidden % tp:
-        yield Problem("parallel.tp", tp, f"must divide model.ffn_hidden = {m.ffn_hidden}")
-    if m.moe is not None and m.moe.expert_ffn_hidden % tp:
-        yield Problem("parallel.tp", tp,
-                      f"must divide model.moe.expert_ffn_hidden = {m.moe.expert_ffn_hidden}")
+def _degrees(v: Layouts) -> dict:
+    par = v.par
+    return {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp}
 
 
-@rule("zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
-      "parallel.zero", "parallel.pp")
-def _zero2_pp(s: Scenario):
-    par = s.parallel
-    if par.zero == 2 and par.pp > 1 and par.dp * par.cp > 1:
-        yield Problem("parallel.zero", par.zero,
-                      "ZeRO-2 does not combine with pipeline parallelism in any engine "
-                      "(DeepSpeed's PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed "
-                      "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "
-                      "reshard_after_forward false")
+layout_rule(
+    "world", "dp x tp x pp x cp equals the GPUs, hardware.gpus_per_node x hardware.nodes",
+    Condition("parallel", (P + "dp", P + "tp", P + "pp", P + "cp", "hardware.gpus_per_node",
+                           "hardware.nodes"),
+              lambda v: v.par.dp * v.par.tp * v.par.pp * v.par.cp == v.hw.world,
+              lambda v: (f"dp*tp*pp*cp = {v.par.dp}*{v.par.tp}*{v.par.pp}*{v.par.cp} = "
+                         f"{v.par.world} must equal hardware.gpus_per_node*nodes = "
+                         f"{v.hw.gpus_per_node}*{v.hw.nodes} = {v.hw.world}"),
+              value=_degrees))
 
+layout_rule(
+    "tp_width", "parallel.tp divides model.heads, model.kv_heads, model.ffn_hidden and "
+    "model.moe.expert_ffn_hidden (each TP rank holds whole heads and an equal FFN slice)",
+    Condition(P + "tp", (P + "tp", "model.heads"), lambda v: v.m.heads % v.par.tp == 0,
+              lambda v: f"must divide model.heads = {v.m.heads}"),
+    Condition(P + "tp", (P + "tp", "model.kv_heads"), lambda v: v.m.kv_heads % v.par.tp == 0,
+              lambda v: f"must divide model.kv_heads = {v.m.kv_heads} (each TP rank needs "
+                        "whole key/value heads)"),
+    Condition(P + "tp", (P + "tp", "model.ffn_hidden"),
+              lambda v: v.m.ffn_hidden % v.par.tp == 0,
+              lambda v: f"must divide model.ffn_hidden = {v.m.ffn_hidden}"),
+    Condition(P + "tp", (P + "tp", "model.moe.expert_ffn_hidden"),
+              lambda v: v.m.moe is None or v.m.moe.expert_ffn_hidden % v.par.tp == 0,
+              lambda v: f"must divide model.moe.expert_ffn_hidden = {v.m.moe.expert_ffn_hidden}"))
 
-@rule("virtual_stages", "parallel.virtual_stages >= 2 with interleaved-1f1b and zero-bubble "
-      "(pp > 1), and 1 with every other schedule or without pipelining",
-      "parallel.virtual_stages", "parallel.pp_schedule", "parallel.pp")
-def _virtual_stages(s: Scenario):
-    par = s.parallel
-    interleaved = par.pp_schedule in ("interleaved-1f1b", "zero-bubble")
-    if par.pp > 1 and interleaved and par.virtual_stages < 2:
-        yield Problem("parallel.virtual_stages", par.virtual_stages,
-                      f"{par.pp_schedule} needs virtual_stages >= 2 (model chunks per pipeline "
-                      "rank, as PyTorch's interleaved schedules require); or use 1f1b / "
-                      "dualpipev")
-    if par.virtual_stages > 1 and not interleaved:
-        yield Problem("parallel.virtual_stages", par.virtual_stages,
-                      f"must be 1 for pp_schedule {par.pp_schedule}; virtual stages need "
-                      "interleaved-1f1b or zero-bubble")
-    if par.virtual_stages > 1 and par.pp == 1:
-        yield Problem("parallel.virtual_stages", par.virtual_stages, "needs pp > 1")
+layout_rule(
+    "zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
+    Condition(P + "zero", (P + "zero", P + "pp", P + "dp", P + "cp"),
+              lambda v: np.logical_not((v.par.zero == 2) & (v.par.pp > 1) & (v.par.dp * v.par.cp > 1)),
+              lambda v: ("ZeRO-2 does not combine with pipeline parallelism in any engine "
+                         "(DeepSpeed's PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed "
+                         "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "
+                         "reshard_after_forward false")))
 
+_VS = (P + "virtual_stages", P + "pp_schedule", P + "pp")
+layout_rule(
+    "virtual_stages", "parallel.virtual_stages >= 2 with interleaved-1f1b and zero-bubble "
+    "(pp > 1), and 1 with every other schedule or without pipelining",
+    Condition(P + "virtual_stages", _VS,
+              lambda v: np.logical_not((v.par.pp > 1) & schedule(v.par.pp_schedule).interleaved
+                          & (v.par.virtual_stages < 2)),
+              lambda v: (f"{v.par.pp_schedule} needs virtual_stages >= 2 (model chunks per "
+                         "pipeline rank, as PyTorch's interleaved schedules require); or use "
+                         "1f1b / dualpipev")),
+    Condition(P + "virtual_stages", _VS,
+              lambda v: (v.par.virtual_stages == 1) | schedule(v.par.pp_schedule).interleaved,
+              lambda v: (f"must be 1 for pp_schedule {v.par.pp_schedule}; virtual stages need "
+                         "interleaved-1f1b or zero-bubble")),
+    Condition(P + "virtual_stages", _VS,
+              lambda v: (v.par.virtual_stages == 1) | (v.par.pp > 1),
+              lambda v: "needs pp > 1"))
 
-@rule("stages_hold_layers", "model.layers >= pp x model chunks per rank (every pipeline stage "
-      "holds a layer)", "model.layers", "parallel.pp", "parallel.virtual_stages",
-      "parallel.pp_schedule")
-def _stages_hold_layers(s: Scenario):
-    par, m = s.parallel, s.model
-    stages = par.pp * par.chunks_per_rank
-    if m.layers < stages:
-        yield Problem("model.layers", m.layers,
-                      f"must be at least pp * chunks per rank = {par.pp} * "
-                      f"{par.chunks_per_rank} = {stages} so every pipeline stage holds a layer")
+layout_rule(
+    "stages_hold_layers", "model.layers >= pp x model chunks per rank (every pipeline stage "
+    "holds a layer)",
+    Condition("model.layers", ("model.layers", *_VS),
+              lambda v: v.m.layers >= v.par.pp * v.par.chunks_per_rank,
+              lambda v: (f"must be at least pp * chunks per rank = {v.par.pp} * "
+                         f"{v.par.chunks_per_rank} = {v.par.pp * v.par.chunks_per_rank} so "
+                         "every pipeline stage holds a layer")))
 
+layout_rule(
+    "ep", "parallel.ep > 1 needs an MoE model; ep divides dp x cp and model.moe.experts",
+    Condition(P + "ep", (P + "ep", "model.moe"), lambda v: (v.par.ep == 1) | (v.m.moe is not None),
+              lambda v: "expert parallelism needs an MoE model (model.moe)"),
+    Condition(P + "ep", (P + "ep", P + "dp", P + "cp"),
+              lambda v: (v.par.dp * v.par.cp) % v.par.ep == 0,
+              lambda v: (f"must divide dp*cp = {v.par.dp * v.par.cp} (EP takes its ranks from "
+                         "the data/context-parallel ranks)")),
+    Condition(P + "ep", (P + "ep", "model.moe.experts"),
+              lambda v: v.m.moe is None or v.m.moe.experts % v.par.ep == 0,
+              lambda v: f"must divide model.moe.experts = {v.m.moe.experts}"))
 
-@rule("ep", "parallel.ep > 1 needs an MoE model; ep divides dp x cp and model.moe.experts",
-      "parallel.ep", "parallel.dp", "parallel.cp", "model.moe.experts")
-def _ep(s: Scenario):
-    par, m = s.parallel, s.model
-    if par.ep > 1 and m.moe is None:
-        yield Problem("parallel.ep", par.ep, "expert parallelism needs an MoE model (model.moe)")
-    if (par.dp * par.cp) % par.ep:
-        yield Problem("parallel.ep", par.ep, f"must divide dp*cp = {par.dp * par.cp} "
-                                             "(EP takes its ranks from the data/context-parallel "
-                                             "ranks)")
-    if m.moe is not None and m.moe.experts % par.ep:
-        yield Problem("parallel.ep", par.ep, f"must divide model.moe.experts = {m.moe.experts}")
+layout_rule(
+    "shard_group", "parallel.shard_group (HSDP) needs zero >= 1 and divides dp x cp",
+    Condition(P + "shard_group", (P + "shard_group", P + "zero"),
+              lambda v: (v.shard_group == 0) | (v.par.zero > 0),
+              lambda v: "needs zero >= 1 (it is the group ZeRO/FSDP shards over; HSDP = zero 3)"),
+    Condition(P + "shard_group", (P + "shard_group", P + "dp", P + "cp"),
+              lambda v: (v.par.dp * v.par.cp) % np.maximum(v.shard_group, 1) == 0,
+              lambda v: f"must divide dp*cp = {v.par.dp * v.par.cp}"))
 
+_GB = ("training.global_batch", "training.micro_batch", P + "dp", P + "pp", P + "pp_schedule")
+layout_rule(
+    "global_batch", "training.global_batch is a multiple of micro_batch x dp, and gives each "
+    "pipeline at least pp microbatches (1F1B-style schedules) or 2 x pp (DualPipeV)",
+    Condition("training.global_batch", _GB,
+              lambda v: v.tr.global_batch % (v.micro_batch * v.par.dp) == 0,
+              lambda v: (f"must be a multiple of micro_batch*dp = {v.micro_batch}*{v.par.dp} = "
+                         f"{v.micro_batch * v.par.dp}")),
+    Condition("training.global_batch", _GB,
+              lambda v: ((v.tr.global_batch % (v.micro_batch * v.par.dp) != 0) | (v.par.pp == 1)
+                         | (v.microbatches >= schedule(v.par.pp_schedule).min_microbatches(
+                             v.par.pp))),
+              lambda v: (f"gives {v.microbatches} microbatches per pipeline "
+                         f"(global_batch/(micro_batch*dp)); {v.par.pp_schedule} with "
+                         f"pp={v.par.pp} needs at least "
+                         f"{min_microbatches(v.par.pp_schedule, v.par.pp)}")))
 
-@rule("shard_group", "parallel.shard_group (HSDP) needs zero >= 1 and divides dp x cp",
-      "parallel.shard_group", "parallel.zero", "parallel.dp", "parallel.cp")
-def _shard_group(s: Scenario):
-    par = s.parallel
-    if par.shard_group is None:
-        return
-    if par.zero == 0:
-        yield Problem("parallel.shard_group", par.shard_group,
-                      "needs zero >= 1 (it is the group ZeRO/FSDP shards over; HSDP = zero 3)")
-    if (par.dp * par.cp) % par.shard_group:
-        yield Problem("parallel.shard_group", par.shard_group,
-                      f"must divide dp*cp = {par.dp * par.cp}")
+layout_rule(
+    "seq_split", "training.seq_len is divisible by tp with sequence parallelism and by 2 x cp "
+    "with context parallelism (load-balanced ring attention chunks)",
+    Condition("training.seq_len", ("training.seq_len", P + "tp", P + "sequence_parallel"),
+              lambda v: (np.logical_not(v.par.sequence_parallel & (v.par.tp > 1))
+                         | (v.tr.seq_len % v.par.tp == 0)),
+              lambda v: f"must be divisible by tp = {v.par.tp} with sequence_parallel"),
+    Condition("training.seq_len", ("training.seq_len", P + "cp"),
+              lambda v: (v.par.cp == 1) | (v.tr.seq_len % (2 * v.par.cp) == 0),
+              lambda v: (f"must be divisible by 2*cp = {2 * v.par.cp} (load-balanced ring "
+                         "attention chunks)")))
 
-
-@rule("global_batch", "training.global_batch is a multiple of micro_batch x dp, and gives each "
-      "pipeline at least pp microbatches (1F1B-style schedules) or 2 x pp (DualPipeV)",
-      "training.global_batch", "training.micro_batch", "parallel.dp", "parallel.pp",
-      "parallel.pp_schedule")
-def _global_batch(s: Scenario):
-    par, tr = s.parallel, s.training
-    per_step = tr.micro_batch * par.dp
-    if tr.global_batch % per_step:
-        yield Problem("training.global_batch", tr.global_batch,
-                      f"must be a multiple of micro_batch*dp = {tr.micro_batch}*{par.dp} = "
-                      f"{per_step}")
-    elif par.pp > 1:
-        need = min_microbatches(par.pp_schedule, par.pp)
-        if s.microbatches < need:
-            yield Problem("training.global_batch", tr.global_batch,
-                          f"gives {s.microbatches} microbatches per pipeline "
-                          f"(global_batch/(micro_batch*dp)); {par.pp_schedule} with "
-                          f"pp={par.pp} needs at least {need}")
-
-
-@rule("seq_split", "training.seq_len is divisible by tp with sequence parallelism and by 2 x cp "
-      "with context parallelism (load-balanced ring attention chunks)",
-      "training.seq_len", "parallel.tp", "parallel.sequence_parallel", "parallel.cp")
-def _seq_split(s: Scenario):
-    par, tr = s.parallel, s.training
-    if par.sp and tr.seq_len % par.tp:
-        yield Problem("training.seq_len", tr.seq_len,
-                      f"must be divisible by tp = {par.tp} with sequence_parallel")
-    if par.cp > 1 and tr.seq_len % (2 * par.cp):
-        yield Problem("training.seq_len", tr.seq_len,
-                      f"must be divisible by 2*cp = {2 * par.cp} (load-balanced ring attention "
-                      "chunks)")
-
-
-@rule("offload", "training.offload needs zero >= 1, and nvme needs hardware.storage.drives >= 1",
-      "training.offload", "parallel.zero", "hardware.storage.drives")
-def _offload(s: Scenario):
-    tr = s.training
-    if tr.offload != "none" and s.parallel.zero == 0:
-        yield Problem("training.offload", tr.offload,
-                      "needs zero >= 1 (ZeRO-Offload / FSDP2 CPUOffloadPolicy offload sharded "
-                      "states)")
-    if tr.offload == "nvme" and s.hardware.storage.drives == 0:
-        yield Problem("training.offload", "nvme", "needs hardware.storage.drives >= 1")
+layout_rule(
+    "offload", "training.offload needs zero >= 1, and nvme needs hardware.storage.drives >= 1",
+    Condition("training.offload", ("training.offload", P + "zero"),
+              lambda v: (v.tr.offload == "none") | (v.par.zero >= 1),
+              lambda v: ("needs zero >= 1 (ZeRO-Offload / FSDP2 CPUOffloadPolicy offload "
+                         "sharded states)")),
+    Condition("training.offload", ("training.offload", "hardware.storage.drives"),
+              lambda v: (v.tr.offload != "nvme") | (v.hw.storage.drives > 0),
+              lambda v: "needs hardware.storage.drives >= 1", value=lambda v: "nvme"))

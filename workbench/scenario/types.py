@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape
+from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
 RECOMPUTE = ("none", "selective", "full")
 OPTIMIZERS = ("adamw", "sgd")
 OFFLOAD = ("none", "cpu", "nvme")
-SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev")
+SCHEDULES = SCHEDULE_NAMES   # one record each: scenario/schedules.py
 ZERO_STAGES = (0, 1, 2, 3)
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
@@ -123,11 +124,7 @@ class Parallel:
     @property
     def chunks_per_rank(self) -> int:
         """Model chunks each pipeline rank holds: v for interleaved schedules, 2 for DualPipeV."""
-        if self.pp == 1:
-            return 1
-        if self.pp_schedule == "dualpipev":
-            return 2
-        return self.virtual_stages
+        return int(schedule(self.pp_schedule).chunks_per_rank(self.pp, self.virtual_stages))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The trial model: a plain decoder-only transformer (dense or MoE) built from a ModelShape.
 
 It knows nothing of parallelism; ``workbench.trial.parallelize`` applies DDP / FSDP2 / TP / SP /
-PP to it, the way torchtitan keeps ``parallelize_*`` apart from the model. Attention reshapes
-with the *local* head count (``view(b, s, -1, head_dim)``), so a tensor-parallel plan that
-shards q/k/v by heads needs no change here.
+EP / CP to it and ``workbench.trial.pipeline`` cuts it into stages, the way torchtitan keeps
+``parallelize_*`` and ``ExpertParallel`` apart from the model. The seams they use: attention
+reshapes with the *local* head count (``view(b, s, -1, head_dim)``), so a tensor-parallel plan
+that shards q/k/v by heads needs no change here; the attention kernel is a module of its own
+(``CausalAttention``) that context parallelism replaces; an MoE layer's routed experts are one
+module called with the routed tokens, whose inputs and outputs expert parallelism exchanges.
 """
 from __future__ import annotations
 
@@ -29,12 +32,21 @@ class Norm(nn.Module):
         return F.rms_norm(x, x.shape[-1:], self.weight)
 
 
+class CausalAttention(nn.Module):
+    """The attention kernel: causal scaled-dot-product attention of (b, heads, s, d) queries
+    against (b, kv_heads, s, d) keys and values (``context_parallel`` replaces it with the
+    ring)."""
+
+    def __init__(self, grouped: bool):
+        super().__init__()
+        self.grouped = grouped        # fewer key/value heads than query heads (GQA)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.grouped)
+
+
 class Attention(nn.Module):
     """Multi-head attention with grouped key/value heads and causal masking."""
-
-    # Set by ``parallelize.apply_cp``: ring attention over this group of ranks.
-    cp_group = None
-    cp_ranks: list = []
 
     def __init__(self, m: ModelShape):
         super().__init__()
@@ -44,20 +56,14 @@ class Attention(nn.Module):
         self.wk = nn.Linear(m.hidden, kv, bias=m.bias)
         self.wv = nn.Linear(m.hidden, kv, bias=m.bias)
         self.wo = nn.Linear(q, m.hidden, bias=m.bias)
-        self.groups = m.heads // m.kv_heads
+        self.sdpa = CausalAttention(grouped=m.heads // m.kv_heads > 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
         q = self.wq(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(b, s, -1, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(b, s, -1, self.head_dim).transpose(1, 2)
-        if self.cp_group is not None:
-            from workbench.trial.ring_attention import ring_attention
-
-            out = ring_attention(q, k, v, self.cp_group, self.cp_ranks)
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                 enable_gqa=self.groups > 1)
+        out = self.sdpa(q, k, v)
         return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -79,18 +85,20 @@ class MLP(nn.Module):
 
 class Experts(nn.ModuleList):
     """One MoE layer's routed experts. A ModuleList (parameter names ``experts.<i>.w1...``) with
-    a ``forward``, so FSDP2 can shard them as one unit over the expert-data-parallel group:
-    ``fully_shard`` gathers on the forward hooks, which a plain ModuleList never runs."""
+    a ``forward``, so FSDP2 can shard them as one unit and expert parallelism can hook their
+    inputs and outputs: module hooks run on ``forward``, which a plain ModuleList never runs."""
 
-    def forward(self, x: torch.Tensor, expert_of_row: torch.Tensor) -> torch.Tensor:
-        """Rows of ``x`` through their (local) expert ``expert_of_row``; unweighted. Every
-        expert runs, on no rows if none came (as a grouped GEMM would): each gets a gradient,
-        zero if unused, so the expert-data-parallel replicas reduce the same tensors."""
-        y = torch.zeros_like(x)
-        for j, expert in enumerate(self):
-            rows = (expert_of_row == j).nonzero(as_tuple=True)[0]
-            y = y.index_add(0, rows, expert(x[rows]))
-        return y
+    def forward(self, x: torch.Tensor, weights: torch.Tensor,
+                chosen: torch.Tensor) -> torch.Tensor:
+        """Rows of ``x`` (tokens, hidden) through the experts ``chosen`` for them (tokens, k),
+        scaled by ``weights`` (tokens, k), summed per row. Every expert runs, on no rows if
+        none chose it (as a grouped GEMM would): each gets a gradient, zero if unused, so data-
+        parallel replicas reduce the same tensors."""
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self):
+            rows, slot = (chosen == e).nonzero(as_tuple=True)
+            out.index_add_(0, rows, expert(x[rows]) * weights[rows, slot, None].to(x.dtype))
+        return out
 
 
 class MoE(nn.Module):
@@ -106,55 +114,15 @@ class MoE(nn.Module):
         self.shared = (MLP(m.hidden, moe.shared_experts * moe.expert_ffn_hidden, m.mlp, False)
                        if moe.shared_experts else None)
 
-    # Set by ``parallelize.apply_ep``: this rank holds experts [first, first + len(experts)).
-    ep_group = None
-    ep_size = 1
-    first_expert = 0
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         tokens = x.reshape(-1, shape[-1])
         probs = torch.softmax(self.router(tokens).float(), dim=-1)
         weights, chosen = probs.topk(self.top_k, dim=-1)
-        if self.ep_group is not None:
-            out = self._expert_parallel(tokens, weights, chosen)
-        else:
-            out = torch.zeros_like(tokens)
-            for e, expert in enumerate(self.experts):
-                rows, slot = (chosen == e).nonzero(as_tuple=True)
-                if rows.numel():
-                    out.index_add_(0, rows, expert(tokens[rows])
-                                   * weights[rows, slot, None].to(x.dtype))
+        out = self.experts(tokens, weights, chosen)
         if self.shared is not None:
             out = out + self.shared(tokens)
         return out.reshape(shape)
-
-    def _expert_parallel(self, tokens, weights, chosen):
-        """Dispatch each (token, expert) pair to the rank holding the expert with an all-to-all,
-        run the local experts, and send the results back with a second all-to-all
-        (``all_to_all_single`` with uneven splits, differentiable). The row counts travel first:
-        one all-to-all of the tokens per expert (Megatron's dispatcher exchanges the same counts
-        with an all-gather), from which every rank knows which local expert each row is for."""
-        import torch.distributed as dist
-        from torch.distributed._functional_collectives import all_to_all_single_autograd
-
-        local = len(self.experts)
-        flat_expert = chosen.reshape(-1)
-        order = torch.argsort(flat_expert, stable=True)
-        token_of = torch.arange(tokens.shape[0]).repeat_interleave(self.top_k)[order]
-        per_expert = torch.bincount(flat_expert, minlength=local * self.ep_size)
-        got = torch.empty_like(per_expert)     # (source rank, local expert) row counts
-        dist.all_to_all_single(got, per_expert, group=self.ep_group)
-        send_sizes = per_expert.view(self.ep_size, local).sum(1).tolist()
-        recv_sizes = got.view(self.ep_size, local).sum(1).tolist()
-        # rows arrive by source rank, each source's rows sorted by expert
-        recv_expert = torch.arange(local).repeat(self.ep_size).repeat_interleave(got)
-        x_in = all_to_all_single_autograd(tokens[token_of], recv_sizes, send_sizes,
-                                          self.ep_group)
-        y = self.experts(x_in, recv_expert)
-        back = all_to_all_single_autograd(y, send_sizes, recv_sizes, self.ep_group)
-        w = weights.reshape(-1)[order, None].to(tokens.dtype)
-        return torch.zeros_like(tokens).index_add(0, token_of, back * w)
 
 
 class Block(nn.Module):
@@ -176,8 +144,6 @@ class Embeddings(nn.Module):
     """Token embeddings plus learned positions (GPT-style models), in one module so a tensor-
     parallel plan can shard its output along the sequence after the positions are added."""
 
-    position_offset = 0       # first position of this rank's chunk under context parallelism
-
     def __init__(self, m: ModelShape):
         super().__init__()
         self.tok = nn.Embedding(m.vocab, m.hidden)
@@ -187,8 +153,7 @@ class Embeddings(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         h = self.tok(tokens)
         if self.pos is not None:
-            start = self.position_offset
-            h = h + self.pos(torch.arange(start, start + tokens.shape[1], device=tokens.device))
+            h = h + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
         return h
 
 

@@ -1,7 +1,8 @@
 """Apply a parallel layout to the trial model on a DeviceMesh, with PyTorch's own APIs.
 
 Recipe order as torchtitan's ``parallelize_llama``: tensor (+ sequence) parallelism with
-``parallelize_module``, then data parallelism — DDP, ZeRO-1 (``ZeroRedundancyOptimizer``, in
+``parallelize_module``, expert parallelism (``expert_parallel.py``), context parallelism
+(``context_parallel.py``), then data parallelism — DDP, ZeRO-1 (``ZeroRedundancyOptimizer``, in
 ``make_optimizer``) or FSDP2 ``fully_shard`` per transformer block (ZeRO-2 keeps parameters
 unsharded between forward and backward: ``reshard_after_forward=False``; ZeRO-3 reshards).
 Under EP the rank's experts replicate only over the expert-data-parallel group, so each data-
@@ -15,6 +16,9 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
 from workbench.scenario.types import Parallel
+from workbench.trial.context_parallel import apply_cp
+from workbench.trial.expert_parallel import apply_ep
+from workbench.trial.model import MoE
 
 
 def tensor_plan(model: nn.Module, sequence_parallel: bool) -> dict:
@@ -115,39 +119,6 @@ def finalize_tp_grads(params: list) -> None:
         p.grad = DTensor.from_local(part, mesh, placements, run_check=False)
 
 
-def apply_ep(model: nn.Module, group, ep_rank: int, ep_size: int) -> list[str]:
-    """Expert parallelism: keep this rank's E/ep experts in every MoE layer and route tokens to
-    their experts' ranks (``model.MoE._expert_parallel``). Returns the names of the expert
-    parameters (they are not replicated over data parallelism: the caller excludes them from
-    DDP and reduces their gradients over the expert-data-parallel group, FSDP2 shards them over
-    it)."""
-    from workbench.trial.model import Experts, MoE
-
-    names = []
-    for mod_name, mod in model.named_modules():
-        if isinstance(mod, MoE):
-            per = len(mod.experts) // ep_size
-            first = ep_rank * per
-            mod.experts = Experts(list(mod.experts)[first:first + per])
-            mod.ep_group, mod.ep_size, mod.first_expert = group, ep_size, first
-            names += [f"{mod_name}.experts.{n}" for n, _ in mod.experts.named_parameters()]
-    return names
-
-
-def apply_cp(model: nn.Module, group, ranks: list[int], seq_len: int) -> None:
-    """Context parallelism: attention runs as a ring over ``ranks``; positions start at this
-    rank's chunk (the trial feeds each CP rank one contiguous chunk of every sequence)."""
-    from workbench.trial.model import Attention
-
-    for mod in model.modules():
-        if isinstance(mod, Attention):
-            mod.cp_group, mod.cp_ranks = group, ranks
-    if getattr(model, "embeddings", None) is not None:
-        import torch.distributed as dist
-
-        model.embeddings.position_offset = ranks.index(dist.get_rank()) * (seq_len // len(ranks))
-
-
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool,
                expert_mesh: DeviceMesh | None = None) -> None:
     """FSDP2: one unit per transformer block, the rest at the root. Under EP each MoE layer's
@@ -155,8 +126,6 @@ def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool,
     group: the ranks holding the same experts), as torchtitan's ``apply_fsdp`` does."""
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
-
-    from workbench.trial.model import MoE
 
     for layer in model.layers.values():
         ff = layer.feed_forward
@@ -185,10 +154,10 @@ def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.
 
 def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
                 seq_len: int = 0, expert_mesh: DeviceMesh | None = None) -> nn.Module:
-    """Apply TP/SP, EP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
+    """Apply TP/SP, EP, CP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
     stage's model. ``ep`` = (group, rank in it) and ``expert_mesh`` the 1-D expert-data-parallel
-    mesh when plan.ep > 1. Returns the module to call (DDP wraps; the others change the model in
-    place)."""
+    mesh when plan.ep > 1; ``seq_len`` the whole sequence CP splits. Returns the module to call
+    (DDP wraps; the others change the model in place)."""
     if plan.tp > 1:
         apply_tp(model, mesh["tp"], plan.sequence_parallel)
     experts = apply_ep(model, ep[0], ep[1], plan.ep) if plan.ep > 1 else []

@@ -9,11 +9,9 @@ import torch
 from torch import nn
 
 from workbench.estimate.params import chunk_layers, rank_chunks
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Parallel
 
-SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
-             "interleaved-1f1b": "ScheduleInterleaved1F1B",
-             "zero-bubble": "ScheduleInterleavedZeroBubble", "dualpipev": "ScheduleDualPipeV"}
 
 
 def chunk_model(full: nn.Module, plan: Parallel, chunk: int) -> nn.Module:
@@ -43,7 +41,7 @@ def build_schedule(stages: list, plan: Parallel, microbatches: int, loss_fn,
     the schedule divides each stage's gradients by the microbatch count)."""
     from torch.distributed import pipelining
 
-    cls = getattr(pipelining.schedules, SCHEDULES[plan.pp_schedule])
+    cls = getattr(pipelining.schedules, schedule(plan.pp_schedule).trial_class)
     kw = {"n_microbatches": microbatches, "loss_fn": loss_fn, "scale_grads": scale_grads}
     return cls(stages[0] if plan.chunks_per_rank == 1 else stages, **kw)
 

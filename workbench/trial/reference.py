@@ -6,10 +6,11 @@ from __future__ import annotations
 
 def reference_losses(trial, steps: int, seed: int = 1234) -> list[float]:
     import torch
-    import torch.nn.functional as F
 
+    from workbench.trial.build import loss_fn
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import make_optimizer
+    from workbench.trial.step import step_data
 
     torch.manual_seed(seed)
     par, tr, m = trial.parallel, trial.training, trial.model
@@ -20,18 +21,13 @@ def reference_losses(trial, steps: int, seed: int = 1234) -> list[float]:
     mbs = trial.microbatches
     out = []
     for step in range(steps):
-        batches = []
-        for dp_rank in range(par.dp):
-            gen = torch.Generator().manual_seed(seed + 1000 * step + dp_rank)
-            batches.append(torch.randint(0, m.vocab, (tr.micro_batch * mbs, tr.seq_len + 1),
-                                         generator=gen))
+        batches = [step_data(trial, step, seed, dp_rank) for dp_rank in range(par.dp)]
         total = 0.0
         n = par.dp * mbs
         for data in batches:
             for i in range(mbs):
                 chunk = data[i * tr.micro_batch:(i + 1) * tr.micro_batch]
-                logits = model(chunk[:, :-1])
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), chunk[:, 1:].flatten())
+                loss = loss_fn(model(chunk[:, :-1]), chunk[:, 1:])
                 (loss / n).backward()
                 total += float(loss.detach())
         out.append(total / n)

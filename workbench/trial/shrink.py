@@ -12,6 +12,7 @@ import dataclasses
 import math
 
 from workbench.catalog.types import ModelShape, MoE
+from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario, Training
 
 TRIAL_VOCAB = 512
@@ -55,8 +56,7 @@ def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
     schedule needs them (at least 2, at least pp; DualPipeV 2 x pp)."""
     par = s.parallel
     m = trial_model(s.model, par.tp, par.ep, par.pp * par.chunks_per_rank)
-    need = {"dualpipev": 2 * par.pp}.get(par.pp_schedule, par.pp) if par.pp > 1 else 1
-    microbatches = max(2, need)
+    microbatches = max(2, par.pp, int(schedule(par.pp_schedule).min_microbatches(par.pp)))
     tr = Training(seq_len=TRIAL_SEQ, micro_batch=micro_batch,
                   global_batch=micro_batch * par.dp * microbatches, precision="fp32",
                   recompute="none", optimizer=s.training.optimizer, offload="none",

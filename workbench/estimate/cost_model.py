@@ -1,0 +1,370 @@
+"""The cost model: memory, step time and traffic of every pipeline rank of every layout of a
+``LayoutGrid``, in numpy. One composition serves the single estimate (a grid of one row, every
+rank), the planner, the scaling curves and the dashboard.
+
+The costs of a dense layer, an MoE layer, the head and the embedding depend only on (tp, cp, ep,
+micro-batch): they come from ``step_time.block_costs``, ``activations`` and ``params`` once per
+distinct combination (``cache`` keeps them between calls on one scenario). Everything that
+depends on the rest — which layers a pipeline rank holds, model states, microbatches in flight,
+buffers, the pipeline bubble, data-parallel exposure, the optimizer, offload — is computed here
+by the shared formula functions, which accept arrays: one row per (layout, pipeline rank).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.estimate import activations as act
+from workbench.estimate import eager_ops
+from workbench.estimate import efficiency as eff
+from workbench.estimate.buffers import ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes
+from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.flops import model_flops_per_step
+from workbench.estimate.pipeline_ranks import rank_rows
+from workbench.scenario.layouts import LayoutGrid
+from workbench.estimate.model_states import model_states, optimizer_params
+from workbench.estimate.params import (
+    chunk_of, chunk_owner, chunk_size, chunk_start, embedding_params, head_params, is_moe_layer,
+    layer_params,
+)
+from workbench.estimate.step_time import (
+    block_costs, dp_exposed, optimizer_and_offload, serial_comm_time, sp_grad_reduction,
+)
+from workbench.scenario.types import Scenario
+from workbench.units import TB, capacity_bytes, hbm_bytes
+
+# ZeRO-Infinity's NVMe staging: DeepSpeed's default offload_param/offload_optimizer
+# buffer_count 5 x buffer_size 1e8 elements, in the 2-byte compute dtype, pinned in host memory.
+NVME_STAGING_BYTES_PER_GPU = 5 * 100_000_000 * 2
+BLOCKS = ("dense", "moe", "head", "embedding")
+
+
+class Volume:
+    """Bytes and counts per dimension and collective, per GPU per step, one entry per row."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.data: dict[str, dict[str, list[np.ndarray]]] = {}
+
+    def add(self, dim: str, kind: str, nbytes, count) -> None:
+        slot = self.data.setdefault(dim, {}).setdefault(
+            kind, [np.zeros(self.rows), np.zeros(self.rows)])
+        slot[0] = slot[0] + nbytes * count
+        slot[1] = slot[1] + count
+
+    def arrays(self) -> dict:
+        """{dim: {kind: {"bytes", "count"}}} of arrays (``serial_comm_time``'s input)."""
+        return {d: {k: {"bytes": v[0], "count": v[1]} for k, v in ops.items()}
+                for d, ops in self.data.items()}
+
+    def row(self, i: int) -> dict:
+        """Row ``i``'s collectives that run (count > 0), as plain numbers."""
+        out: dict = {}
+        for d, ops in self.data.items():
+            for k, (b, c) in ops.items():
+                if c[i] > 0:
+                    out.setdefault(d, {})[k] = {"bytes": float(b[i]), "count": float(c[i])}
+        return out
+
+
+@dataclass
+class Evaluation:
+    """What the cost model says. ``layout``: one entry per layout. ``rank``: one entry per
+    evaluated (layout, pipeline rank) row, sorted by layout and rank: ``row_layout`` and
+    ``rank_index`` say which; ``buffers`` the named buffers and ``volume`` the traffic per row
+    (when asked for, or needed)."""
+
+    layout: dict[str, np.ndarray]
+    rank: dict[str, np.ndarray]
+    row_layout: np.ndarray
+    rank_index: np.ndarray
+    buffers: dict[str, np.ndarray] = field(default_factory=dict)
+    volume: Volume | None = None
+
+
+def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
+                pytorch_eager: bool) -> dict:
+    """Everything that depends only on (tp, cp, ep, micro-batch): block costs, one layer's saved
+    activations and parameters, the embedding's and the head's."""
+    par = dataclasses.replace(base.parallel, tp=tp, cp=cp, ep=ep, sequence_parallel=sp,
+                              dp=max(ep, 1), pp=1, virtual_stages=1, shard_group=None)
+    tr = dataclasses.replace(base.training, micro_batch=mb)
+    s = dataclasses.replace(base, parallel=par, training=tr)
+    m = base.model
+    costs = block_costs(s)
+    x = act.activation_shape(tr, par, pytorch_eager)
+    out: dict = {"x": x}
+    local = m.moe.experts // ep if m.moe is not None else None
+    for kind in BLOCKS:
+        if kind not in costs:
+            continue
+        c = costs[kind]
+        d = {"fwd": c.fwd, "bwd": c.bwd, "wgrad": c.wgrad, "rc": c.recompute,
+             **{f"comm_{dim}": secs for dim, secs in c.comm}, "vol": {}}
+        for dim, coll, nbytes, count in c.volume:      # per microbatch: sum of bytes, count
+            b, n = d["vol"].get((dim, coll), (0.0, 0.0))
+            d["vol"][dim, coll] = (b + nbytes * count, n + count)
+        if kind in ("dense", "moe"):
+            moe = kind == "moe"
+            index = next((i for i in range(m.layers) if is_moe_layer(m, i) == moe), 0)
+            lp = layer_params(m, index, tp, ep)
+            d.update(act=act.layer_bytes(m, x, moe), ws=act.full_recompute_working_set(m, x, moe),
+                     pdense=lp.dense, pexpert=lp.expert,
+                     tensors=eager_ops.layer_tensors(m, moe, local))
+        out[kind] = d
+    out.update(emb_act=act.embedding_bytes(m, x), head_act=act.head_bytes(m, x),
+               emb_params=embedding_params(m, tp),
+               head_params_same=head_params(m, tp, separate_stage=False),
+               head_params_sep=head_params(m, tp, separate_stage=True))
+    return out
+
+
+def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
+             cache: dict | None = None, volume: bool = False,
+             pytorch_eager: bool = False) -> Evaluation:
+    """Evaluate every layout of ``g`` (valid for ``base``'s model, hardware and training by the
+    rule table) on the pipeline ranks ``pipeline_ranks.rank_rows`` picks (``every_rank``: all).
+    ``volume``: also the traffic per rank (always computed where no communication overlaps,
+    as on a calibrated CPU machine). ``cache`` keeps block costs per (tp, cp, ep, micro-batch,
+    sequence parallelism, recompute) between calls on the same model, hardware and training."""
+    hw, m, tr = base.hardware, base.model, base.training
+    sched = g.schedule
+    gpu = eff.on_hardware(hw)
+    overlaps = bool(eff.overlap(hw))
+    volume = volume or not overlaps
+
+    # -- per (tp, cp, ep, micro-batch): block data from the scalar formulas ------------------
+    code = ((g.tp * 1024 + g.cp) * 65536 + g.ep) * 1024 + g.micro_batch   # one int per key
+    uniq, inverse = np.unique(code, return_inverse=True)
+    cache = {} if cache is None else cache
+    per = []
+    for c in uniq.tolist():
+        rest, mb = divmod(c, 1024)
+        rest, ep = divmod(rest, 65536)
+        tp, cp = divmod(rest, 1024)
+        key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager)
+        if key not in cache:
+            cache[key] = _block_data(base, tp, cp, ep, mb, g.sequence_parallel, pytorch_eager)
+        per.append(cache[key])
+
+    # -- one row per (layout, pipeline rank) -----------------------------------------------------
+    layout_of, r = rank_rows(m, g, every_rank)
+    starts = np.flatnonzero(np.r_[True, layout_of[1:] != layout_of[:-1]])
+    rows_inverse = inverse.reshape(-1)[layout_of]
+    G = g.take(layout_of)
+    columns: dict = {}
+
+    def col(kind: str, name: str | None = None) -> np.ndarray:
+        """A block datum per row (0 where the block does not exist)."""
+        key = (kind, name)
+        if key not in columns:
+            vals = [(d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0) for d in per]
+            columns[key] = np.asarray(vals, dtype=float)[rows_inverse]
+        return columns[key]
+
+    p, cpr = G.pp, G.chunks_per_rank
+    L = m.layers
+    d_layers = m.moe.dense_layers if m.moe is not None else L
+    layers, dense, sends, head_rank = _placement(L, d_layers, p, cpr, r, G.v_shape)
+    nd, nm = dense, layers - dense
+    has_emb = r == 0
+    has_head = head_rank == r
+    mbs = tr.global_batch // (G.micro_batch * G.dp)
+
+    def blocks(name: str) -> np.ndarray:
+        return (nd * col("dense", name) + nm * col("moe", name)
+                + has_head * col("head", name) + has_emb * col("embedding", name))
+
+    # -- memory --------------------------------------------------------------------------------
+    head_params_r = np.where(head_rank != 0, col("head_params_sep"), col("head_params_same"))
+    pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
+              + has_emb * col("emb_params") + has_head * head_params_r)
+    pexpert = nm * col("moe", "pexpert")
+    unit = np.maximum.reduce([
+        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
+        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
+        has_emb * col("emb_params"), has_head * head_params_r])
+    ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
+                      G.expert_shard, tr.offload)
+    inflight = sched.inflight(p, mbs, cpr, r)
+    layer_act = nd * col("dense", "act") + nm * col("moe", "act")
+    # one microbatch through every chunk of the rank, embedding and head included
+    one_microbatch = layer_act + has_emb * col("emb_act") + has_head * col("head_act")
+    activ = layer_act * inflight / cpr
+    activ = activ + has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
+    activ = activ + has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
+    if tr.recompute == "full":
+        activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
+                                   np.where(nm > 0, col("moe", "ws"), 0))
+    x = dataclasses.replace(per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
+    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, has_head, nm > 0)
+    bufs = {k: np.broadcast_to(v, len(r)) for k, v in bufs.items()}
+    rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
+    bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
+    buffers = sum(bufs.values())
+    total = ms.params + ms.grads + ms.optimizer + activ + buffers
+    host = ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0)
+
+    # -- time per microbatch --------------------------------------------------------------------
+    wl_f, wl_b = eff.wrapper_time(gpu, G, "layer")
+    wr_f, wr_b = eff.wrapper_time(gpu, G, "rest")
+    edges = has_head.astype(int) + has_emb
+    fwd = blocks("fwd") + layers * wl_f + edges * wr_f / 2
+    bwd = blocks("bwd") + layers * wl_b + edges * wr_b / 2
+    wgrad, rc = blocks("wgrad"), blocks("rc")
+    comm = {dim: blocks(f"comm_{dim}") for dim in ("tp", "cp", "ep")}
+    comm_sum = comm["tp"] + comm["cp"] + comm["ep"]
+    f = fwd + comm_sum / 2
+    b = bwd + rc + comm_sum / 2
+
+    vol = Volume(len(r)) if volume else None
+    if vol is not None:
+        for kind, n_blocks in (("dense", nd), ("moe", nm), ("head", has_head),
+                               ("embedding", has_emb)):
+            names = dict.fromkeys(key for d in per for key in (d.get(kind) or {}).get("vol", {}))
+            for dim, coll in names:
+                nbytes, count = (np.asarray([(d.get(kind) or {}).get("vol", {}).get(
+                    (dim, coll), (0.0, 0.0))[i] for d in per])[rows_inverse] for i in (0, 1))
+                vol.add(dim, coll, nbytes / np.where(count > 0, count, 1),
+                        n_blocks * count * mbs)
+
+    # -- per step -----------------------------------------------------------------------------
+    e = compute_dtype_bytes(tr.precision)
+    p2p_bytes = tr.seq_len * G.micro_batch / G.cp * m.hidden * e / np.where(G.sp, G.tp, 1)
+    if vol is not None:
+        vol.add("pp", "send_recv", p2p_bytes, np.where(p > 1, sends * mbs, 0))
+    exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
+                        units=layers + 1, expert_units=nm)
+    local = optimizer_params(pdense, pexpert, G.zero, G.dense_shard, G.expert_shard)
+    opt, off = optimizer_and_offload(hw, tr, local)
+    opt = np.broadcast_to(opt, len(r)) + _optimizer_ops_time(
+        gpu, m, G, nd * col("dense", "tensors") + nm * col("moe", "tensors"), has_emb, has_head,
+        tr.optimizer)
+    sp_bytes, sp_count, sp_secs = sp_grad_reduction(base, layers, has_head, G.zero, G.tp, mbs,
+                                                    G.sp, G.dp * G.cp, G.pp)
+    if vol is not None:
+        vol.add("tp", "all_reduce", sp_bytes, sp_count)
+
+    def worst(x) -> np.ndarray:
+        """The largest value over each layout's rows."""
+        return np.maximum.reduceat(np.broadcast_to(x, len(r)), starts)
+
+    def argworst(x) -> np.ndarray:
+        """The pipeline rank of each layout's largest value (the lowest on ties)."""
+        hit = x == worst(x)[layout_of]
+        return r[np.minimum.reduceat(np.where(hit, np.arange(len(r)), len(r)), starts)]
+
+    def first_slot(x) -> np.ndarray:
+        return np.broadcast_to(x, len(r))[starts]
+
+    # Means over all ranks for the bubble: every layer, the head and the embedding, over p.
+    nm_total = L - d_layers if m.moe is not None else 0
+
+    def total_of(name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
+        return ((L - nm_total) * first_slot(col("dense", name))
+                + nm_total * first_slot(col("moe", name)) + first_slot(col("head", name))
+                + first_slot(col("embedding", name))
+                + L * first_slot(wrappers[0]) + first_slot(wrappers[1]))
+
+    comm_half = (total_of("comm_tp") + total_of("comm_cp") + total_of("comm_ep")) / 2
+    pp_, cpr_ = g.pp, np.asarray(g.chunks_per_rank)
+    mbs_ = tr.global_batch // (g.micro_batch * g.dp)
+    f_mean = total_of("fwd", (wl_f, wr_f)) / pp_
+    b_mean = (total_of("bwd", (wl_b, wr_b)) + total_of("rc")) / pp_
+    w_mean = total_of("wgrad") / pp_
+    p2p = np.where(pp_ > 1, collective_time("send_recv", first_slot(p2p_bytes), group_span(
+        pp_, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
+    if overlaps:
+        steady = worst(f + b)
+        bubble = np.asarray(sched.bubble(pp_, cpr_, f_mean + comm_half / pp_,
+                                         b_mean + comm_half / pp_, w_mean), dtype=float)
+        step = (mbs_ * steady + bubble + 2 * (pp_ - 1) * p2p + worst(sp_secs) + worst(exp_dp)
+                + worst(opt) + worst(off))
+        serial = None
+    else:
+        # Ranks that occupy every core of a calibrated machine: no collective hides behind
+        # compute, so the step is the pipeline's compute plus every collective of the step of
+        # the pipeline rank whose collectives take longest.
+        steady = worst(fwd + bwd + rc)
+        bubble = np.asarray(sched.bubble(pp_, cpr_, f_mean, b_mean, w_mean), dtype=float)
+        serial = serial_comm_time(vol.arrays(), G, hw)
+        serial_total = sum(serial.values())
+        step = (mbs_ * steady + bubble + worst(serial_total) + worst(opt) + worst(off))
+    memory = worst(total)
+    tokens = tr.seq_len * tr.global_batch / step
+    flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
+    gpn = hw.gpus_per_node
+    host_node = gpn * worst(host)
+    nvme_node = gpn * worst(ms.nvme)
+    host_fits = ((host_node <= capacity_bytes(hw.host.memory_gb))
+                 & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb * TB))
+    layout = {"step": step, "bubble": bubble, "memory_per_gpu": memory, "host_fits": host_fits,
+              "fits": memory <= hbm_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
+              "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
+              "p2p": p2p, "host_per_node": host_node, "nvme_per_node": nvme_node,
+              "worst_memory_rank": argworst(total), "worst_time_rank": argworst(f + b)}
+    rank = {"layers": layers, "dense_layers": nd, "has_embedding": has_emb,
+            "has_head": has_head, "inflight_microbatches": inflight / cpr,
+            "dense_params": pdense, "expert_params": pexpert,
+            "params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
+            "activations": activ, "activations_one_microbatch": one_microbatch,
+            "buffers": buffers, "total": total, "host": host,
+            "nvme": ms.nvme, "fwd": fwd, "bwd": bwd, "wgrad": wgrad, "recompute": rc,
+            **{f"comm_{dim}": v for dim, v in comm.items()},
+            "f": f, "b": b, "dp_exposed": exp_dp, "sp_grads": sp_secs,
+            "optimizer_time": opt, "offload_time": np.broadcast_to(off, len(r))}
+    if serial is not None:
+        layout["worst_comm_rank"] = argworst(serial_total)
+        rank.update({f"serial_{dim}": v for dim, v in serial.items()})
+    return Evaluation(layout=layout, rank=rank, row_layout=layout_of, rank_index=r,
+                      buffers=bufs, volume=vol)
+
+
+def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:
+    """Per row: the layers a pipeline rank holds, how many of them are the leading dense ones,
+    the activations it sends per microbatch (forward to the next chunk, backward to the
+    previous, when that chunk is on another rank), and the rank holding the head. Computed once
+    per distinct (pp, chunks per rank, rank)."""
+    code = (pp * 1024 + cpr) * 65536 + rank
+    uniq, inverse = np.unique(code, return_inverse=True)
+    rest, r = np.divmod(uniq, 65536)
+    p, c_per = np.divmod(rest, 1024)
+    chunks = p * c_per
+    held = np.zeros(len(uniq), dtype=np.int64)
+    dense = np.zeros(len(uniq), dtype=np.int64)
+    sends = np.zeros(len(uniq), dtype=np.int64)
+    for k in range(int(c_per.max())):
+        on = k < c_per
+        c = chunk_of(r, k, p, v_shape)
+        size = chunk_size(layers, chunks, c)
+        held += np.where(on, size, 0)
+        dense += np.where(on, np.clip(dense_layers - chunk_start(layers, chunks, c), 0, size), 0)
+        sends += on & (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r)
+        sends += on & (c > 0) & (chunk_owner(c - 1, p, v_shape) != r)
+    head = chunk_owner(chunks - 1, p, v_shape)
+    return held[inverse], dense[inverse], sends[inverse], head[inverse]
+
+
+def _optimizer_ops_time(gpu, m, g: LayoutGrid, layer_tensors, has_emb, has_head,
+                        optimizer: str):
+    """The eager runtime's cost of a pipeline rank's optimizer step (calibrated profiles
+    only): its optimizer's operations over the parameter tensors it updates."""
+    if gpu.profile is None:
+        return 0.0
+    edge = {(e, h): eager_ops.edge_tensors(m, e, h) for e in (False, True) for h in (False, True)}
+    tensors = layer_tensors + np.where(has_emb, np.where(has_head, edge[True, True],
+                                                         edge[True, False]),
+                                       np.where(has_head, edge[False, True], 0))
+    zero1 = (g.zero == 1) & (g.dense_shard > 1)      # whole tensors split over the shard group
+    tensors = np.where(zero1, -(-tensors // np.maximum(g.dense_shard, 1)), tensors)
+    return (eff.runtime_ops(gpu, 0, 0, eager_ops.optimizer_ops(tensors, optimizer))
+            + tensors * eff.wrapper_time(gpu, g, "tensor")[0])
+
+
+def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
+                     ) -> dict[str, np.ndarray]:
+    """The layout figures of ``evaluate`` (step, bubble, memory_per_gpu, fits, host_fits,
+    tokens_per_s, mfu), one entry per layout: the planner's and the scaling curves' call."""
+    return evaluate(base, g, cache=cache).layout

@@ -1,0 +1,45 @@
+"""Which pipeline ranks the cost model evaluates per layout of a ``LayoutGrid``: every rank for
+a single estimate (the report lists them all); for a search, one rank of each kind that can be
+the worst, which is exact (tests/test_grid.py holds it against every rank):
+- rank 0 (the embedding; the most microbatches in flight) and the last rank (the head, except
+  under DualPipeV, whose V puts it on rank 0; DualPipeV's last rank holds one more in flight);
+- of an MoE model, every rank holding one of the leading dense layers, and the first rank after
+  them;
+- the first rank of the other layer count: layers split into equal chunks with the first
+  ``layers % chunks`` one longer, so middle ranks hold one of two counts (two of three under
+  DualPipeV), and within a count the lowest rank holds the most in flight (every schedule's
+  in-flight count falls or stays with the rank).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.catalog.types import ModelShape
+from workbench.scenario.layouts import LayoutGrid
+
+
+def rank_rows(model: ModelShape, g: LayoutGrid, every_rank: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(layout, rank): one row per pipeline rank to evaluate, sorted by layout and rank, each
+    once (``every_rank``: all ranks of every layout)."""
+    n, p = len(g), g.pp
+    if every_rank:
+        layout = np.repeat(np.arange(n), p)
+        return layout, np.arange(len(layout)) - np.repeat(np.cumsum(p) - p, p)
+    chunks = p * g.chunks_per_rank
+    base, rem = np.divmod(model.layers, chunks)
+    k = np.ones(n, dtype=np.int64)
+    if model.moe is not None and model.moe.dense_layers:
+        d = model.moe.dense_layers          # chunks holding a dense layer, ranks holding them
+        long_part = rem * (base + 1)
+        held = np.where(d <= long_part, -(-d // (base + 1)),
+                        rem + -(-(d - long_part) // np.maximum(base, 1)))
+        k = np.clip(np.minimum(held, p), 1, None)
+    other = np.where(rem <= p, rem, 2 * p - rem) if g.v_shape else rem % p
+    last = p - 1
+    lead = np.minimum(np.arange(int(k.max()) + 1)[None, :], last[:, None])
+    ranks = np.concatenate([lead, np.minimum(np.maximum(other, k), last)[:, None],
+                            last[:, None]], axis=1)
+    ranks = np.sort(ranks, axis=1)
+    once = np.ones(ranks.shape, dtype=bool)
+    once[:, 1:] = ranks[:, 1:] != ranks[:, :-1]
+    return np.broadcast_to(np.arange(n)[:, None], ranks.shape)[once], ranks[once]

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.estimate.arrays import plain
-
 from workbench.catalog.types import ModelShape
+from workbench.estimate.arrays import plain
 
 _LAYER_REST = {"rmsnorm": (42, 85), "layernorm": (30, 55)}
 _MLP = {"swiglu": (14, 32), "gelu": (9, 20)}

@@ -12,13 +12,12 @@ Every constant below cites its measurement in benchmarks/data/published_kernels.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from workbench.estimate.arrays import plain
-
 import dataclasses
 
+import numpy as np
+
 from workbench.catalog.types import GPU
+from workbench.estimate.arrays import plain
 
 # Measured figures, by GPU architecture. Each is a measurement divided by the datasheet dense
 # peak; the record ids are in benchmarks/data/published_kernels.yaml.

@@ -53,9 +53,9 @@ class Layouts:
 
     @property
     def shard_group(self):
-        """HSDP shard group, 0 for none."""
-        return self.par.shard_group or 0 if np.ndim(self.par.shard_group) == 0 else \
-            self.par.shard_group
+        """HSDP shard group, 0 for none (a grid's column already says 0)."""
+        sg = self.par.shard_group
+        return sg if np.ndim(sg) else (sg or 0)
 
     @property
     def microbatches(self):

@@ -44,6 +44,13 @@ case "$job" in
     if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
     fi
+    # promtool checks the exported alert rules and the exposition; the scrape test runs
+    # /usr/bin/prometheus. Both come with Debian's prometheus package.
+    if [ ! -x /usr/bin/promtool ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+      # the package starts its service where the init system allows: the tests run their own
+      invoke-rc.d prometheus stop >/dev/null 2>&1 || true
+    fi
     exec "$VENV/bin/python" -m pytest "$@"
     ;;
   *)

@@ -63,3 +63,21 @@ def test_catalog_listing():
     assert r.returncode == 0 and "h200-sxm" in r.stdout
     r = run("catalog", "nonsense")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_trial_metrics_options_are_checked_with_one_line_errors():
+    import socket
+
+    base = [sys.executable, "-m", "workbench", "trial", str(ROOT / "examples/llama3-8b-8xh100.yaml"),
+            "--world-size", "2", "--steps", "1"]
+    bad = subprocess.run(base + ["--metrics-port", "70000"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "--metrics-port" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = subprocess.run(base + ["--metrics-port", str(held.getsockname()[1])], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    assert busy.returncode == 2 and "is already in use" in busy.stderr
+    assert len(busy.stderr.strip().splitlines()) == 1

@@ -3,6 +3,7 @@ the charts, invalid input shows the validator's message by the field and keeps t
 live trial streams into its charts and can be cancelled, the planner loads and exports."""
 from __future__ import annotations
 
+import re
 import time
 
 import psutil
@@ -156,6 +157,8 @@ def test_a_live_trial_streams_into_the_charts_then_the_comparison():
     assert list(rank0.x) == [0, 1] and all(y > 0 for y in rank0.y)
     assert panel.result is not None and "exact" in panel.compare.value
     assert panel.progress.value == panel.progress.max and not panel.run_button.disabled
+    # the trial served Prometheus metrics on 127.0.0.1 while it ran, and the panel said where
+    assert re.search(r"served at <a href='http://127\.0\.0\.1:\d+/metrics'", panel.metrics.value)
     assert not _children()
 
 

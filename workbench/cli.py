@@ -1,5 +1,5 @@
-"""`workbench` command line: estimate, trial, plan, export, bench, calibrate, report, catalog,
-dashboard (docs/cli.md, generated from this parser; JSON keys in docs/json.md).
+"""`workbench` command line: estimate, trial, plan, export, monitor, bench, calibrate, report,
+catalog, dashboard (docs/cli.md, generated from this parser; JSON keys in docs/json.md).
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from workbench.errors import Problem, ScenarioError
 
@@ -42,11 +43,29 @@ def _trial(args: argparse.Namespace) -> int:
     if args.inject and not 0 <= args.step < args.steps:
         raise ScenarioError([Problem("--step", args.step,
                                      f"must be a step of the trial (0..{args.steps - 1})")])
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise ScenarioError([Problem("--metrics-port", args.metrics_port,
+                                     "a TCP port 1..65535, or 0 for a free one")])
+    if args.metrics_linger < 0:
+        raise ScenarioError([Problem("--metrics-linger", args.metrics_linger, "must be >= 0")])
     inject = {}
     if args.inject:
         inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
+    live = endpoint = None
+    if args.metrics_port is not None:
+        from workbench.monitor.exporter import Endpoint
+        from workbench.monitor.trial_metrics import TrialMetrics
+        from workbench.trial import prepare
+
+        live = TrialMetrics(prepare(scenario, args.world_size))
+        endpoint = Endpoint(live.metrics, port=args.metrics_port)
+        print(f"metrics: {endpoint.url}", file=sys.stderr, flush=True)
+        if args.stream:
+            print(json.dumps({"type": "metrics", "url": endpoint.url}), flush=True)
 
     def show(ev: dict) -> None:
+        if live is not None:
+            live.observe(ev)
         if args.stream:             # one JSON event per line, for a live view in another process
             print(json.dumps(ev), flush=True)
             return
@@ -58,8 +77,14 @@ def _trial(args: argparse.Namespace) -> int:
             print(f"{ev['world_size']} processes, {ev['backend']} ({ev['start_method']})",
                   flush=True)
 
-    result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
-                       backend=args.backend, on_event=show, **inject)
+    try:
+        result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
+                           backend=args.backend, on_event=show, **inject)
+        if endpoint is not None and args.metrics_linger:
+            time.sleep(args.metrics_linger)     # a scraper sees the last values
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     if args.stream:
         print(json.dumps({"type": "result", "result": result.to_dict()}), flush=True)
     elif args.json:
@@ -164,6 +189,15 @@ def _dashboard(args: argparse.Namespace) -> int:
     return serve_dashboard(port=args.port)
 
 
+def _monitor(args: argparse.Namespace) -> int:
+    from workbench.monitor.monitor import run_monitor
+    from workbench.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    return run_monitor(scenario, host=args.host, port=args.port, interval=args.interval,
+                       duration=args.duration)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from workbench.export import TARGETS   # light: each exporter module loads on use
 
@@ -191,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     t.add_argument("--stream", action="store_true",
                    help="print every event as one JSON line, then the result (for live views)")
+    t.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve every rank's figures and the plan for Prometheus on "
+                   "127.0.0.1:PORT while the trial runs (0: a free port; the URL goes to "
+                   "stderr as 'metrics: URL')")
+    t.add_argument("--metrics-linger", type=float, default=0.0, metavar="SECONDS",
+                   help="keep the metrics endpoint up this long after the trial ends")
     t.set_defaults(run=_trial)
     pl = sub.add_parser("plan", help="rank every parallel layout of the scenario's hardware")
     pl.add_argument("scenario", help="scenario file; its parallel block is optional (a "
@@ -208,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
-                                      "DeepSpeed/Megatron-LM artefact (or the trial command)")
+                                      "DeepSpeed/Megatron-LM artefact (or the trial command), "
+                                      "or its Grafana dashboard / Prometheus alert rules")
     x.add_argument("scenario", help="scenario file (YAML or JSON)")
     x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")
@@ -234,6 +275,23 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dashboard", help="serve notebooks/dashboard.ipynb with Voila on 127.0.0.1")
     d.add_argument("--port", type=int, default=0, help="port (0 = a free one)")
     d.set_defaults(run=_dashboard)
+    from workbench.monitor.monitor import DEFAULT_INTERVAL_S, DEFAULT_PORT   # light
+
+    mo = sub.add_parser("monitor", help="serve the scenario's plan and this machine's GPU "
+                                        "telemetry as Prometheus metrics (docs/monitoring.md)")
+    mo.add_argument("scenario", help="scenario file (YAML or JSON) of the run being watched")
+    mo.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")
+    mo.add_argument("--port", type=int, default=DEFAULT_PORT,
+                    help="port of /metrics (0 = a free one; 9400 is left to dcgm-exporter)")
+    mo.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (127.0.0.1: this machine only; 0.0.0.0 for a "
+                    "Prometheus elsewhere, no authentication)")
+    mo.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
+                    help="seconds between GPU telemetry samples")
+    mo.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                    help="stop after this many seconds (default: until SIGINT or SIGTERM)")
+    mo.set_defaults(run=_monitor)
     return p
 
 

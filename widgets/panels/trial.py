@@ -2,6 +2,8 @@
 runs the trial in a child process and streams it into the live charts; cancellable."""
 from __future__ import annotations
 
+import html
+
 import threading
 import time
 
@@ -35,6 +37,7 @@ class TrialPanel:
         self.run_button, self.cancel_button, self.progress = run_controls(
             "Run trial", "play", "Progress", integer=True)
         self.status = w.HTML()
+        self.metrics = w.HTML()         # the running trial's Prometheus endpoint
         self.compare = w.HTML()
         self.result: dict | None = None
         self.lags: list[float] = []      # seconds from a step's end to its point on the chart
@@ -47,7 +50,8 @@ class TrialPanel:
         self.box = w.VBox([
             w.HTML("<b>Trial</b>: the layout on a scaled-down model, in real processes"),
             self.world, self.steps, self.backend, self.inject, self.rank, self.at_step,
-            w.HBox([self.run_button, self.cancel_button]), self.progress, self.status])
+            w.HBox([self.run_button, self.cancel_button]), self.progress, self.status,
+            self.metrics])
 
     def _offer_sizes(self) -> None:
         """Process counts the layout (or a sub-layout of it) can run with, up to 16."""
@@ -94,12 +98,19 @@ class TrialPanel:
         self.progress.value = 0
         self.status.value = f"starting {world} processes ..."
         self.run_button.disabled, self.cancel_button.disabled = True, False
+        self.metrics.value = ""
         self._process = TrialProcess(s, self.world.value, self.steps.value, self.backend.value,
-                                     self.inject.value, self.rank.value, self.at_step.value)
+                                     self.inject.value, self.rank.value, self.at_step.value,
+                                     metrics_port=0)
         self._thread = run_in_background(self._process, self._on_event)
 
     def _on_event(self, ev: dict) -> None:
         try:
+            if ev["type"] == "metrics":
+                url = html.escape(ev["url"])
+                self.metrics.value = (f"Prometheus metrics while the trial runs: <a href='{url}' "
+                                      f"target='_blank'>{url}</a> (docs/monitoring.md)")
+                return
             self.charts.on_event(ev)
             if "at" in ev:   # how long after the step ended it reached the charts
                 self.lags.append(time.time() - ev["at"])
@@ -110,6 +121,9 @@ class TrialPanel:
             elif ev["type"] == "step":
                 self.status.value = f"rank {ev['rank']} finished step {ev['step']}"
             elif ev["type"] == "end":
+                # the endpoint closes with the trial
+                self.metrics.value = self.metrics.value.replace(" while the trial runs:",
+                                                                " were served at")
                 if ev.get("error"):
                     self.status.value = error_html(f"trial failed: {ev['error']}")
                 else:

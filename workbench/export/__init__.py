@@ -8,6 +8,8 @@
 - ``deepspeed``  a DeepSpeed JSON config (:mod:`.deepspeed`)
 - ``megatron``   a Megatron-LM ``pretrain_gpt.py`` launch with its arguments (:mod:`.megatron`)
 - ``trial``      the ``workbench trial`` command line (:mod:`.trial`)
+- ``grafana``    a Grafana dashboard JSON of the run against its plan (:mod:`.grafana`)
+- ``prometheus-rules`` Prometheus alerting rules against the plan (:mod:`.prometheus_rules`)
 
 A layout a target cannot express raises :class:`ExportError` (a ScenarioError) naming each
 field and why; nothing is dropped silently. Submodules are imported on use, so importing this
@@ -28,6 +30,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "deepspeed": ("deepspeed", "to_deepspeed"),
     "megatron": ("megatron", "to_megatron"),
     "trial": ("trial", "to_trial"),
+    "grafana": ("grafana", "to_grafana"),
+    "prometheus-rules": ("prometheus_rules", "to_prometheus_rules"),
 }
 
 

@@ -24,11 +24,12 @@ from workbench.scenario.types import Scenario
 class TrialProcess:
     """One trial in a child process. ``events()`` yields the contract-3 events (``start``,
     ``step``, ``end``) and finally ``{"type": "result", "result": {...}}``, or an ``end`` event
-    with the error when the child fails before reporting."""
+    with the error when the child fails before reporting; with ``metrics_port`` first a
+    ``{"type": "metrics", "url": ...}`` event naming the child's Prometheus endpoint."""
 
     def __init__(self, scenario: Scenario, world_size: int | None = None, steps: int = 3,
                  backend: str = "auto", inject: str | None = None, inject_rank: int = 0,
-                 inject_step: int = 1) -> None:
+                 inject_step: int = 1, metrics_port: int | None = None) -> None:
         self._file = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         self._file.write(dump_scenario(scenario))
         self._file.close()
@@ -38,6 +39,8 @@ class TrialProcess:
             cmd += ["--world-size", str(world_size)]
         if inject:
             cmd += ["--inject", inject, "--rank", str(inject_rank), "--step", str(inject_step)]
+        if metrics_port is not None:     # the child serves Prometheus metrics while it runs
+            cmd += ["--metrics-port", str(metrics_port)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
         self.cancelled = False

@@ -121,6 +121,225 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
     return out
 
 
+class Rows:
+    """One row per evaluated (layout, pipeline rank): the layouts repeated (``grid``), the rank,
+    what the rank holds, the block data of its (tp, cp, ep, micro-batch) as columns, and the
+    reductions from rows back to layouts."""
+
+    def __init__(self, base: Scenario, g: LayoutGrid, every_rank: bool, cache: dict,
+                 pytorch_eager: bool) -> None:
+        m, tr = base.model, base.training
+        code = ((g.tp * 1024 + g.cp) * 65536 + g.ep) * 1024 + g.micro_batch   # one int per key
+        uniq, inverse = np.unique(code, return_inverse=True)
+        self.per = []
+        for c in uniq.tolist():
+            rest, mb = divmod(c, 1024)
+            rest, ep = divmod(rest, 65536)
+            tp, cp = divmod(rest, 1024)
+            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager)
+            if key not in cache:
+                cache[key] = _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
+                                         pytorch_eager)
+            self.per.append(cache[key])
+        self.layout_of, self.rank = rank_rows(m, g, every_rank)
+        self.n = len(self.rank)
+        self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])
+        self._inverse = inverse.reshape(-1)[self.layout_of]
+        self._columns: dict = {}
+        self.grid = G = g.take(self.layout_of)
+        self.layers_total = m.layers
+        self.dense_total = m.moe.dense_layers if m.moe is not None else m.layers
+        self.layers, self.dense, self.sends, self.head_rank = _placement(
+            m.layers, self.dense_total, G.pp, G.chunks_per_rank, self.rank, G.v_shape)
+        self.moe = self.layers - self.dense
+        self.has_emb = self.rank == 0
+        self.has_head = self.head_rank == self.rank
+        self.microbatches = tr.global_batch // (G.micro_batch * G.dp)
+
+    def col(self, kind: str, name: str | None = None) -> np.ndarray:
+        """A block datum per row (0 where the block does not exist)."""
+        key = (kind, name)
+        if key not in self._columns:
+            vals = np.fromiter(((d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0)
+                                for d in self.per), dtype=float, count=len(self.per))
+            self._columns[key] = vals[self._inverse]
+        return self._columns[key]
+
+    def blocks(self, name: str) -> np.ndarray:
+        """The sum of a block datum over the blocks each row's rank holds."""
+        return (self.dense * self.col("dense", name) + self.moe * self.col("moe", name)
+                + self.has_head * self.col("head", name)
+                + self.has_emb * self.col("embedding", name))
+
+    def model_total(self, name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
+        """Per layout: a block datum over the whole model (every layer, the head and the
+        embedding), plus the wrappers' cost per layer and for the rest."""
+        first, moe = self.first, self.layers_total - self.dense_total
+        return ((self.layers_total - moe) * first(self.col("dense", name))
+                + moe * first(self.col("moe", name)) + first(self.col("head", name))
+                + first(self.col("embedding", name))
+                + self.layers_total * first(wrappers[0]) + first(wrappers[1]))
+
+    def worst(self, x) -> np.ndarray:
+        """The largest value over each layout's rows."""
+        return np.maximum.reduceat(np.broadcast_to(x, self.n), self.starts)
+
+    def argworst(self, x) -> np.ndarray:
+        """The pipeline rank of each layout's largest value (the lowest on ties)."""
+        hit = x == self.worst(x)[self.layout_of]
+        return self.rank[np.minimum.reduceat(np.where(hit, np.arange(self.n), self.n),
+                                             self.starts)]
+
+    def first(self, x) -> np.ndarray:
+        """Per layout: the value of its first row (for what every row of a layout shares)."""
+        return np.broadcast_to(x, self.n)[self.starts]
+
+
+def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
+    """Per row: parameters held, model states, activations at the peak, named buffers, total,
+    and what offload puts in host memory and on NVMe."""
+    m, tr, G = base.model, base.training, rows.grid
+    sched, col, nd, nm = G.schedule, rows.col, rows.dense, rows.moe
+    p, cpr, mbs = G.pp, G.chunks_per_rank, rows.microbatches
+    head_params_r = np.where(rows.head_rank != 0, col("head_params_sep"),
+                             col("head_params_same"))
+    pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
+              + rows.has_emb * col("emb_params") + rows.has_head * head_params_r)
+    pexpert = nm * col("moe", "pexpert")
+    unit = np.maximum.reduce([
+        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
+        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
+        rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
+    ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
+                      G.expert_shard, tr.offload)
+    inflight = sched.inflight(p, mbs, cpr, rows.rank)
+    layer_act = nd * col("dense", "act") + nm * col("moe", "act")
+    # one microbatch through every chunk of the rank, embedding and head included
+    one_microbatch = layer_act + rows.has_emb * col("emb_act") + rows.has_head * col("head_act")
+    activ = layer_act * inflight / cpr
+    activ = activ + rows.has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
+    activ = activ + rows.has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
+    if tr.recompute == "full":
+        activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
+                                   np.where(nm > 0, col("moe", "ws"), 0))
+    x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
+                            sp=G.sp)
+    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0)
+    bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
+    rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
+    bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
+    buffers = sum(bufs.values())
+    out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
+           "expert_params": pexpert, "params": ms.params, "grads": ms.grads,
+           "optimizer": ms.optimizer, "activations": activ,
+           "activations_one_microbatch": one_microbatch, "buffers": buffers,
+           "total": ms.params + ms.grads + ms.optimizer + activ + buffers,
+           "host": ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
+           "nvme": ms.nvme}
+    return out, bufs
+
+
+def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dict:
+    """Per row, per microbatch: forward, backward, weight-gradient and recompute seconds and
+    exposed TP/CP/EP communication (the wrappers' cost on a calibrated machine included); per
+    step: exposed data-parallel communication, the optimizer, offload, the sequence-parallel
+    gradient reduction. Adds each collective to ``vol``."""
+    hw, m, tr, G = base.hardware, base.model, base.training, rows.grid
+    mbs = rows.microbatches
+    wl_f, wl_b = eff.wrapper_time(gpu, G, "layer")
+    wr_f, wr_b = eff.wrapper_time(gpu, G, "rest")
+    edges = rows.has_head.astype(int) + rows.has_emb
+    fwd = rows.blocks("fwd") + rows.layers * wl_f + edges * wr_f / 2
+    bwd = rows.blocks("bwd") + rows.layers * wl_b + edges * wr_b / 2
+    comm = {dim: rows.blocks(f"comm_{dim}") for dim in ("tp", "cp", "ep")}
+    comm_sum = comm["tp"] + comm["cp"] + comm["ep"]
+    rc = rows.blocks("rc")
+    if vol is not None:
+        for kind, n_blocks in (("dense", rows.dense), ("moe", rows.moe),
+                               ("head", rows.has_head), ("embedding", rows.has_emb)):
+            names = dict.fromkeys(key for d in rows.per
+                                  for key in (d.get(kind) or {}).get("vol", {}))
+            for dim, coll in names:
+                nbytes, count = (np.asarray([(d.get(kind) or {}).get("vol", {}).get(
+                    (dim, coll), (0.0, 0.0))[i] for d in rows.per])[rows._inverse]
+                    for i in (0, 1))
+                vol.add(dim, coll, nbytes / np.where(count > 0, count, 1),
+                        n_blocks * count * mbs)
+    e = compute_dtype_bytes(tr.precision)
+    p2p_bytes = tr.seq_len * G.micro_batch / G.cp * m.hidden * e / np.where(G.sp, G.tp, 1)
+    if vol is not None:
+        vol.add("pp", "send_recv", p2p_bytes, np.where(G.pp > 1, rows.sends * mbs, 0))
+    pdense, pexpert = mem["dense_params"], mem["expert_params"]
+    exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
+                        units=rows.layers + 1, expert_units=rows.moe)
+    opt, off = optimizer_and_offload(hw, tr, optimizer_params(
+        pdense, pexpert, G.zero, G.dense_shard, G.expert_shard))
+    opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
+        gpu, m, G, rows.dense * rows.col("dense", "tensors")
+        + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
+    sp_bytes, sp_count, sp_secs = sp_grad_reduction(base, rows.layers, rows.has_head, G.zero,
+                                                    G.tp, mbs, G.sp, G.dp * G.cp, G.pp)
+    if vol is not None:
+        vol.add("tp", "all_reduce", sp_bytes, sp_count)
+    return {"fwd": fwd, "bwd": bwd, "wgrad": rows.blocks("wgrad"), "recompute": rc,
+            **{f"comm_{dim}": v for dim, v in comm.items()},
+            "f": fwd + comm_sum / 2, "b": bwd + rc + comm_sum / 2, "dp_exposed": exp_dp,
+            "sp_grads": sp_secs, "optimizer_time": opt,
+            "offload_time": np.broadcast_to(off, rows.n), "p2p_bytes": p2p_bytes,
+            "_wrappers": ((wl_f, wr_f), (wl_b, wr_b))}
+
+
+def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict,
+              vol: Volume | None, overlaps: bool) -> tuple[dict, dict]:
+    """Per layout: the step (the pipeline's steady state and bubble, its sends, and the worst
+    rank's exposed collectives, optimizer and offload), memory, fit, throughput and MFU; and,
+    where nothing overlaps, each row's serial collective time per dimension."""
+    hw, m, tr = base.hardware, base.model, base.training
+    sched, pp, cpr = g.schedule, g.pp, np.asarray(g.chunks_per_rank)
+    mbs = tr.global_batch // (g.micro_batch * g.dp)
+    worst = rows.worst
+    # means over all ranks for the bubble: every layer, the head and the embedding, over p
+    (wl_f, wr_f), (wl_b, wr_b) = t["_wrappers"]
+    f_mean = rows.model_total("fwd", (wl_f, wr_f)) / pp
+    b_mean = (rows.model_total("bwd", (wl_b, wr_b)) + rows.model_total("rc")) / pp
+    w_mean = rows.model_total("wgrad") / pp
+    comm_half = sum(rows.model_total(f"comm_{d}") for d in ("tp", "cp", "ep")) / 2
+    p2p = np.where(pp > 1, collective_time("send_recv", rows.first(t["p2p_bytes"]), group_span(
+        pp, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
+    serial = {}
+    if overlaps:
+        bubble = np.asarray(sched.bubble(pp, cpr, f_mean + comm_half / pp,
+                                         b_mean + comm_half / pp, w_mean), dtype=float)
+        step = (mbs * worst(t["f"] + t["b"]) + bubble + 2 * (pp - 1) * p2p
+                + worst(t["sp_grads"]) + worst(t["dp_exposed"]))
+    else:
+        # Ranks that occupy every core of a calibrated machine: no collective hides behind
+        # compute, so the step is the pipeline's compute plus every collective of the step of
+        # the pipeline rank whose collectives take longest.
+        bubble = np.asarray(sched.bubble(pp, cpr, f_mean, b_mean, w_mean), dtype=float)
+        serial = serial_comm_time(vol.arrays(), rows.grid, hw)
+        step = (mbs * worst(t["fwd"] + t["bwd"] + t["recompute"]) + bubble
+                + worst(sum(serial.values())))
+    step = step + worst(t["optimizer_time"]) + worst(t["offload_time"])
+    memory = worst(mem["total"])
+    gpn = hw.gpus_per_node
+    host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
+    flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
+    layout = {"step": step, "bubble": bubble, "memory_per_gpu": memory,
+              "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
+                            & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb
+                               * TB)),
+              "fits": memory <= hbm_bytes(hw.gpu.memory_gb),
+              "tokens_per_s": tr.seq_len * tr.global_batch / step,
+              "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
+              "p2p": p2p, "host_per_node": host_node, "nvme_per_node": nvme_node,
+              "worst_memory_rank": rows.argworst(mem["total"]),
+              "worst_time_rank": rows.argworst(t["f"] + t["b"])}
+    if serial:
+        layout["worst_comm_rank"] = rows.argworst(sum(serial.values()))
+    return layout, serial
+
+
 def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
              cache: dict | None = None, volume: bool = False,
              pytorch_eager: bool = False) -> Evaluation:
@@ -129,197 +348,19 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     ``volume``: also the traffic per rank (always computed where no communication overlaps,
     as on a calibrated CPU machine). ``cache`` keeps block costs per (tp, cp, ep, micro-batch,
     sequence parallelism, recompute) between calls on the same model, hardware and training."""
-    hw, m, tr = base.hardware, base.model, base.training
-    sched = g.schedule
-    gpu = eff.on_hardware(hw)
-    overlaps = bool(eff.overlap(hw))
-    volume = volume or not overlaps
-
-    # -- per (tp, cp, ep, micro-batch): block data from the scalar formulas ------------------
-    code = ((g.tp * 1024 + g.cp) * 65536 + g.ep) * 1024 + g.micro_batch   # one int per key
-    uniq, inverse = np.unique(code, return_inverse=True)
-    cache = {} if cache is None else cache
-    per = []
-    for c in uniq.tolist():
-        rest, mb = divmod(c, 1024)
-        rest, ep = divmod(rest, 65536)
-        tp, cp = divmod(rest, 1024)
-        key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager)
-        if key not in cache:
-            cache[key] = _block_data(base, tp, cp, ep, mb, g.sequence_parallel, pytorch_eager)
-        per.append(cache[key])
-
-    # -- one row per (layout, pipeline rank) -----------------------------------------------------
-    layout_of, r = rank_rows(m, g, every_rank)
-    starts = np.flatnonzero(np.r_[True, layout_of[1:] != layout_of[:-1]])
-    rows_inverse = inverse.reshape(-1)[layout_of]
-    G = g.take(layout_of)
-    columns: dict = {}
-
-    def col(kind: str, name: str | None = None) -> np.ndarray:
-        """A block datum per row (0 where the block does not exist)."""
-        key = (kind, name)
-        if key not in columns:
-            vals = [(d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0) for d in per]
-            columns[key] = np.asarray(vals, dtype=float)[rows_inverse]
-        return columns[key]
-
-    p, cpr = G.pp, G.chunks_per_rank
-    L = m.layers
-    d_layers = m.moe.dense_layers if m.moe is not None else L
-    layers, dense, sends, head_rank = _placement(L, d_layers, p, cpr, r, G.v_shape)
-    nd, nm = dense, layers - dense
-    has_emb = r == 0
-    has_head = head_rank == r
-    mbs = tr.global_batch // (G.micro_batch * G.dp)
-
-    def blocks(name: str) -> np.ndarray:
-        return (nd * col("dense", name) + nm * col("moe", name)
-                + has_head * col("head", name) + has_emb * col("embedding", name))
-
-    # -- memory --------------------------------------------------------------------------------
-    head_params_r = np.where(head_rank != 0, col("head_params_sep"), col("head_params_same"))
-    pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
-              + has_emb * col("emb_params") + has_head * head_params_r)
-    pexpert = nm * col("moe", "pexpert")
-    unit = np.maximum.reduce([
-        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
-        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
-        has_emb * col("emb_params"), has_head * head_params_r])
-    ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
-                      G.expert_shard, tr.offload)
-    inflight = sched.inflight(p, mbs, cpr, r)
-    layer_act = nd * col("dense", "act") + nm * col("moe", "act")
-    # one microbatch through every chunk of the rank, embedding and head included
-    one_microbatch = layer_act + has_emb * col("emb_act") + has_head * col("head_act")
-    activ = layer_act * inflight / cpr
-    activ = activ + has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
-    activ = activ + has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
-    if tr.recompute == "full":
-        activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
-                                   np.where(nm > 0, col("moe", "ws"), 0))
-    x = dataclasses.replace(per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
-    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, has_head, nm > 0)
-    bufs = {k: np.broadcast_to(v, len(r)) for k, v in bufs.items()}
-    rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
-    bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
-    buffers = sum(bufs.values())
-    total = ms.params + ms.grads + ms.optimizer + activ + buffers
-    host = ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0)
-
-    # -- time per microbatch --------------------------------------------------------------------
-    wl_f, wl_b = eff.wrapper_time(gpu, G, "layer")
-    wr_f, wr_b = eff.wrapper_time(gpu, G, "rest")
-    edges = has_head.astype(int) + has_emb
-    fwd = blocks("fwd") + layers * wl_f + edges * wr_f / 2
-    bwd = blocks("bwd") + layers * wl_b + edges * wr_b / 2
-    wgrad, rc = blocks("wgrad"), blocks("rc")
-    comm = {dim: blocks(f"comm_{dim}") for dim in ("tp", "cp", "ep")}
-    comm_sum = comm["tp"] + comm["cp"] + comm["ep"]
-    f = fwd + comm_sum / 2
-    b = bwd + rc + comm_sum / 2
-
-    vol = Volume(len(r)) if volume else None
-    if vol is not None:
-        for kind, n_blocks in (("dense", nd), ("moe", nm), ("head", has_head),
-                               ("embedding", has_emb)):
-            names = dict.fromkeys(key for d in per for key in (d.get(kind) or {}).get("vol", {}))
-            for dim, coll in names:
-                nbytes, count = (np.asarray([(d.get(kind) or {}).get("vol", {}).get(
-                    (dim, coll), (0.0, 0.0))[i] for d in per])[rows_inverse] for i in (0, 1))
-                vol.add(dim, coll, nbytes / np.where(count > 0, count, 1),
-                        n_blocks * count * mbs)
-
-    # -- per step -----------------------------------------------------------------------------
-    e = compute_dtype_bytes(tr.precision)
-    p2p_bytes = tr.seq_len * G.micro_batch / G.cp * m.hidden * e / np.where(G.sp, G.tp, 1)
-    if vol is not None:
-        vol.add("pp", "send_recv", p2p_bytes, np.where(p > 1, sends * mbs, 0))
-    exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
-                        units=layers + 1, expert_units=nm)
-    local = optimizer_params(pdense, pexpert, G.zero, G.dense_shard, G.expert_shard)
-    opt, off = optimizer_and_offload(hw, tr, local)
-    opt = np.broadcast_to(opt, len(r)) + _optimizer_ops_time(
-        gpu, m, G, nd * col("dense", "tensors") + nm * col("moe", "tensors"), has_emb, has_head,
-        tr.optimizer)
-    sp_bytes, sp_count, sp_secs = sp_grad_reduction(base, layers, has_head, G.zero, G.tp, mbs,
-                                                    G.sp, G.dp * G.cp, G.pp)
-    if vol is not None:
-        vol.add("tp", "all_reduce", sp_bytes, sp_count)
-
-    def worst(x) -> np.ndarray:
-        """The largest value over each layout's rows."""
-        return np.maximum.reduceat(np.broadcast_to(x, len(r)), starts)
-
-    def argworst(x) -> np.ndarray:
-        """The pipeline rank of each layout's largest value (the lowest on ties)."""
-        hit = x == worst(x)[layout_of]
-        return r[np.minimum.reduceat(np.where(hit, np.arange(len(r)), len(r)), starts)]
-
-    def first_slot(x) -> np.ndarray:
-        return np.broadcast_to(x, len(r))[starts]
-
-    # Means over all ranks for the bubble: every layer, the head and the embedding, over p.
-    nm_total = L - d_layers if m.moe is not None else 0
-
-    def total_of(name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
-        return ((L - nm_total) * first_slot(col("dense", name))
-                + nm_total * first_slot(col("moe", name)) + first_slot(col("head", name))
-                + first_slot(col("embedding", name))
-                + L * first_slot(wrappers[0]) + first_slot(wrappers[1]))
-
-    comm_half = (total_of("comm_tp") + total_of("comm_cp") + total_of("comm_ep")) / 2
-    pp_, cpr_ = g.pp, np.asarray(g.chunks_per_rank)
-    mbs_ = tr.global_batch // (g.micro_batch * g.dp)
-    f_mean = total_of("fwd", (wl_f, wr_f)) / pp_
-    b_mean = (total_of("bwd", (wl_b, wr_b)) + total_of("rc")) / pp_
-    w_mean = total_of("wgrad") / pp_
-    p2p = np.where(pp_ > 1, collective_time("send_recv", first_slot(p2p_bytes), group_span(
-        pp_, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
-    if overlaps:
-        steady = worst(f + b)
-        bubble = np.asarray(sched.bubble(pp_, cpr_, f_mean + comm_half / pp_,
-                                         b_mean + comm_half / pp_, w_mean), dtype=float)
-        step = (mbs_ * steady + bubble + 2 * (pp_ - 1) * p2p + worst(sp_secs) + worst(exp_dp)
-                + worst(opt) + worst(off))
-        serial = None
-    else:
-        # Ranks that occupy every core of a calibrated machine: no collective hides behind
-        # compute, so the step is the pipeline's compute plus every collective of the step of
-        # the pipeline rank whose collectives take longest.
-        steady = worst(fwd + bwd + rc)
-        bubble = np.asarray(sched.bubble(pp_, cpr_, f_mean, b_mean, w_mean), dtype=float)
-        serial = serial_comm_time(vol.arrays(), G, hw)
-        serial_total = sum(serial.values())
-        step = (mbs_ * steady + bubble + worst(serial_total) + worst(opt) + worst(off))
-    memory = worst(total)
-    tokens = tr.seq_len * tr.global_batch / step
-    flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
-    gpn = hw.gpus_per_node
-    host_node = gpn * worst(host)
-    nvme_node = gpn * worst(ms.nvme)
-    host_fits = ((host_node <= capacity_bytes(hw.host.memory_gb))
-                 & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb * TB))
-    layout = {"step": step, "bubble": bubble, "memory_per_gpu": memory, "host_fits": host_fits,
-              "fits": memory <= hbm_bytes(hw.gpu.memory_gb), "tokens_per_s": tokens,
-              "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
-              "p2p": p2p, "host_per_node": host_node, "nvme_per_node": nvme_node,
-              "worst_memory_rank": argworst(total), "worst_time_rank": argworst(f + b)}
-    rank = {"layers": layers, "dense_layers": nd, "has_embedding": has_emb,
-            "has_head": has_head, "inflight_microbatches": inflight / cpr,
-            "dense_params": pdense, "expert_params": pexpert,
-            "params": ms.params, "grads": ms.grads, "optimizer": ms.optimizer,
-            "activations": activ, "activations_one_microbatch": one_microbatch,
-            "buffers": buffers, "total": total, "host": host,
-            "nvme": ms.nvme, "fwd": fwd, "bwd": bwd, "wgrad": wgrad, "recompute": rc,
-            **{f"comm_{dim}": v for dim, v in comm.items()},
-            "f": f, "b": b, "dp_exposed": exp_dp, "sp_grads": sp_secs,
-            "optimizer_time": opt, "offload_time": np.broadcast_to(off, len(r))}
-    if serial is not None:
-        layout["worst_comm_rank"] = argworst(serial_total)
-        rank.update({f"serial_{dim}": v for dim, v in serial.items()})
-    return Evaluation(layout=layout, rank=rank, row_layout=layout_of, rank_index=r,
-                      buffers=bufs, volume=vol)
+    gpu = eff.on_hardware(base.hardware)
+    overlaps = bool(eff.overlap(base.hardware))
+    rows = Rows(base, g, every_rank, {} if cache is None else cache, pytorch_eager)
+    vol = Volume(rows.n) if volume or not overlaps else None
+    mem, bufs = _memory(base, rows)
+    t = _times(base, rows, gpu, mem, vol)
+    layout, serial = _per_step(base, g, rows, gpu, mem, t, vol, overlaps)
+    rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,
+            "has_head": rows.has_head, **mem,
+            **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
+            **{f"serial_{dim}": v for dim, v in serial.items()}}
+    return Evaluation(layout=layout, rank=rank, row_layout=rows.layout_of,
+                      rank_index=rows.rank, buffers=bufs, volume=vol)
 
 
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:

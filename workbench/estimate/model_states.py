@@ -68,8 +68,11 @@ class ModelStates:
 
 
 def _sharded(n, k):
-    """Elements of an ``n``-element state on one of ``k`` shards (padded up, as FSDP2 does)."""
-    return -(-np.asarray(n) // np.asarray(k))
+    """Elements of an ``n``-element state on one of ``k`` shards (padded up, as FSDP2 does).
+    In floating point, which is exact here (counts below 2**53: an exact quotient is
+    represented exactly, an inexact one is further from an integer than the rounding) and
+    several times faster than integer division on arrays."""
+    return np.ceil(np.asarray(n, dtype=float) / np.asarray(k))
 
 
 def optimizer_params(dense, expert, zero, dense_shard, expert_shard):

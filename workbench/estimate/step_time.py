@@ -293,6 +293,8 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                par.expert_shard, tp * ep, expert_units)]
     ag = rs = ar = 0.0
     for nparams, n, shard, stride, group_units in groups:
+        if not np.any(nparams):      # no expert group (dense model, or experts joined): no cost
+            continue
         shard = np.where(zero > 0, shard, n)
         rep = n // shard
         shard_span = group_span(shard, stride, gpn)

@@ -220,7 +220,11 @@ def _supervise(q, procs, stall_s: float) -> Iterator[dict]:
         if error is None:
             stalled = [r for r in range(world) if r not in done and now - phases[r][1] > stall_s]
             if stalled:
-                culprit = min(stalled, key=lambda r: ("injected" not in phases[r][0],
+                # Blame among every rank still running, not only those past the limit: the
+                # rank that hung may have reported its phase a heartbeat after its peers
+                # blocked on it, and so cross the limit last.
+                running = [r for r in range(world) if r not in done]
+                culprit = min(running, key=lambda r: ("injected" not in phases[r][0],
                                                       phases[r][1]))
                 error = (f"rank {culprit} stopped making progress for {stall_s:.0f} s while "
                          f"{phases[culprit][0]} (hung; all ranks stopped)")

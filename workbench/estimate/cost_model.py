@@ -144,7 +144,7 @@ class Rows:
         self.layout_of, self.rank = rank_rows(m, g, every_rank)
         self.n = len(self.rank)
         self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])
-        self._inverse = inverse.reshape(-1)[self.layout_of]
+        self.key_index = inverse.reshape(-1)[self.layout_of]   # row -> its block data
         self._columns: dict = {}
         self.grid = G = g.take(self.layout_of)
         self.layers_total = m.layers
@@ -162,7 +162,7 @@ class Rows:
         if key not in self._columns:
             vals = np.fromiter(((d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0)
                                 for d in self.per), dtype=float, count=len(self.per))
-            self._columns[key] = vals[self._inverse]
+            self._columns[key] = vals[self.key_index]
         return self._columns[key]
 
     def blocks(self, name: str) -> np.ndarray:
@@ -261,7 +261,7 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
                                   for key in (d.get(kind) or {}).get("vol", {}))
             for dim, coll in names:
                 nbytes, count = (np.asarray([(d.get(kind) or {}).get("vol", {}).get(
-                    (dim, coll), (0.0, 0.0))[i] for d in rows.per])[rows._inverse]
+                    (dim, coll), (0.0, 0.0))[i] for d in rows.per])[rows.key_index]
                     for i in (0, 1))
                 vol.add(dim, coll, nbytes / np.where(count > 0, count, 1),
                         n_blocks * count * mbs)
@@ -307,11 +307,15 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
     p2p = np.where(pp > 1, collective_time("send_recv", rows.first(t["p2p_bytes"]), group_span(
         pp, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
     serial = {}
+    # the step's terms that are not the pipeline's compute, each the worst rank's
+    terms = {"optimizer": worst(t["optimizer_time"]), "offload": worst(t["offload_time"])}
     if overlaps:
         bubble = np.asarray(sched.bubble(pp, cpr, f_mean + comm_half / pp,
                                          b_mean + comm_half / pp, w_mean), dtype=float)
-        step = (mbs * worst(t["f"] + t["b"]) + bubble + 2 * (pp - 1) * p2p
-                + worst(t["sp_grads"]) + worst(t["dp_exposed"]))
+        terms.update(pp_exposed=2 * (pp - 1) * p2p, sp_grads=worst(t["sp_grads"]),
+                     dp_exposed=worst(t["dp_exposed"]))
+        step = (mbs * worst(t["f"] + t["b"]) + bubble + terms["pp_exposed"]
+                + terms["sp_grads"] + terms["dp_exposed"])
     else:
         # Ranks that occupy every core of a calibrated machine: no collective hides behind
         # compute, so the step is the pipeline's compute plus every collective of the step of
@@ -320,7 +324,7 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
         serial = serial_comm_time(vol.arrays(), rows.grid, hw)
         step = (mbs * worst(t["fwd"] + t["bwd"] + t["recompute"]) + bubble
                 + worst(sum(serial.values())))
-    step = step + worst(t["optimizer_time"]) + worst(t["offload_time"])
+    step = step + terms["optimizer"] + terms["offload"]
     memory = worst(mem["total"])
     gpn = hw.gpus_per_node
     host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
@@ -332,7 +336,7 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
               "fits": memory <= hbm_bytes(hw.gpu.memory_gb),
               "tokens_per_s": tr.seq_len * tr.global_batch / step,
               "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
-              "p2p": p2p, "host_per_node": host_node, "nvme_per_node": nvme_node,
+              "host_per_node": host_node, "nvme_per_node": nvme_node, **terms,
               "worst_memory_rank": rows.argworst(mem["total"]),
               "worst_time_rank": rows.argworst(t["f"] + t["b"])}
     if serial:

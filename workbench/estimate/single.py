@@ -61,21 +61,20 @@ def step_time_of(s: Scenario, ev: Evaluation) -> StepTime:
                               for d in DIMS})
               for i in _ranks(ev)]
     volumes = [ev.volume.row(i) for i in _ranks(ev)]
-    mbs, p = s.microbatches, s.parallel.pp
+    mbs = s.microbatches
     worst = int(lay["worst_time_rank"][0])      # the rank that sets the steady state
     if "worst_comm_rank" in lay:                # nothing overlaps: every collective in turn
         w = int(lay["worst_comm_rank"][0])
         exposed = {d: float(rk[f"serial_{d}"][w]) for d in volumes[w]}
     else:
         exposed = {d: mbs * stages[worst].comm[d] for d in DIMS}
-        exposed["dp"] = float(max(rk["dp_exposed"][i] for i in _ranks(ev)))
-        exposed["pp"] = float(2 * (p - 1) * lay["p2p"][0])
-        exposed["tp"] += float(max(rk["sp_grads"][i] for i in _ranks(ev)))
+        exposed["dp"] = float(lay["dp_exposed"][0])
+        exposed["pp"] = float(lay["pp_exposed"][0])
+        exposed["tp"] += float(lay["sp_grads"][0])
     g = stages[worst]
     return StepTime(step=float(lay["step"][0]), compute=mbs * (g.fwd + g.bwd),
                     recompute=mbs * g.recompute, bubble=float(lay["bubble"][0]),
-                    optimizer=float(max(rk["optimizer_time"][i] for i in _ranks(ev))),
-                    offload=float(max(rk["offload_time"][i] for i in _ranks(ev))),
+                    optimizer=float(lay["optimizer"][0]), offload=float(lay["offload"][0]),
                     comm_exposed=exposed, stages=stages, volume=volumes[0],
                     volume_per_stage=volumes)
 

@@ -102,7 +102,7 @@ def alert_rules() -> list[AlertRule]:
             "Rank {{ $labels.rank }} of job {{ $labels.job }} took "
             "{{ $value | humanizeDuration }} per step, above "
             f"{_number(STEP_TIME_OVER_PLAN)} x the planned step time, for {STEP_TIME_FOR}. "
-            "A plan of 0 (not set, as on a CPU trial) never fires."),
+            "Without a planned step time (a trial on a CPU exports none) it never fires."),
         AlertRule(
             "WorkbenchGPUTemperatureHigh",
             f"workbench_gpu_temperature_celsius > {_number(GPU_TEMPERATURE_CELSIUS)}",

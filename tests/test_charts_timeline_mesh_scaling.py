@@ -159,11 +159,8 @@ def test_mesh_select_marks_exactly_the_groups_and_a_click_selects():
             assert f"({len(want[kind])} GPU" in t.name
         assert list(by_kind["selected"].customdata) == [rank]
         assert f"rank {rank} " in chart.widget.layout.title.text
-    # the browser's click message, as plotly's front end sends it
-    chart.widget._js2py_pointsCallback = {
-        "event_type": "plotly_click",
-        "points": {"xs": [pos[11][0]], "ys": [pos[11][1]], "point_indexes": [11],
-                   "trace_indexes": [0]}}
+    # the page's click message, as widgets/charts/plot.js sends it (the browser test clicks)
+    chart.widget._handle_custom_msg({"event": "click", "points": [{"trace": 0, "index": 11}]}, [])
     assert chart.selected == 11
     assert list(chart.widget.data[1].customdata) == groups_of(s.parallel, 11)["tp"]
 

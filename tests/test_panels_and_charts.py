@@ -115,7 +115,8 @@ def test_memory_chart_marks_out_of_memory_ranks_and_the_capacity_line():
     chart.update(est)
     cap = est.memory.capacity / GIB
     assert list(chart.widget.data[-2].y) == pytest.approx([cap] * len(est.memory.per_stage))
-    over = [str(g.rank) for g in est.memory.per_stage if g.memory.total > est.memory.capacity]
+    over = [f"pp rank {g.rank}" for g in est.memory.per_stage
+            if g.memory.total > est.memory.capacity]
     assert list(chart.widget.data[-1].x) == over and over   # the brief's box does not fit
     assert "does NOT fit" in chart.widget.layout.title.text
 
@@ -217,21 +218,17 @@ def test_planner_search_can_be_cancelled():
     assert "cancelled" in pp.status.value and pp.result is None
 
 
-def test_app_tabs_build_charts_on_first_use_and_keep_them_current():
+def test_app_charts_follow_every_edit():
     import base64
 
     from widgets.app import App
 
     app = App("llama3-8b-8xh100")
-    assert app.timeline.obj is None and app.trial_charts.obj is None   # nothing built yet
-    app.more.selected_index = 0                       # Pipeline timeline
-    app.more.selected_index = 1                       # GPU mesh
-    app.tabs.selected_index = 1                       # Trial
-    assert app.trial.charts is app.trial_charts.obj
+    assert app.trial.charts is app.trial_charts
     app.panels["Parallelism"].pp.value = 2
     est = app.state.estimate
     assert est.scenario.parallel.pp == 2
-    bars = sum(len(t.x) for t in app.timeline.obj.widget.data)
+    bars = sum(len(t.x) for t in app.timeline.widget.data)
     assert bars == len(est.timeline())
     assert app.memory.widget.data[0].y[0] == pytest.approx(
         est.memory.per_stage[0].memory.params / GIB)
@@ -281,7 +278,7 @@ def test_app_scaling_curve_runs_in_the_background_and_can_be_cancelled():
     app.scaling_over.value = "tp"
     app.draw_scaling(wait=True)
     df = scaling_curve(app.state.scenario, over="tp")
-    drawn = [y for t in app.scaling.obj.widget.data for y in (t.y or ())]
+    drawn = [y for t in app.scaling.widget.data for y in (t.y or ())]
     assert app.scaling_progress.value == 1.0 and app.scaling_status.value == ""
     for v in df[df["valid"] & df["fits"]]["tokens_per_s"]:
         assert any(v == pytest.approx(y) for y in drawn)

@@ -16,7 +16,10 @@ import ipywidgets as w
 import yaml
 
 from widgets.charts.memory import MemoryChart
+from widgets.charts.mesh import MeshChart
+from widgets.charts.scaling import ScalingChart
 from widgets.charts.step_time import StepTimeChart
+from widgets.charts.timeline import TimelineChart
 from widgets.charts.trial import TrialCharts
 from widgets.memory_table import memory_table_html
 from widgets.panels.base import error_html
@@ -47,17 +50,12 @@ class App:
                        "Parallelism": ParallelPanel(s), "Training": TrainingPanel(s)}
         self.memory = MemoryChart()
         self.step = StepTimeChart()
-        # The other charts are built when their tab is first opened: every plotly FigureWidget
-        # ships plotly.js (~5 MB) to the page, and anywidget gives each model 2 s to start, so
-        # a page that starts six at once loses some of them on a slow machine (seen here).
-        # the timeline draws 16 microbatches: enough for every schedule's pattern, < 50 ms
-        self.timeline = Lazy(_timeline, self._redraw_one, lambda chart, est: chart.update(
-            est, microbatches=TIMELINE_MICROBATCHES))
-        self.mesh = Lazy(_mesh, self._redraw_one,
-                         lambda chart, est: chart.update(est.scenario))
-        self.scaling = Lazy(_scaling)
-        self.trial_charts = Lazy(TrialCharts, self._attach_trial_charts)
-        self.trial = TrialPanel(s, charts=None)
+        self.timeline = TimelineChart()
+        self.mesh = MeshChart()
+        self.scaling = ScalingChart()
+        self.trial_charts = TrialCharts()
+        self.trial_charts.widget.add_class("wb-trial-chart")
+        self.trial = TrialPanel(s, charts=self.trial_charts)
         self.planner = PlannerPanel(s)
         self.bench = BenchPanel()
 
@@ -94,27 +92,34 @@ class App:
                             (self.panels["Training"].global_batch, "wb-global-batch"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),
+                            (self.timeline.widget, "wb-timeline-chart"),
+                            (self.mesh.widget, "wb-mesh-chart"),
+                            (self.scaling.widget, "wb-scaling-chart"),
+                            (self.planner.chart.widget, "wb-pareto-chart"),
+                            (self.bench.chart.widget, "wb-bench-chart"),
                             (self.trial.run_button, "wb-run-trial"),
                             (self.trial.world, "wb-trial-world"),
-                            (self.trial.compare, "wb-compare-box")):
+                            (self.trial.compare, "wb-compare-box"),
+                            (self.checks, "wb-build-check"),
+                            (self.yaml_text, "wb-yaml")):
             widget.add_class(cls)
         panels = w.VBox([p.box for p in self.panels.values()],
                         layout=w.Layout(border="1px solid #ddd", padding="6px"))
-        self.more = w.Tab(children=[self.timeline.box, self.mesh.box, w.VBox([
+        self.more = w.Tab(children=[self.timeline.widget, self.mesh.widget, w.VBox([
             w.HBox([self.scaling_over, self.scaling_button, self.scaling_cancel,
-                    self.scaling_progress]), self.scaling_status, self.scaling.box])])
+                    self.scaling_progress]), self.scaling_status, self.scaling.widget])])
         for i, name in enumerate(("Pipeline timeline", "GPU mesh", "Scaling")):
             self.more.set_title(i, name)
-        self.more.selected_index = None
-        self.more.observe(self._open_more, names="selected_index")
+        self.more.selected_index = 0
         plan_tab = w.HBox([
             w.VBox([panels], layout=w.Layout(width="34%")),
             w.VBox([self.verdict, self.memory.widget, self.step.widget, self.more],
                    layout=w.Layout(width="66%")),
         ])
-        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.box]),
+        trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
                             w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])
         self.compare = w.HTML()
+        self.compare.add_class("wb-compare-tab")
         self.trial.compare.observe(lambda c: setattr(self.compare, "value", c["new"]),
                                    names="value")
         compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
@@ -125,27 +130,8 @@ class App:
                                   "Collectives", "YAML")):
             self.tabs.set_title(i, name)
         self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
-        self.tabs.observe(self._open_tab, names="selected_index")
         s.on_change(lambda _s: self.redraw())
         self.redraw()
-
-    # -- lazily built charts -------------------------------------------------------------------
-    def _open_tab(self, change: dict) -> None:
-        if change["new"] == 1:
-            self.trial_charts.build()
-
-    def _open_more(self, change: dict) -> None:
-        if change["new"] is not None:
-            (self.timeline, self.mesh, self.scaling)[change["new"]].build()
-
-    def _attach_trial_charts(self, charts: TrialCharts) -> None:
-        charts.widget.add_class("wb-trial-chart")
-        self.trial.charts = charts
-
-    def _redraw_one(self, chart) -> None:
-        lazy = next(x for x in (self.timeline, self.mesh) if x.obj is chart)
-        if self.state.estimate is not None:
-            lazy.redraw(chart, self.state.estimate)
 
     def redraw(self) -> None:
         """Every view from the state's last valid estimate (charts keep it while invalid)."""
@@ -168,9 +154,9 @@ class App:
             return
         self.memory.update(est)
         self.step.update(est)
-        for lazy in (self.timeline, self.mesh):
-            if lazy.obj is not None:
-                lazy.redraw(lazy.obj, est)
+        # the timeline draws 16 microbatches: enough for every schedule's pattern, < 50 ms
+        self.timeline.update(est, microbatches=TIMELINE_MICROBATCHES)
+        self.mesh.update(est.scenario)
         self.checks.value = memory_table_html(est)
         if s.valid:
             text = dump_scenario(s.scenario)
@@ -188,7 +174,7 @@ class App:
         scenario = self.state.scenario
         if scenario is None or (self._scaling_thread and self._scaling_thread.is_alive()):
             return
-        chart = self.scaling.build()
+        chart = self.scaling
         self._scaling_cancel.clear()
         self.scaling_button.disabled, self.scaling_cancel.disabled = True, False
 
@@ -246,39 +232,3 @@ class App:
                                   "table with hardware, model, parallel and training.</div>")
             return
         self.state.load(doc)
-
-
-class Lazy:
-    """A chart made on first use: ``box`` holds its place on the page, ``build()`` creates it
-    (once) and tells ``on_built``."""
-
-    def __init__(self, factory, on_built=None, redraw=None) -> None:
-        self.factory, self.on_built, self.redraw = factory, on_built, redraw
-        self.obj = None
-        self.box = w.VBox()
-
-    def build(self):
-        if self.obj is None:
-            self.obj = self.factory()
-            if self.on_built is not None:   # before it is shown: classes set later are lost
-                self.on_built(self.obj)
-            self.box.children = [self.obj.widget]
-        return self.obj
-
-
-def _timeline():
-    from widgets.charts.timeline import TimelineChart
-
-    return TimelineChart()
-
-
-def _mesh():
-    from widgets.charts.mesh import MeshChart
-
-    return MeshChart()
-
-
-def _scaling():
-    from widgets.charts.scaling import ScalingChart
-
-    return ScalingChart()

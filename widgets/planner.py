@@ -9,6 +9,7 @@ import threading
 
 import ipywidgets as w
 
+from widgets.charts.pareto import ParetoChart
 from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
@@ -41,6 +42,7 @@ class PlannerPanel:
         self.status = w.HTML()
         self.table = w.HTML()
         self.why = w.HTML()
+        self.chart = ParetoChart()
         self.pick = dropdown("Layout", [])
         self.load_button = w.Button(description="Load into scenario", icon="upload")
         self.target = dropdown("Export to", list(TARGETS))
@@ -59,7 +61,7 @@ class PlannerPanel:
             w.HBox([w.VBox(list(self.fix.values())[:4]), w.VBox(list(self.fix.values())[4:]
                                                                  + [self.memory])]),
             w.HBox([self.search_button, self.cancel_button]), self.progress, self.status,
-            self.table, self.why, w.HBox([self.pick, self.load_button]),
+            self.table, self.why, self.chart.widget, w.HBox([self.pick, self.load_button]),
             w.HBox([self.target, self.export_button]), self.download, self.export_text])
 
     def search(self, wait: bool = False) -> None:
@@ -131,6 +133,7 @@ class PlannerPanel:
                             + "</tr>" + "".join(rows) + "</table>")
         lines = explain(r) + ([describe_start(r)] if r.start is not None else [])
         self.why.value = "<br>".join(html.escape(line) for line in lines)
+        self.chart.update(r)
         self.pick.options = [(f"#{i}", i) for i in range(1, min(top, len(r.table)) + 1)]
 
     def load(self, rank: int | None) -> None:

@@ -17,14 +17,17 @@ ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "notebooks" / "dashboard.ipynb"
 
 
-def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900) -> list[str]:
-    """The Voila command line used by ``workbench dashboard`` and by the tests."""
+def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900,
+                  cull_interval_s: int = 60) -> list[str]:
+    """The Voila command line used by ``workbench dashboard`` and by the tests: kernels idle
+    for ``cull_idle_s`` (a closed page's too) are shut down, checked every
+    ``cull_interval_s``."""
     return [
         sys.executable, "-m", "voila", str(notebook),
         "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
         "--preheat_kernel=True", "--pool_size=1", "--show_tracebacks=False",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
-        "--MappingKernelManager.cull_interval=60",
+        f"--MappingKernelManager.cull_interval={cull_interval_s}",
         "--MappingKernelManager.cull_connected=False",
     ]
 

@@ -10,6 +10,8 @@ import threading
 import numpy as np
 import plotly.graph_objects as go
 
+from widgets.charts.plot import Plot
+
 from workbench.scenario.mesh import coords_of, groups_of, node_of, rank_coords
 from workbench.scenario.types import Parallel, Scenario
 
@@ -71,7 +73,7 @@ class MeshChart:
         traces.append(go.Scatter(name="selected GPU", meta="selected", mode="markers", x=[],
                                  y=[], hoverinfo="skip",
                                  marker=dict(symbol="star", color="black", size=12)))
-        self.widget = go.FigureWidget(data=traces, layout=go.Layout(
+        self.widget = Plot(data=traces, layout=go.Layout(
             height=height, margin=dict(l=70, r=20, t=60, b=50), plot_bgcolor="white",
             xaxis=dict(title="GPU within its node", showgrid=False, zeroline=False),
             yaxis=dict(title="node", showgrid=False, zeroline=False),
@@ -80,13 +82,13 @@ class MeshChart:
             hovermode="closest", clickmode="event"))
         # hoverinfo="skip" keeps the outlines out of click picking: a click always lands on
         # trace 0, whose point index is the rank.
-        self.widget.data[0].on_click(self._on_click)
+        self.widget.on_click(self._on_click)
         if scenario is not None:
             self.update(scenario)
 
-    def _on_click(self, trace, points, state) -> None:
-        if points.point_inds:
-            self.select(points.point_inds[0])
+    def _on_click(self, trace: int, index: int) -> None:
+        if trace == 0:
+            self.select(index)
 
     def update(self, scenario: Scenario) -> None:
         """Redraw the grid for ``scenario``'s layout and nodes; keeps the selected rank when it

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from widgets.charts.labels import layout_text
+from widgets.charts.plot import Plot
 from workbench.plan.search import Progress
 from workbench.scenario.types import Scenario
 from workbench.units import GiB
@@ -17,6 +19,10 @@ if TYPE_CHECKING:
 
 FIT, MEM, NO_FIT = "#4C78A8", "#72B7B2", "#E45756"
 NOTE_LINES = 6   # dropped points listed under the plot (the rest counted)
+
+
+EMPTY = ("Press \u201cDraw scaling curve\u201d to see tokens/s and memory per GPU "
+         "against the GPU count or a parallel degree")
 
 
 def _x_title(over: str, df: "pd.DataFrame") -> str:
@@ -31,15 +37,8 @@ def _x_title(over: str, df: "pd.DataFrame") -> str:
 
 
 def _layout_text(row) -> str:
-    parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep")]
-    text = (f"{int(row['gpus'])} GPUs: " + ", ".join(parts) + f"<br>ZeRO {int(row['zero'])}, "
-            f"micro-batch {int(row['micro_batch'])}, {row['recompute']} recompute, offload "
-            f"{row['offload']}")
-    if int(row["pp"]) > 1:
-        text += f", {row['pp_schedule']}"
-    if row["reason"]:
-        text += f"<br>{row['reason']}"
-    return text
+    text = f"{int(row['gpus'])} GPUs: " + layout_text(row)
+    return text + (f"<br>{row['reason']}" if row["reason"] else "")
 
 
 class ScalingChart:
@@ -75,7 +74,7 @@ class ScalingChart:
                          row=2, col=1)
         fig.update_xaxes(type="log", row=1, col=1)
         fig.update_xaxes(type="log", row=2, col=1)
-        self.widget = go.FigureWidget(fig)
+        self.widget = Plot(fig, message=EMPTY)
 
     def update(self, scenario: Scenario, over: str = "gpus", values: list[int] | None = None,
                progress: Progress | None = None) -> None:
@@ -103,6 +102,8 @@ class ScalingChart:
         note = "not drawn: " + "<br>".join(lines) if lines else ""
         with self._lock, self.widget.batch_update():
             tok, mem, capl = self.widget.data
+            self.widget.show_message("" if xs else "No point of this curve is a valid layout: "
+                                     + "; ".join(lines))
             tok.x, tok.y, tok.hovertext = xs, ok["tokens_per_s"].tolist(), hover
             tok.marker = dict(symbol=["circle" if f else "x" for f in fits],
                               color=[FIT if f else NO_FIT for f in fits], size=9)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from widgets.charts.plot import Plot
+
 from workbench.estimate import Estimate
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
@@ -22,10 +24,11 @@ class StepTimeChart:
     optimizer and offload, ending at the step time; the title states tokens/s and MFU."""
 
     def __init__(self) -> None:
-        self.widget = go.FigureWidget(
-            data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}})],
+        self.widget = Plot(
+            data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}},
+                               hovertemplate="%{x}: %{y:.3g} s<extra></extra>", cliponaxis=False)],
             layout=go.Layout(height=340, margin={"t": 40, "b": 80}, title="Step time",
-                             xaxis={"type": "category"}, yaxis={"title": "seconds per step"},
+                             xaxis={"type": "category", "tickangle": -30}, yaxis={"title": "seconds per step"},
                              showlegend=False))
 
     def update(self, est: Estimate) -> None:

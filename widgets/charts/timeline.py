@@ -7,6 +7,8 @@ import threading
 import numpy as np
 import plotly.graph_objects as go
 
+from widgets.charts.plot import Plot
+
 from workbench.estimate.result import Estimate
 
 # Block kinds of ``estimate.timeline.Block``, drawn in this order (legend order too).
@@ -25,9 +27,9 @@ class TimelineChart:
     what ``Estimate.timeline()`` returns. After an update, ``blocks`` holds the drawn blocks."""
 
     def __init__(self, height: int = 320) -> None:
-        self._lock = threading.Lock()   # FigureWidget has none; updates may come from threads
+        self._lock = threading.Lock()   # updates may come from threads
         self.blocks: list = []
-        self.widget = go.FigureWidget(
+        self.widget = Plot(
             data=[go.Bar(name=label, orientation="h", marker_color=color, x=[], y=[], base=[],
                          text=[], textposition="inside", insidetextanchor="middle",
                          textangle=0, meta=kind, showlegend=False,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import html
 import threading
 
-import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from widgets.charts.plot import Plot
 from workbench.trial.launcher import MAX_PROCESSES   # no torch import
 
 KIB = 1024
 STATE_KEYS = ("params", "grads", "optimizer", "activations")
+EMPTY = ("Run a trial to see step time and loss per rank as the steps finish, then memory and "
+         "communication measured next to the estimate")
 
 
 class TrialCharts:
@@ -20,9 +22,7 @@ class TrialCharts:
     MAX_RANKS = MAX_PROCESSES     # one step-time trace per possible rank
 
     def __init__(self) -> None:
-        # Every trace exists from the start and is only emptied and hidden between trials: a
-        # FigureWidget on a page does not show traces added after it was first drawn (seen in
-        # Chromium with plotly 7 / anywidget).
+        # every trace exists from the start and is only emptied and hidden between trials
         fig = make_subplots(rows=2, cols=2, subplot_titles=(
             "step time per rank (ms)", "loss", "memory per rank (KiB): measured | predicted",
             "communication per step, rank 0 (KiB)"))
@@ -34,17 +34,19 @@ class TrialCharts:
             fig.add_bar(x=[], y=[], name=f"memory {k}", row=2, col=1)
         for k in ("measured", "predicted"):
             fig.add_bar(x=[], y=[], name=f"comm {k}", row=2, col=2)
+        fig.update_xaxes(title_text="step", dtick=1, row=1)   # steps are whole numbers
         fig.update_xaxes(type="category", row=2)      # bars are labelled, not numbered
         fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",
                           legend={"orientation": "h", "y": -0.12})
-        self.widget = go.FigureWidget(fig)
+        self.widget = Plot(fig, message=EMPTY)
         self.table = ""          # HTML comparison, once the result is in
         self._lock = threading.Lock()
         self._rank_trace: dict[int, int] = {}
         self.events = 0
 
     def reset(self, world_size: int) -> None:
-        with self._lock:
+        with self._lock, self.widget.batch_update():
+            self.widget.show_message(f"Waiting for the first step of {world_size} processes")
             for i, trace in enumerate(self.widget.data):
                 trace.x, trace.y = [], []
                 if i < self.MAX_RANKS:
@@ -54,12 +56,10 @@ class TrialCharts:
             self.events = 0
 
     def on_event(self, ev: dict) -> None:
-        with self._lock:
+        with self._lock, self.widget.batch_update():
             self.events += 1
-            # Plain assignments from the trial's pump thread (no ``batch_update``, here or in
-            # ``reset``): with batches, the page stopped receiving this chart's updates (seen in
-            # Voila with plotly 7); with plain assignments it receives every one.
             if ev["type"] == "step":
+                self.widget.show_message("")
                 i = self._rank_trace.get(ev["rank"])
                 if i is None:
                     return
@@ -70,7 +70,11 @@ class TrialCharts:
                     if ev["step"] not in loss.x:
                         loss.x, loss.y = (*loss.x, ev["step"]), (*loss.y, ev["loss"])
             elif ev["type"] == "result":
+                self.widget.show_message("")
                 self._show_result(ev["result"])
+            elif ev["type"] == "end" and ev.get("error") and self.widget.message:
+                self.widget.show_message("The trial stopped before its first step: "
+                                         + str(ev["error"]))
 
     def _show_result(self, res: dict) -> None:
         n = self.MAX_RANKS

@@ -12,18 +12,21 @@ import threading
 import ipywidgets as w
 import plotly.graph_objects as go
 
+from widgets.charts.plot import Plot
 from widgets.panels.base import dropdown, error_html, run_controls
 
 
 class BenchChart:
     """busbw (GB/s, nccl-tests' definition) against message size, one line per collective and
-    world size: ``workbench.bench.plot.figure`` drawn into a FigureWidget."""
+    world size: ``workbench.bench.plot.figure`` drawn into a ``Plot``."""
 
     def __init__(self) -> None:
-        self.widget = go.FigureWidget(layout=go.Layout(
-            height=420, title="Collective benchmark: run it to fill this chart",
+        self.widget = Plot(layout=go.Layout(
+            height=420, title="Collective benchmark",
             xaxis={"title": "message size (bytes)", "type": "log"},
-            yaxis={"title": "busbw (GB/s, 1e9 bytes/s)"}))
+            yaxis={"title": "busbw (GB/s, 1e9 bytes/s)"}),
+            message="Run the benchmark to see bus bandwidth against message size for each "
+                    "collective")
 
     def update(self, df) -> None:
         from workbench.bench.plot import figure
@@ -34,6 +37,7 @@ class BenchChart:
             self.widget.data = []
             self.widget.add_traces(list(fig.data))
             self.widget.layout.title = fig.layout.title
+            self.widget.show_message("")
 
 
 class BenchPanel:
@@ -46,8 +50,7 @@ class BenchPanel:
         self.run_button, self.cancel_button, self.progress = run_controls(
             "Run benchmark", "play", "Running")
         self.status = w.HTML()
-        self.chart: BenchChart | None = None
-        self.chart_box = w.VBox()
+        self.chart = BenchChart()
         self.frame = None
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
@@ -56,7 +59,7 @@ class BenchPanel:
         self.box = w.VBox([w.HTML("<b>Collective benchmark</b> (nccl-tests definitions)"),
                            self.world, self.sweep, w.HBox([self.run_button,
                                                            self.cancel_button]),
-                           self.progress, self.status, self.chart_box])
+                           self.progress, self.status, self.chart.widget])
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "workbench", "bench", "--json",
@@ -68,9 +71,6 @@ class BenchPanel:
     def run(self, wait: bool = False) -> None:
         if self._thread is not None and self._thread.is_alive():
             return
-        if self.chart is None:        # built on first use (see app.Lazy)
-            self.chart = BenchChart()
-            self.chart_box.children = [self.chart.widget]
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.progress.bar_style = "info"
         self.progress.value = 0.5

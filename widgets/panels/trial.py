@@ -37,11 +37,13 @@ class TrialPanel:
         self.run_button, self.cancel_button, self.progress = run_controls(
             "Run trial", "play", "Progress", integer=True)
         self.status = w.HTML()
+        self.status.add_class("wb-trial-status")
         self.metrics = w.HTML()         # the running trial's Prometheus endpoint
         self.compare = w.HTML()
         self.result: dict | None = None
         self.lags: list[float] = []      # seconds from a step's end to its point on the chart
         self._process = None
+        self._queued = threading.Event()     # set: stop waiting in the trial queue
         self._thread: threading.Thread | None = None
         self.run_button.on_click(lambda _b: self.run())
         self.cancel_button.on_click(lambda _b: self.cancel())
@@ -51,7 +53,7 @@ class TrialPanel:
             w.HTML("<b>Trial</b>: the layout on a scaled-down model, in real processes"),
             self.world, self.steps, self.backend, self.inject, self.rank, self.at_step,
             w.HBox([self.run_button, self.cancel_button]), self.progress, self.status,
-            self.metrics])
+            self.metrics], layout=w.Layout(width="380px", flex="0 0 auto"))
 
     def _offer_sizes(self) -> None:
         """Process counts the layout (or a sub-layout of it) can run with, up to 16."""
@@ -74,6 +76,7 @@ class TrialPanel:
         """Start the trial (returns at once; events arrive from a background thread)."""
         from workbench.trial import prepare
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
+        from workbench.trial.slots import TrialSlots
 
         if self._thread is not None and self._thread.is_alive():
             return
@@ -96,13 +99,32 @@ class TrialPanel:
         self.compare.value = ""
         self.progress.max = world * self.steps.value + 2
         self.progress.value = 0
-        self.status.value = f"starting {world} processes ..."
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.metrics.value = ""
-        self._process = TrialProcess(s, self.world.value, self.steps.value, self.backend.value,
-                                     self.inject.value, self.rank.value, self.at_step.value,
-                                     metrics_port=0)
-        self._thread = run_in_background(self._process, self._on_event)
+        self._process = None
+        self._queued.clear()
+        args = (s, self.world.value, self.steps.value, self.backend.value, self.inject.value,
+                self.rank.value, self.at_step.value)
+
+        def start() -> TrialProcess:
+            self.charts.reset(world)        # out of the queue: drop its message
+            self.status.value = f"starting {world} processes ..."
+            self._process = TrialProcess(*args, metrics_port=0)
+            if self._queued.is_set():       # cancelled while it was starting
+                self._process.cancel()
+            return self._process
+
+        def on_wait(ahead: int, running: int) -> None:
+            at_once = f"{slots.n} trials" if slots.n > 1 else "one trial"
+            text = (f"Queued: this machine runs {at_once} at a time; {running} running now, "
+                    f"{ahead} waiting before yours")
+            self.status.value = text
+            self.charts.widget.show_message(text)
+
+        slots = TrialSlots()
+        self._thread = run_in_background(start, self._on_event, slots,
+                                         keep_waiting=lambda: not self._queued.is_set(),
+                                         on_wait=on_wait)
 
     def _on_event(self, ev: dict) -> None:
         try:
@@ -141,6 +163,7 @@ class TrialPanel:
         self.progress.value = self.progress.max
 
     def cancel(self) -> None:
+        self._queued.set()
         if self._process is not None:
             self._process.cancel()
             self.status.value = "cancelled"

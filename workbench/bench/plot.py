@@ -37,7 +37,8 @@ def figure(df, title: str | None = None) -> go.Figure:
     ticks = sorted(df["bytes"].unique()) if len(df) else []
     backend = df.attrs.get("backend", "")
     fig.update_layout(
-        title=title or f"Collective bus bandwidth ({backend}, nccl-tests definitions)",
+        title=title or ("Collective bus bandwidth ("
+                        + (f"{backend}, " if backend else "") + "nccl-tests definitions)"),
         xaxis={"type": "log", "title": "message size (nccl-tests' S, binary units)",
                "tickvals": ticks, "ticktext": [human_bytes(b) for b in ticks]},
         yaxis={"title": "busbw (GB/s, 1 GB = 1e9 bytes)", "rangemode": "tozero"},

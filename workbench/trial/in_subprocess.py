@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 from workbench.scenario import dump_scenario
 from workbench.scenario.types import Scenario
+from workbench.trial.slots import TrialSlots
 
 
 class TrialProcess:
@@ -93,12 +94,26 @@ class TrialProcess:
             pass
 
 
-def run_in_background(trial: TrialProcess, on_event: Callable[[dict], None]) -> threading.Thread:
-    """Pump ``trial``'s events into ``on_event`` from a daemon thread (widget updates from a
-    thread reach the browser; docs/platform.md)."""
+def run_in_background(start: Callable[[], TrialProcess], on_event: Callable[[dict], None],
+                      slots: TrialSlots | None = None,
+                      keep_waiting: Callable[[], bool] = lambda: True,
+                      on_wait: Callable[[int, int], None] | None = None) -> threading.Thread:
+    """From a daemon thread: wait for one of ``slots`` (the machine-wide trial queue;
+    ``on_wait(ahead, running)`` while queued), then ``start()`` the trial and pump its events
+    into ``on_event`` (widget updates from a thread reach the browser; docs/platform.md). When
+    ``keep_waiting()`` turns false in the queue, ``on_event`` gets an ``end`` event with the
+    error "cancelled while queued"."""
     def pump() -> None:
-        for ev in trial.events():
-            on_event(ev)
+        slot = slots.acquire(keep_waiting, on_wait) if slots is not None else None
+        if slots is not None and slot is None:
+            on_event({"type": "end", "wall_s": 0.0, "error": "cancelled while queued"})
+            return
+        try:
+            for ev in start().events():
+                on_event(ev)
+        finally:
+            if slot is not None:
+                slot.release()
 
     t = threading.Thread(target=pump, daemon=True, name="trial-events")
     t.start()

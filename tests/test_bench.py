@@ -185,7 +185,7 @@ def test_bad_input_exits_2_with_one_line_naming_the_option(argv, option, capsys)
 def test_refuses_more_memory_than_the_machine_has():
     from workbench.errors import ScenarioError
 
-    with pytest.raises(ScenarioError, match="--max-bytes.*GB available"):
+    with pytest.raises(ScenarioError, match="--max-bytes.*this machine has 1.9 GiB available"):
         runner.make_config(8, max_bytes="256M", _available=2e9)
 
 

@@ -46,7 +46,7 @@ def test_estimate_text_table_names_components_and_verdict():
     r = run("estimate", str(ROOT / "examples" / "brief-8xh200-70b.yaml"))
     assert r.returncode == 0
     for word in ("params", "grads", "optimizer", "activations", "buffers", "total",
-                 "DOES NOT FIT", "GB (1e9 bytes)"):
+                 "DOES NOT FIT", "GiB (2^30 bytes)"):
         assert word in r.stdout
 
 

@@ -17,6 +17,7 @@ from workbench.estimate import estimate
 from workbench.process_runner import free_port
 from workbench.serve import DASHBOARD, voila_command
 from workbench.scenario import load_scenario
+from workbench.units import memory_text
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -161,10 +162,6 @@ def _shot(page, name: str, *charts: str) -> None:
             path=str(ARTIFACTS / f"dashboard-{name}-{cls.removeprefix('wb-')}.png"))
 
 
-def _gib(x: float) -> str:
-    return f"{x / 2**30:,.1f}"
-
-
 def _launch(p):
     return p.chromium.launch(executable_path=CHROMIUM, args=[
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -219,7 +216,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
             assert mem["message"] == "" and mem["shown"]
             assert mem["xticks"] == ["pp rank 0"]
             assert MEMORY_LEGEND <= set(mem["legend"])
-            assert f"{_gib(brief.memory.per_gpu.total)} of" in mem["title"]
+            assert f"{memory_text(brief.memory.per_gpu.total)} of" in mem["title"]
             assert "does NOT fit" in mem["title"]
             step = _wait_seen(page, "wb-step-chart", lambda s: s["points"] == len(steps),
                               "the step-time waterfall")
@@ -230,19 +227,19 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
             assert {"forward", "backward"} <= set(tl["legend"]) and tl["yticks"] == ["rank 0"]
             assert "no pipeline (pp = 1)" in tl["title"]
             verdict = page.locator(".wb-app-verdict").inner_text()
-            assert f"{_gib(brief.memory.per_gpu.total)} GiB" in verdict
+            assert memory_text(brief.memory.per_gpu.total) in verdict
             _shot(page, "plan", "wb-memory-chart", "wb-step-chart", "wb-timeline-chart")
 
             # -- edits: GPUs per node 8 -> 4 (dp follows), TP 2, PP 2 -------------------------
             box = page.locator(".wb-gpus-per-node input")
             box.fill("4")
             box.press("Enter")
-            title = f"{_gib(four.memory.per_gpu.total)} of"
+            title = f"{memory_text(four.memory.per_gpu.total)} of"
             mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
                              "the 4-GPU memory")
             assert mem["xticks"] == ["pp rank 0"] and MEMORY_LEGEND <= set(mem["legend"])
             page.locator(".wb-tp select").select_option("2")
-            title = f"{_gib(four_tp2.memory.per_gpu.total)} of"
+            title = f"{memory_text(four_tp2.memory.per_gpu.total)} of"
             _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "TP 2's memory")
             _wait_seen(page, "wb-step-chart",
                        lambda s: f"{four_tp2.run.tokens_per_s:,.0f} tokens/s" in s["title"],

@@ -206,7 +206,7 @@ def test_a_layout_larger_than_memory_is_refused(monkeypatch):
     import workbench.trial as trial
 
     monkeypatch.setattr(trial, "available_memory", lambda: 1e9)
-    with pytest.raises(ScenarioError, match="this machine has 1.0 GB available"):
+    with pytest.raises(ScenarioError, match="this machine has 954 MiB available"):
         trial.prepare(_scenario("tiny-dense", dp=4))
 
 

@@ -32,6 +32,7 @@ from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
 from workbench.scenario import dump_scenario
+from workbench.units import memory_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "brief-8xh200-70b"
@@ -147,7 +148,7 @@ class App:
             self.verdict.value = (
                 f"<div class='wb-app-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
                 f" on {est.scenario.hardware.world} x {html.escape(est.scenario.hardware.gpu.name)}"
-                f": {m.per_gpu.total / 2**30:,.1f} GiB of {m.capacity / 2**30:,.1f} GiB per GPU "
+                f": {memory_text(m.per_gpu.total)} of {memory_text(m.capacity)} per GPU "
                 f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
                 "</div>")
         if est is None:

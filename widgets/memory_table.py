@@ -1,11 +1,11 @@
-"""Render a memory estimate as an HTML table (per pipeline rank, GB = 1e9 bytes)."""
+"""Render a memory estimate as an HTML table (per pipeline rank, GiB = 2^30 bytes)."""
 from __future__ import annotations
 
 import html
 
 from workbench.estimate.result import Estimate
 from workbench.render.text import human_duration
-from workbench.units import GB, MB
+from workbench.units import GiB, MiB, memory_text
 
 ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
 
@@ -13,7 +13,7 @@ ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
 def memory_table_html(est: Estimate) -> str:
     """A table of per-GPU memory by component for each pipeline rank, plus the verdict."""
     m = est.memory
-    scale, unit = (GB, "GB") if m.per_gpu.total >= GB else (MB, "MB")
+    scale, unit = (GiB, "GiB") if m.per_gpu.total >= GiB else (MiB, "MiB")
     cols = m.per_stage
     head = "".join(f"<th>pp rank {g.rank}</th>" for g in cols)
     body = []
@@ -25,7 +25,7 @@ def memory_table_html(est: Estimate) -> str:
     verdict = ("fits" if m.fits else "does NOT fit")
     color = "#1a7f37" if m.fits else "#cf222e"
     summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
-               f"{m.worst.rank}): {m.per_gpu.total / GB:,.2f} GB of {m.capacity / GB:,.1f} GB "
+               f"{m.worst.rank}): {memory_text(m.per_gpu.total)} of {memory_text(m.capacity)} "
                f"&rarr; <b>{verdict}</b></p>")
     t, r = est.time, est.run
     timing = (f"<p class='wb-time'>Step {t.step:,.2f} s &middot; {r.tokens_per_s:,.0f} tokens/s "

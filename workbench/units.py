@@ -22,3 +22,22 @@ def hbm_bytes(vendor_gb: float) -> float:
     what the driver withholds (as nvidia-smi reports it on H100 and H200; assumed the same on
     other GPUs). The CUDA context (a few hundred MiB) is not subtracted."""
     return capacity_bytes(vendor_gb) * HBM_REPORTED_FRACTION
+
+
+# One unit per quantity, on the page, in the CLI and in the docs: memory (GPU HBM, host DDR,
+# what a rank holds) in GiB, because HBM and DIMMs are binary and nvidia-smi and PyTorch report
+# binary units; storage (drives, checkpoints) in decimal GB/TB and bandwidth in GB/s, as their
+# vendors rate them.
+MiB = float(2**20)
+
+
+def memory_text(n_bytes: float, digits: int = 1) -> str:
+    """Memory for people: ``171.5 GiB``, or ``310 MiB`` under 1 GiB (and ``12.0 KiB`` under
+    1 MiB), with thousands separators."""
+    if n_bytes == 0:
+        return "0 GiB"
+    if abs(n_bytes) >= GiB:
+        return f"{n_bytes / GiB:,.{digits}f} GiB"
+    if abs(n_bytes) >= MiB:
+        return f"{n_bytes / MiB:,.0f} MiB"
+    return f"{n_bytes / 1024:,.1f} KiB"

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 
 from widgets.charts.plot import Plot
 from workbench.estimate import Estimate
-from workbench.units import GiB as GIB
+from workbench.units import GiB as GIB, memory_text
 
 COMPONENTS = (("params", "parameters"), ("grads", "gradients"), ("optimizer", "optimizer states"),
               ("activations", "activations"), ("buffers", "buffers"))
@@ -54,5 +54,5 @@ class MemoryChart:
                 type="line", xref="paper", x0=0, x1=1, y0=cap, y1=cap,
                 line={"dash": "dash", "color": "#333", "width": 1.5})]
             fits = "fits" if est.memory.fits else "does NOT fit"
-            self.widget.layout.title = (f"Memory per GPU: {est.memory.per_gpu.total / GIB:,.1f} "
-                                        f"of {cap:,.1f} GiB, {fits}")
+            self.widget.layout.title = (f"Memory per GPU: {memory_text(est.memory.per_gpu.total)}"
+                                        f" of {memory_text(est.memory.capacity)}, {fits}")

@@ -39,7 +39,7 @@ class HardwarePanel(Panel):
         self.rdma.observe(self._toggle_rdma, names="value")
         self.cpu = dropdown("CPU", [("not given", "")] + _choices("cpu"))
         self.ddr = dropdown("DDR grade", _choices("memory"))
-        self.host_gb = float_box("Host memory (GB)", 1, 1e7)
+        self.host_gb = float_box("Host memory (GiB)", 1, 1e7)
         self.channels = int_box("DDR channels", 1, 64)
         self.sockets = int_box("Sockets", 1, 8)
         self.drive = dropdown("NVMe drive", _choices("drive"))

@@ -18,6 +18,7 @@ from workbench.bench.definitions import (
 from workbench.bench.result import STATISTIC, make_row, to_frame
 from workbench.errors import Problem, ScenarioError
 from workbench.process_runner import available_memory, choose_backend, run_ranks, start_method
+from workbench.units import memory_text
 
 # The estimator's intra-node model covers up to 8 GPUs per node; 8 ranks run here (2 cores).
 MAX_WORLD = 8
@@ -138,8 +139,8 @@ def make_config(world_size=None, *, backend: str = "auto",
     have = _available if _available is not None else available_memory()
     if have is not None and need > have:
         raise ScenarioError([Problem("--max-bytes", hi, f"{max(worlds)} ranks with "
-                                     f"{human_bytes(hi)} buffers need about {need / 1e9:.1f} GB; "
-                                     f"this machine has {have / 1e9:.1f} GB available (lower "
+                                     f"{human_bytes(hi)} buffers need about {memory_text(need)}; "
+                                     f"this machine has {memory_text(have)} available (lower "
                                      "--max-bytes or --world-size)")])
     return BenchConfig(world_sizes=worlds, backend=resolved,
                        collectives=tuple(dict.fromkeys(names)),

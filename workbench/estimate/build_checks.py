@@ -24,7 +24,7 @@ from workbench.estimate.memory import MemoryEstimate
 from workbench.estimate.params import total_params
 from workbench.estimate.run_level import host_power_w
 from workbench.scenario.types import Scenario
-from workbench.units import capacity_bytes
+from workbench.units import capacity_bytes, memory_text
 
 PSU_LOAD = 0.8
 HOUSEHOLD_CIRCUITS_W = {"15 A / 120 V": 1440.0, "16 A / 230 V": 3680.0}
@@ -71,13 +71,15 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
 
     have = capacity_bytes(hw.host.memory_gb)
     need_mem = mem.host_per_node
-    msg = f"offload and staging need {need_mem / 1e9:,.0f} GB of {have / 1e9:,.0f} GB installed"
+    msg = (f"offload and staging need {memory_text(need_mem, 0)} of {memory_text(have, 0)} "
+           "installed")
     status = "pass" if need_mem <= have else "fail"
     if cpu is None:
         msg += "; the CPU's supported memory is not checked: no CPU given"
     elif cpu.max_memory_gb and hw.host.memory_gb > cpu.max_memory_gb * hw.host.sockets:
         status = "warn" if status == "pass" else status
-        msg += (f"; {cpu.name} officially supports {cpu.max_memory_gb * hw.host.sockets:,.0f} GB")
+        msg += (f"; {cpu.name} officially supports "
+                f"{memory_text(capacity_bytes(cpu.max_memory_gb * hw.host.sockets), 0)}")
     out.append(Check("host_memory", status, msg))
 
     ckpt = total_params(s.model) * CHECKPOINT_BYTES_PER_PARAM / hw.nodes

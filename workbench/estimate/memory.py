@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.scenario.types import Scenario
-from workbench.units import GB
+from workbench.units import memory_text
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,11 @@ def memory_warnings(s: Scenario, est: MemoryEstimate) -> list[str]:
     g = est.per_gpu
     if not est.fits:
         out.append(f"does not fit: the worst GPU (pipeline rank {est.worst.rank}) needs "
-                   f"{g.total / GB:,.1f} GB of {est.capacity / GB:,.1f} GB "
-                   f"({s.hardware.gpu.memory_gb:g} GiB)")
+                   f"{memory_text(g.total)} of {memory_text(est.capacity)} (a "
+                   f"\"{s.hardware.gpu.memory_gb:g} GB\" GPU)")
     if s.training.offload != "none" and not est.host_fits:
-        out.append(f"host memory: offload needs {est.host_per_node / GB:,.0f} GB per node, "
-                   f"hardware.host.memory_gb is {est.host_capacity_per_node / GB:,.0f} GB")
+        out.append(f"host memory: offload needs {memory_text(est.host_per_node)} per node, "
+                   f"hardware.host.memory_gb gives {memory_text(est.host_capacity_per_node, 0)}")
     if s.training.offload == "nvme" and not est.nvme_fits:
         out.append(f"NVMe: offload needs {est.nvme_per_node / 1e12:,.2f} TB per node, the drives "
                    f"hold {est.nvme_capacity_per_node / 1e12:,.2f} TB")

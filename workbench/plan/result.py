@@ -77,7 +77,7 @@ class PlanResult:
             return Problem("scenario", f"{s.model.name} on {s.hardware.world} GPUs",
                            "no parallel layout passes the rules: " + _sample_rule(s, c))
         if self.gpu_fit_host_short:
-            return Problem("hardware.host", f"{s.hardware.host.memory_gb:g} GB DDR, "
+            return Problem("hardware.host", f"{s.hardware.host.memory_gb:g} GiB DDR, "
                            f"{s.hardware.storage.drives} drive(s)",
                            f"{self.gpu_fit_host_short:,} layouts fit the GPUs only by offloading "
                            "more than the node's host memory or NVMe holds; add host memory or "

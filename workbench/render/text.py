@@ -1,8 +1,9 @@
-"""The estimate as a text table for the terminal (GB = 1e9 bytes)."""
+"""The estimate as a text table for the terminal (memory in GiB = 2^30 bytes, storage in
+GB/TB = 1e9/1e12 bytes; workbench/units.py)."""
 from __future__ import annotations
 
 from workbench.estimate.result import Estimate
-from workbench.units import GB, MB
+from workbench.units import GB, GiB, MiB, memory_text
 
 _ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
 
@@ -23,7 +24,8 @@ def render_estimate(est: Estimate) -> str:
         f"{t.optimizer}, offload {t.offload}",
         "",
     ]
-    unit, scale = ("GB (1e9 bytes)", GB) if m.per_gpu.total >= GB else ("MB (1e6 bytes)", MB)
+    unit, scale = ("GiB (2^30 bytes)", GiB) if m.per_gpu.total >= GiB else ("MiB (2^20 bytes)",
+                                                                              MiB)
     lines.append(f"memory per GPU, {unit}")
     shown = m.per_stage if len(m.per_stage) <= 8 else [m.per_stage[0], m.worst, m.per_stage[-1]]
     shown = list({g.rank: g for g in shown}.values())
@@ -35,14 +37,15 @@ def render_estimate(est: Estimate) -> str:
     verdict = "fits" if m.fits else "DOES NOT FIT"
     lines += [
         "",
-        f"worst GPU: pipeline rank {m.worst.rank}, {w.total / scale:,.2f} {unit[:2]} of "
-        f"{m.capacity / GB:,.1f} GB ({hw.gpu.memory_gb:g} GiB) -> {verdict} "
-        f"({(m.capacity - w.total) / GB:+,.2f} GB headroom)",
+        f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.total)} of "
+        f"{memory_text(m.capacity)} (a \"{hw.gpu.memory_gb:g} GB\" GPU) -> {verdict} "
+        f"({'+' if m.capacity >= w.total else '-'}{memory_text(abs(m.capacity - w.total), 2)} "
+        "headroom)",
     ]
     if t.offload != "none":
-        lines.append(f"offload per node: host {m.host_per_node / GB:,.1f} GB of "
-                     f"{m.host_capacity_per_node / GB:,.0f} GB; NVMe {m.nvme_per_node / GB:,.1f} GB of "
-                     f"{m.nvme_capacity_per_node / GB:,.0f} GB")
+        lines.append(f"offload per node: host {memory_text(m.host_per_node)} of "
+                     f"{memory_text(m.host_capacity_per_node, 0)}; NVMe "
+                     f"{m.nvme_per_node / GB:,.1f} GB of {m.nvme_capacity_per_node / GB:,.0f} GB")
     lines += ["", *_time_lines(est), "", "build checks (one node):"]
     lines += [f"  [{c.status.upper():4}] {c.name}: {c.reason}" for c in est.checks]
     if not est.checks:

@@ -16,6 +16,7 @@ from workbench.scenario.types import Scenario
 from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
 from workbench.trial.shrink import trial_scenario
+from workbench.units import memory_text
 
 
 def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
@@ -73,14 +74,14 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
     if have is not None and need > have:
         raise ScenarioError([Problem("trial.world_size", trial.parallel.world,
                                      f"{trial.parallel.world} processes need about "
-                                     f"{need / 1e9:.1f} GB; this machine has {have / 1e9:.1f} GB "
-                                     "available")])
+                                     f"{memory_text(need)}; this machine has "
+                                     f"{memory_text(have)} available")])
     return trial
 
 
 # Resident memory of one trial process: torch and its distributed packages imported, the tiny
-# model and its buffers. Measured here with psutil: 0.28 GB peak RSS per rank at 4 ranks (DDP,
-# 5 steps); 0.5 GB leaves room for larger layouts.
+# model and its buffers. Measured here with psutil: 0.28e9 bytes peak RSS per rank at 4 ranks
+# (DDP, 5 steps); 0.5e9 leaves room for larger layouts.
 PER_PROCESS_BYTES = 0.5e9
 
 

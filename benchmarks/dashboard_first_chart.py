@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.process_runner import free_port  # noqa: E402
+from workbench.serve import isolated_env  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 DRAWN = """() => {
@@ -54,12 +55,7 @@ EDIT_PROBE = """() => {
 
 
 def _env(tmp: Path, root: Path) -> dict:
-    env = dict(os.environ)
-    for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
-                     ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),
-                     ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache")]:
-        env[var] = str(tmp / sub)
-    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    env = isolated_env(tmp)
     env["PYTHONPATH"] = str(root)        # the kernel imports this tree's widgets/ and workbench/
     return env
 

@@ -15,23 +15,12 @@ import pytest
 from tests.conftest import ROOT
 from workbench.estimate import estimate
 from workbench.process_runner import free_port
-from workbench.serve import DASHBOARD, voila_command
+from workbench.serve import DASHBOARD, isolated_env, voila_command
 from workbench.scenario import load_scenario
 from workbench.units import memory_text
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
-
-
-def _isolated_env(tmp: Path) -> dict:
-    """Keep Jupyter and Chromium out of ~ (docs/platform.md)."""
-    env = dict(os.environ)
-    for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
-                     ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),
-                     ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache")]:
-        env[var] = str(tmp / sub)
-    env["JUPYTER_PLATFORM_DIRS"] = "1"
-    return env
 
 
 @pytest.mark.slow
@@ -44,7 +33,7 @@ def test_dashboard_notebook_executes_with_nbclient(tmp_path):
         "app.picker.value = 'llama3-8b-8xh100'\n"
         "print(app.state.valid, round(app.state.estimate.memory.per_gpu.total))"))
     old = dict(os.environ)
-    os.environ.update(_isolated_env(tmp_path))
+    os.environ.update(isolated_env(tmp_path))
     try:
         NotebookClient(nb, timeout=120, kernel_name="python3",
                        resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
@@ -63,7 +52,7 @@ def _voila_server(tmp: Path, cull_idle_s: int = 120, cull_interval_s: int = 60):
     port = free_port()
     proc = subprocess.Popen(voila_command(port, cull_idle_s=cull_idle_s,
                                           cull_interval_s=cull_interval_s), cwd=ROOT,
-                            env=_isolated_env(tmp), stdout=subprocess.DEVNULL,
+                            env=isolated_env(tmp), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -147,6 +136,14 @@ def _wait_seen(page, cls: str, test, what: str, timeout: float = 60.0) -> dict:
             return seen
         time.sleep(0.2)
     pytest.fail(f"{cls}: {what} not shown within {timeout:.0f} s; the page showed {seen}")
+
+
+def _empty_state(page, cls: str, starts: str, name: str) -> None:
+    """The chart ``cls`` shows its sentence (starting with ``starts``) instead of blank axes;
+    screenshot ``<name>-empty``."""
+    seen = _wait_seen(page, cls, lambda s: bool(s["message"]), "the empty state")
+    assert seen["message"].startswith(starts) and not seen["shown"], seen
+    _shot(page, f"{name}-empty", cls)
 
 
 def _open_tab(page, name: str) -> None:
@@ -283,10 +280,8 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
 
             # -- scaling: says what to do, then draws on request ----------------------------
             _open_tab(page, "Scaling")
-            sc = _wait_seen(page, "wb-scaling-chart", lambda s: bool(s["message"]),
-                            "the scaling empty state")
-            assert "Draw scaling curve" in sc["message"]
-            _shot(page, "scaling-empty", "wb-scaling-chart")
+            _empty_state(page, "wb-scaling-chart", "Press \u201cDraw scaling curve\u201d",
+                         "scaling")
             page.get_by_role("button", name="Draw scaling curve").click()
             sc = _wait_seen(page, "wb-scaling-chart", lambda s: s["lines"] >= 2, "the curves",
                             120)
@@ -297,10 +292,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
 
             # -- a real 2-rank trial, streamed live, then the comparison --------------------
             _open_tab(page, "Trial")
-            tr = _wait_seen(page, "wb-trial-chart", lambda s: bool(s["message"]),
-                            "the trial empty state")
-            assert tr["message"].startswith("Run a trial to see step time")
-            _shot(page, "trial-empty", "wb-trial-chart")
+            _empty_state(page, "wb-trial-chart", "Run a trial to see step time", "trial")
             page.locator(".wb-trial-world select").select_option("2")
             page.locator(".wb-run-trial").click()
             tr = _wait_seen(page, "wb-trial-chart", lambda s: s["shown"] and s["lines"] >= 3
@@ -318,9 +310,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
 
             # -- the planner: says what to do, then the Pareto chart and the table ----------
             _open_tab(page, "Planner")
-            pa = _wait_seen(page, "wb-pareto-chart", lambda s: bool(s["message"]),
-                            "the planner empty state")
-            assert pa["message"].startswith("Search layouts to see")
+            _empty_state(page, "wb-pareto-chart", "Search layouts to see", "planner")
             page.get_by_role("button", name="Search layouts").click()
             pa = _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
                             "the Pareto front", 120)
@@ -332,9 +322,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
 
             # -- collectives: says what to do, then busbw against size ----------------------
             _open_tab(page, "Collectives")
-            be = _wait_seen(page, "wb-bench-chart", lambda s: bool(s["message"]),
-                            "the benchmark empty state")
-            assert be["message"].startswith("Run the benchmark")
+            _empty_state(page, "wb-bench-chart", "Run the benchmark", "collectives")
             page.get_by_role("button", name="Run benchmark").click()
             be = _wait_seen(page, "wb-bench-chart", lambda s: s["shown"] and s["lines"] >= 1,
                             "the busbw lines", 120)

@@ -6,6 +6,7 @@ start) and idle ones are culled, so abandoned tabs do not pile up processes.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -30,6 +31,18 @@ def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900,
         f"--MappingKernelManager.cull_interval={cull_interval_s}",
         "--MappingKernelManager.cull_connected=False",
     ]
+
+
+def isolated_env(tmp: Path) -> dict[str, str]:
+    """This process's environment with Jupyter's and Chromium's config, data and cache dirs
+    under ``tmp`` (tests and benchmarks keep out of ~; docs/platform.md)."""
+    env = dict(os.environ)
+    for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
+                     ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),
+                     ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache")]:
+        env[var] = str(tmp / sub)
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    return env
 
 
 def serve_dashboard(port: int = 0) -> int:

@@ -28,12 +28,14 @@ class TrialCharts:
             "communication per step, rank 0 (KiB)"))
         for r in range(self.MAX_RANKS):
             fig.add_scatter(x=[], y=[], mode="lines+markers", name=f"rank {r}", visible=False,
+                            hovertemplate=f"rank {r}, step %{{x}}: %{{y:,.1f}} ms<extra></extra>",
                             row=1, col=1)
-        fig.add_scatter(x=[], y=[], mode="lines+markers", name="loss", row=1, col=2)
-        for k in ("measured", "predicted"):
-            fig.add_bar(x=[], y=[], name=f"memory {k}", row=2, col=1)
-        for k in ("measured", "predicted"):
-            fig.add_bar(x=[], y=[], name=f"comm {k}", row=2, col=2)
+        fig.add_scatter(x=[], y=[], mode="lines+markers", name="loss", row=1, col=2,
+                        hovertemplate="step %{x}: loss %{y:.4f}<extra></extra>")
+        for what, col in (("memory", 1), ("comm", 2)):
+            for k in ("measured", "predicted"):
+                fig.add_bar(x=[], y=[], name=f"{what} {k}", row=2, col=col,
+                            hovertemplate=f"%{{x}} {k}: %{{y:,.1f}} KiB<extra></extra>")
         fig.update_xaxes(title_text="step", dtick=1, row=1)   # steps are whole numbers
         fig.update_xaxes(type="category", row=2)      # bars are labelled, not numbered
         fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",

@@ -104,7 +104,7 @@ SEEN = """c => {
   const el = document.querySelector('.' + c);
   if (!el) return null;
   const msg = el.querySelector('.wb-plot-message');
-  const plot = el.querySelector('.js-plotly-plot');
+  const plot = el.matches('.js-plotly-plot') ? el : el.querySelector('.js-plotly-plot');
   const texts = sel => plot ? Array.from(plot.querySelectorAll(sel)).map(t => t.textContent) : [];
   return {
     revision: el.dataset.revision || null,

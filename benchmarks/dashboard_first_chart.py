@@ -27,14 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.process_runner import free_port  # noqa: E402
-from workbench.serve import isolated_env  # noqa: E402
+from workbench.serve import isolated_env, wait_until_serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 DRAWN = """() => {
@@ -116,16 +115,11 @@ def main() -> int:
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(url + "/voila/static/voila.js", timeout=2)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        print("Voila did not start")
-                        return 1
-                    time.sleep(0.3)
+            try:
+                wait_until_serving(url, proc)
+            except RuntimeError as exc:
+                print(exc)
+                return 1
             print(f"serving {root / 'notebooks/dashboard.ipynb'}")
             runs, page = [], None
             with sync_playwright() as p:

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.estimate import estimate
 from workbench.process_runner import free_port
-from workbench.serve import DASHBOARD, isolated_env, voila_command
+from workbench.serve import DASHBOARD, isolated_env, voila_command, wait_until_serving
 from workbench.scenario import load_scenario
 from workbench.units import memory_text
 
@@ -56,15 +56,7 @@ def _voila_server(tmp: Path, cull_idle_s: int = 120, cull_interval_s: int = 60):
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/voila/static/voila.js", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("Voila did not start")
-                time.sleep(0.3)
+        wait_until_serving(url, proc)
         yield url, proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from workbench.process_runner import free_port
@@ -43,6 +45,20 @@ def isolated_env(tmp: Path) -> dict[str, str]:
         env[var] = str(tmp / sub)
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     return env
+
+
+def wait_until_serving(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Return once the Voila server at ``url`` answers; RuntimeError if it exits or does not
+    answer within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/voila/static/voila.js", timeout=2)
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Voila did not start at {url}") from None
+            time.sleep(0.3)
 
 
 def serve_dashboard(port: int = 0) -> int:

@@ -10,8 +10,10 @@ state. Measured in Chromium: docs/dashboard.md and ``benchmarks/dashboard_first_
 
 A chart keeps a ``plotly.graph_objects.Figure`` (``data``, ``layout``) that chart code edits
 inside ``batch_update()``; at its end the whole figure is pushed (one state update), and the
-page redraws it with ``Plotly.react``. ``message`` replaces the chart by a sentence saying what
-to do (an empty state); ``on_click`` receives clicked point indexes.
+page redraws it with ``Plotly.react`` and then sets the element's ``data-revision`` to the
+pushed ``revision`` (what the browser test and benchmarks/dashboard_first_chart.py wait for).
+``show_message`` replaces the chart by a sentence saying what to do (an empty state);
+``on_click`` receives clicked point indexes.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ import traitlets
 _HERE = Path(__file__).resolve().parent
 _PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 # A chart in a row takes the width the row leaves (never squeezed to nothing by a long line
-# next to it), in a column only its own height; the empty-state sentence sits where the chart will be, centred and greyed.
+# next to it), in a column only its own height; the empty-state sentence sits where the chart
+# will be, centred and greyed.
 _CSS = """
 .wb-plot { flex: 0 0 auto; width: 100%; }
 .widget-hbox > .wb-plot { flex: 1 1 0; min-width: 420px; }
@@ -122,9 +125,6 @@ class Plot(anywidget.AnyWidget):
                 self.figure = text
                 self.message = self._message
                 self.revision += 1
-
-    def to_plotly_json(self) -> dict:
-        return self._figure.to_plotly_json()
 
     def on_click(self, callback: Callable[[int, int], None]) -> None:
         """``callback(trace_index, point_index)`` for each point a person clicks."""

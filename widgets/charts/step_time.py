@@ -26,9 +26,11 @@ class StepTimeChart:
     def __init__(self) -> None:
         self.widget = Plot(
             data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}},
-                               hovertemplate="%{x}: %{y:.3g} s<extra></extra>", cliponaxis=False)],
+                               hovertemplate="%{x}: %{y:.3g} s<extra></extra>",
+                               cliponaxis=False)],     # a small step's label above the plot
             layout=go.Layout(height=340, margin={"t": 40, "b": 80}, title="Step time",
-                             xaxis={"type": "category", "tickangle": -30}, yaxis={"title": "seconds per step"},
+                             xaxis={"type": "category", "tickangle": -30},
+                             yaxis={"title": "seconds per step"},
                              showlegend=False))
 
     def update(self, est: Estimate) -> None:

@@ -209,6 +209,9 @@ def test_the_planner_panel_plans_a_scenario_whose_layout_is_invalid():
     st.set("training.precision", "fp9")
     pp.search(wait=True)
     assert "fix the scenario first: training.precision" in pp.status.value
+    # the earlier result is gone from the panel and its chart
+    assert pp.result is None and pp.table.value == ""
+    assert pp.chart.widget.message.startswith("No layouts to draw: fix the scenario first")
 
 
 def test_the_search_includes_hsdp_shard_groups_and_fix_pins_one(tmp_path):

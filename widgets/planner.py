@@ -74,13 +74,13 @@ class PlannerPanel:
         try:   # the current layout is only a starting point: an invalid one is planned too
             scenario = parse_scenario(self.state.doc, layout_required=False)
         except ScenarioError as exc:
-            self.status.value = error_html("fix the scenario first: " + exc.one_line())
+            self._refuse("fix the scenario first: " + exc.one_line())
             return
         fixed = {k: d.value for k, d in self.fix.items() if d.value is not None}
         try:
             c = Constraints(fixed=fixed, max_memory_fraction=self.memory.value)
         except ScenarioError as exc:
-            self.status.value = error_html("; ".join(str(p) for p in exc.problems))
+            self._refuse("; ".join(str(p) for p in exc.problems))
             return
         self._cancel.clear()
         self.search_button.disabled, self.cancel_button.disabled = True, False
@@ -97,9 +97,7 @@ class PlannerPanel:
             except Cancelled:
                 self.status.value = "search cancelled"
             except ScenarioError as exc:
-                self.result = None
-                self.table.value = self.why.value = ""
-                self.status.value = error_html("; ".join(str(p) for p in exc.problems))
+                self._refuse("; ".join(str(p) for p in exc.problems))
             except Exception as exc:   # never a traceback on the page
                 self.status.value = error_html(
                     f"internal error ({type(exc).__name__}): {exc}")
@@ -110,6 +108,14 @@ class PlannerPanel:
         self._thread.start()
         if wait:
             self._thread.join()
+
+    def _refuse(self, why: str) -> None:
+        """No search result: say why, and leave no earlier result on the page."""
+        self.result = None
+        self.table.value = self.why.value = ""
+        self.pick.options = []
+        self.status.value = error_html(why)
+        self.chart.widget.show_message("No layouts to draw: " + why)
 
     def _show(self, top: int = 15) -> None:
         from workbench.plan.explain import describe_start, explain

@@ -6,7 +6,7 @@ state and sends every later change as a one-off message. A Voila page connects a
 notebook ran, so it got the empty figures the app was built with: blank charts at first sight,
 and after an edit only the properties that changed (the category ``x`` of a bar never does),
 so every category axis fell back to numbers. It also ships plotly.js (~5 MB) in each widget's
-state. Measured in Chromium: docs/dashboard.md and ``benchmarks/dashboard_first_chart.py``.
+state. Measured in Chromium: docs/platform.md and ``benchmarks/dashboard_first_chart.py``.
 
 A chart keeps a ``plotly.graph_objects.Figure`` (``data``, ``layout``) that chart code edits
 inside ``batch_update()``; at its end the whole figure is pushed (one state update), and the

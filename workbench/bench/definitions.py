@@ -35,7 +35,7 @@ TORCH_CALLS = {"all_reduce": "all_reduce",
 DTYPE = "float32"
 ELEMENT_BYTES = 4
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30   # ints: message sizes are whole bytes
 
 # Collectives whose buffer is split into n equal chunks (one per rank or per peer).
 _CHUNKED = ("all_gather", "reduce_scatter", "all_to_all")

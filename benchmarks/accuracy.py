@@ -29,23 +29,23 @@ from workbench.scenario import parse_scenario  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_runs.yaml"
 _PARALLEL_KEYS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",
-                  "virtual_stages", "cp", "ep", "reshard_after_forward")
+                  "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp", "expert_tp")
+_TRAINING_KEYS = ("seq_len", "micro_batch", "global_batch", "precision", "recompute", "engine",
+                  "compile", "fp8_recipe")
 _MODEL_KEYS = ("preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp",
-               "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout")
+               "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout", "q_lora_rank",
+               "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 
 
-# The attention kernel each engine used (not in most sources' tables, but fixed by the engine):
-# NVIDIA's NeMo / Megatron-Bridge / DGX Cloud recipes run Transformer Engine, whose default on
-# Hopper and Blackwell is cuDNN fused attention; Megatron-LM's 2021-22 papers, MT-NLG and BLOOM
-# predate FlashAttention (fused softmax over batched GEMMs); torchtitan (PyTorch SDPA) and
-# MosaicML llm-foundry use FlashAttention-2.
-ENGINE_ATTENTION = {"nemo": "cudnn", "dgxc": "cudnn", "mbridge": "cudnn", "narayanan21": "eager",
-                    "korthikanti22": "eager", "mtnlg": "eager", "bloom": "eager"}
+# The attention kernel comes from the record's engine (``training.engine``: each engine's
+# default, workbench/engines/), except where the run predates FlashAttention: Megatron-LM's
+# 2021-22 papers, MT-NLG and BLOOM ran a fused softmax over batched GEMMs.
+EAGER_ATTENTION_SOURCES = ("narayanan21", "korthikanti22", "mtnlg", "bloom")
 
 
 def to_scenario(rec: dict) -> dict:
     """The scenario a published record describes; unstated settings take documented defaults:
-    micro-batch 1, selective recompute, bf16, ZeRO-1 with Megatron-style PP (distributed
+    micro-batch 1, the engine's recompute default (workbench/engines/), bf16, ZeRO-1 with Megatron-style PP (distributed
     optimizer), per-node NVLink of the GPU's generation and 8 NDR NICs."""
     hw = dict(rec["hardware"])
     gpu = hw.get("gpu", "h100-sxm")
@@ -60,24 +60,28 @@ def to_scenario(rec: dict) -> dict:
     par = {k: v for k, v in rec["parallel"].items() if k in _PARALLEL_KEYS and v is not None}
     if par.get("pp_schedule") == "interleaved-1f1b" and par.get("virtual_stages", 1) < 2:
         par["virtual_stages"] = 2
-    tr = {k: v for k, v in rec["training"].items()
-          if k in ("seq_len", "micro_batch", "global_batch", "precision", "recompute")
-          and v is not None}
-    tr["attention"] = ENGINE_ATTENTION.get(rec["id"].split("-")[0], "flash2")
-    if rec["training"].get("flash_attention") is False:
+    tr = {k: v for k, v in rec["training"].items() if k in _TRAINING_KEYS and v is not None}
+    if (source_of(rec) in EAGER_ATTENTION_SOURCES
+            or rec["training"].get("flash_attention") is False):
         tr["attention"] = "eager"
     tr.setdefault("micro_batch", 1)
-    tr.setdefault("recompute", "selective")
     if tr.get("precision") not in ("fp32", "fp16", "bf16", "fp8"):
         tr["precision"] = "bf16"
     return {"hardware": hw, "model": model, "parallel": par, "training": tr}
 
 
-def compare(rec: dict) -> dict:
-    """One row: the measured quantity, our value, and the step-time error."""
+def source_of(rec: dict) -> str:
+    """The publication a record comes from (its id's first word: one benchmark table, paper
+    or repository), the unit leave-one-source-out validation leaves out."""
+    return rec["id"].split("-")[0]
+
+
+def compare(rec: dict, scenario=None) -> dict:
+    """One row: the measured quantity, our value, and the step-time error (``scenario``: the
+    record's parsed scenario, when the caller holds it)."""
     row = {"id": rec["id"], "source": rec.get("source", "")}
     try:
-        est = estimate(parse_scenario(to_scenario(rec)))
+        est = estimate(scenario or parse_scenario(to_scenario(rec)))
     except ScenarioError as exc:
         return {**row, "skipped": exc.one_line()}
     meas = rec.get("measured") or {}
@@ -104,6 +108,8 @@ def compare(rec: dict) -> dict:
     else:
         return {**row, "skipped": "no step-time measurement"}
     return {**row, "quantity": q, "measured": theirs, "estimated": ours, "error": err,
+            "step": t.step, "engine": est.scenario.training.engine,
+            "moe": est.scenario.model.moe is not None,
             "gpu": est.scenario.hardware.gpu.name, "gpus": est.scenario.hardware.world}
 
 

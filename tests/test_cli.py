@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, ROOT
 
-MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total"}
+MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total", "reserved", "device"}
 
 
 def run(*args):
@@ -29,9 +29,11 @@ def test_estimate_json_has_contract_memory_keys(path):
         assert key in mem
     assert isinstance(mem["fits"], bool) and isinstance(out["warnings"], list)
     per = mem["per_gpu"]
-    assert per["total"] == pytest.approx(sum(per[k] for k in MEMORY_KEYS - {"total"}))
+    parts = MEMORY_KEYS - {"total", "reserved", "device"}
+    assert per["total"] == pytest.approx(sum(per[k] for k in parts))
     assert all(math.isfinite(v) and v >= 0 for v in per.values())
-    assert mem["fits"] == (per["total"] <= mem["capacity"])
+    assert per["total"] <= per["reserved"] < per["device"]
+    assert mem["fits"] == (per["device"] <= mem["capacity"])
     for key in ("step", "compute", "recompute", "bubble", "offload"):
         assert out["time"][key] >= 0
     assert set(out["time"]["comm_exposed"]) == {"dp", "tp", "pp", "cp", "ep"}

@@ -167,7 +167,7 @@ def _offline_page(browser):
 
 
 MEMORY_LEGEND = {"parameters", "gradients", "optimizer states", "activations", "buffers",
-                 "capacity", "out of memory"}
+                 "reserved (allocator)", "device (nvidia-smi)", "capacity", "out of memory"}
 
 
 @pytest.mark.slow
@@ -175,11 +175,14 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
     """Every chart as a person sees it: drawn with named categories, legends and titles at
     first sight without any interaction, and after each edit; the empty charts say what to do;
     a trial, a planner search, a scaling curve and a collective benchmark fill theirs; a click
-    on the mesh selects a GPU; an invalid edit shows the message and keeps the charts; one
-    screenshot per tab in tests/artifacts/."""
+    on the mesh selects a GPU; choosing an engine shows only its switches and its words for the
+    error band; an invalid edit shows the message and keeps the charts; one screenshot per tab
+    in tests/artifacts/."""
     _require_chromium()
     from playwright.sync_api import sync_playwright
 
+    from widgets.charts.labels import band_words
+    from workbench.engines import ENGINES
     from widgets.charts.step_time import step_terms
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -190,6 +193,9 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
                                                    "parallel.tp=2"]))
     four_tp2_pp2 = estimate(load_scenario(brief_path, [
         "hardware.gpus_per_node=4", "parallel.dp=1", "parallel.tp=2", "parallel.pp=2"]))
+    titan = estimate(load_scenario(brief_path, [
+        "hardware.gpus_per_node=4", "parallel.dp=1", "parallel.tp=2", "parallel.pp=2",
+        "training.engine=torchtitan"]))
     steps = [k for k, _ in step_terms(brief)] + ["step"]
     errors: list[str] = []
     with sync_playwright() as p:
@@ -205,12 +211,16 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
             assert mem["message"] == "" and mem["shown"]
             assert mem["xticks"] == ["pp rank 0"]
             assert MEMORY_LEGEND <= set(mem["legend"])
-            assert f"{memory_text(brief.memory.per_gpu.total)} of" in mem["title"]
+            assert f"{memory_text(brief.memory.per_gpu.device)} on the device of" in mem["title"]
             assert "does NOT fit" in mem["title"]
+            assert "nvidia-smi / DCGM report the device figure" in mem["title"]
             step = _wait_seen(page, "wb-step-chart", lambda s: s["points"] == len(steps),
                               "the step-time waterfall")
             assert step["xticks"] == steps
             assert f"{brief.run.tokens_per_s:,.0f} tokens/s" in step["title"]
+            assert band_words(brief) in step["title"]
+            assert ("typical error ±" in step["title"]
+                    or "no measured runs of this engine" in step["title"])
             tl = _wait_seen(page, "wb-timeline-chart", lambda s: s["points"] > 0,
                             "the pipeline timeline")
             assert {"forward", "backward"} <= set(tl["legend"]) and tl["yticks"] == ["rank 0"]
@@ -223,12 +233,12 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
             box = page.locator(".wb-gpus-per-node input")
             box.fill("4")
             box.press("Enter")
-            title = f"{memory_text(four.memory.per_gpu.total)} of"
+            title = f"{memory_text(four.memory.per_gpu.device)} on the device of"
             mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
                              "the 4-GPU memory")
             assert mem["xticks"] == ["pp rank 0"] and MEMORY_LEGEND <= set(mem["legend"])
             page.locator(".wb-tp select").select_option("2")
-            title = f"{memory_text(four_tp2.memory.per_gpu.total)} of"
+            title = f"{memory_text(four_tp2.memory.per_gpu.device)} on the device of"
             _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "TP 2's memory")
             _wait_seen(page, "wb-step-chart",
                        lambda s: f"{four_tp2.run.tokens_per_s:,.0f} tokens/s" in s["title"],
@@ -245,6 +255,34 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
             tl = _wait_seen(page, "wb-timeline-chart",
                             lambda s: s["yticks"] == ["rank 0", "rank 1"], "two pipeline rows")
             assert "1f1b schedule, pp = 2" in tl["title"] and tl["points"] > 0
+
+            # -- the engine: torchtitan offers torch.compile and per-op recompute -------------
+            compile_box = page.locator(".wb-compile input")
+            recompute = page.locator(".wb-recompute select option")
+            assert not compile_box.is_visible()              # generic has no switches
+            assert "op" not in recompute.all_text_contents()
+            page.locator(".wb-engine select").select_option(label=ENGINES["torchtitan"].label)
+            compile_box.wait_for(state="visible", timeout=30_000)
+            step = _wait_seen(page, "wb-step-chart",
+                              lambda s: f"{titan.run.tokens_per_s:,.0f} tokens/s" in s["title"],
+                              "torchtitan's step time")
+            assert band_words(titan) in step["title"]
+            assert "op" in recompute.all_text_contents()
+            title = f"{memory_text(titan.memory.per_gpu.device)} on the device of"
+            mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
+                             "torchtitan's memory")
+            assert {"reserved (allocator)", "device (nvidia-smi)"} <= set(mem["legend"])
+            _shot(page, "engine-torchtitan", "wb-training-panel", "wb-memory-chart",
+                  "wb-step-chart")
+            page.locator(".wb-engine select").select_option(label=ENGINES["generic"].label)
+            compile_box.wait_for(state="hidden", timeout=30_000)
+            step = _wait_seen(page, "wb-step-chart",
+                              lambda s: f"{four_tp2_pp2.run.tokens_per_s:,.0f} tokens/s"
+                              in s["title"], "generic's step time again")
+            assert band_words(four_tp2_pp2) in step["title"]
+            assert "op" not in recompute.all_text_contents()
+            assert not page.locator(".wb-engine-switches").is_visible()
+            _shot(page, "engine-generic", "wb-training-panel")
 
             # -- the GPU mesh: drawn when its tab opens; a click selects a GPU ----------------
             _open_tab(page, "GPU mesh")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from widgets.charts.labels import band_words
 from widgets.charts.memory import GIB, MemoryChart
 from widgets.charts.step_time import StepTimeChart, step_terms
 from widgets.panels.hardware import HardwarePanel
@@ -20,6 +21,7 @@ from widgets.panels.training import TrainingPanel
 from widgets.state import ScenarioState
 from workbench.estimate import estimate
 from workbench.scenario import load_scenario
+from workbench.units import memory_text
 
 
 def _state(name: str = "llama3-8b-8xh100") -> ScenarioState:
@@ -83,6 +85,29 @@ def test_parallel_panel_offers_what_the_rule_table_allows():
     assert [v for _, v in par.shard.options] == [None, 2, 4]
 
 
+def test_training_panel_expert_tp_only_for_moe_models_on_engines_offering_it():
+    from workbench.engines import ENGINES
+
+    st = _state("mixtral-8x7b-ep")
+    tr = TrainingPanel(st)
+    assert tr.rows["expert_tp"].layout.display == "none"        # generic: no switches
+    with_etp = [n for n, e in ENGINES.items() if e.offers("expert_tp")]
+    without = [n for n, e in ENGINES.items() if not e.offers("expert_tp")]
+    if not with_etp:
+        return
+    tr.engine.value = with_etp[0]
+    assert tr.rows["expert_tp"].layout.display == ""
+    values = [v for _, v in tr.expert_tp.options]
+    assert values[0] is None
+    if len(values) > 1:
+        tr.expert_tp.value = values[1]
+        assert st.valid and st.scenario.parallel.expert_tp == values[1], st.problems
+    if without:
+        tr.engine.value = without[-1]
+        assert st.valid and st.scenario.parallel.expert_tp is None, st.problems
+        assert tr.rows["expert_tp"].layout.display == "none"
+
+
 def test_invalid_input_shows_the_message_by_the_field_and_keeps_the_charts():
     st = _state()
     tr = TrainingPanel(st)
@@ -116,9 +141,32 @@ def test_memory_chart_marks_out_of_memory_ranks_and_the_capacity_line():
     cap = est.memory.capacity / GIB
     assert list(chart.widget.data[-2].y) == pytest.approx([cap] * len(est.memory.per_stage))
     over = [f"pp rank {g.rank}" for g in est.memory.per_stage
-            if g.memory.total > est.memory.capacity]
+            if g.memory.device > est.memory.capacity]        # the fit is judged on device
     assert list(chart.widget.data[-1].x) == over and over   # the brief's box does not fit
     assert "does NOT fit" in chart.widget.layout.title.text
+
+
+def test_memory_chart_shows_allocated_reserved_and_device():
+    """The bars add up to the allocated total; a marker per rank for the allocator's reserved
+    and the device figure; the title states the device figure and says which tool shows which."""
+    est = estimate(load_scenario(ROOT / "examples/brief-8xh200-70b.yaml",
+                                 ["training.engine=torchtitan", "training.recompute=op"]))
+    chart = MemoryChart()
+    chart.update(est)
+    by_name = {t.name: t for t in chart.widget.data}
+    stages = est.memory.per_stage
+    bars = [t for t in chart.widget.data if t.type == "bar"]
+    for i, g in enumerate(stages):
+        assert sum(t.y[i] for t in bars) == pytest.approx(g.memory.total / GIB)
+    assert list(by_name["reserved (allocator)"].y) == pytest.approx(
+        [g.memory.reserved / GIB for g in stages])
+    assert list(by_name["device (nvidia-smi)"].y) == pytest.approx(
+        [g.memory.device / GIB for g in stages])
+    title = chart.widget.layout.title.text
+    assert f"{memory_text(est.memory.per_gpu.device)} on the device" in title
+    assert "nvidia-smi / DCGM report the device figure" in title
+    assert "max_memory_allocated" in title and "max_memory_reserved" in title
+    assert all("GiB" in t.hovertemplate for t in chart.widget.data)
 
 
 def test_step_time_waterfall_adds_up_to_the_step():
@@ -130,6 +178,68 @@ def test_step_time_waterfall_adds_up_to_the_step():
     assert sum(wf.y[:-1]) == pytest.approx(est.time.step, rel=1e-9)
     assert dict(zip(wf.x, wf.y))["pipeline bubble"] == pytest.approx(est.time.bubble)
     assert [k for k, _ in step_terms(est)] == list(wf.x[:-1])
+    assert band_words(est) in chart.widget.layout.title.text
+
+
+def test_step_time_title_states_the_error_band():
+    est = estimate(load_scenario(ROOT / "examples/brief-8xh200-70b.yaml"))
+    chart = StepTimeChart()
+    chart.update(est)
+    title = chart.widget.layout.title.text
+    band = est.error_band
+    if band:
+        assert f"typical error ±{band['median']:.0%}" in title
+        assert f"median over {band['runs']} published runs, {band['kind']}" in title
+    else:
+        assert "no measured runs of this engine" in title
+
+
+def test_training_panel_offers_only_the_engines_switches():
+    """The engine dropdown lists every engine by label; the panel shows only that engine's
+    switches and recompute policies, and switching engine resets what the new one lacks, so
+    the scenario stays valid."""
+    from workbench.engines import ENGINES
+
+    st = _state()
+    tr, par = TrainingPanel(st), ParallelPanel(st)
+    shown = lambda: {k for k, row in tr.rows.items() if row.layout.display == ""}  # noqa: E731
+    assert [v for _, v in tr.engine.options] == list(ENGINES)
+    assert [lbl for lbl, _ in tr.engine.options] == [e.label for e in ENGINES.values()]
+    assert shown() == set() and tr.switches.layout.display == "none"
+    assert list(tr.recompute.options) == list(ENGINES["generic"].recompute)
+    assert "op" not in tr.recompute.options
+    if "torchtitan" not in ENGINES:
+        return
+    tt = ENGINES["torchtitan"]
+    tr.engine.value = "torchtitan"
+    assert st.valid, st.problems
+    assert list(tr.recompute.options) == list(tt.recompute) and "op" in tr.recompute.options
+    assert "compile" in shown() and "async_tp" in shown()
+    assert "fp8_recipe" not in shown()                   # bf16: no FP8 recipe
+    assert "expert_tp" not in shown()                    # a dense model: no expert TP
+    assert [z for _, z in par.zero.options] == list(tt.zero)
+    tr.compile.value = True
+    tr.recompute.value = "op"
+    tr.precision.value = "fp8"
+    assert "fp8_recipe" in shown()
+    assert [v for _, v in tr.fp8_recipe.options] == [None, *tt.fp8_recipes]
+    tr.fp8_recipe.value = "rowwise"
+    assert st.valid and st.scenario.training.compile and st.scenario.training.fp8_recipe == \
+        "rowwise"
+    tr.precision.value = "bf16"                           # a recipe only goes with fp8
+    assert st.valid and st.scenario.training.fp8_recipe is None
+    tr.precision.value = "fp8"
+    tr.fp8_recipe.value = "rowwise"
+    tr.engine.value = "generic"                           # resets what generic lacks
+    assert st.valid, st.problems
+    t = st.scenario.training
+    assert not t.compile and t.fp8_recipe is None and t.recompute in ENGINES["generic"].recompute
+    assert shown() == set() and "op" not in tr.recompute.options
+    assert tr.fp8_recipe.value is None and tr.compile.value is False
+    for name in ENGINES:                                  # every engine: still valid
+        tr.engine.value = name
+        assert st.valid, (name, st.problems)
+        assert st.scenario.parallel.zero in ENGINES[name].zero
 
 
 def _children():

@@ -15,6 +15,7 @@ from pathlib import Path
 import ipywidgets as w
 import yaml
 
+from widgets.charts.labels import band_words
 from widgets.charts.memory import MemoryChart
 from widgets.charts.mesh import MeshChart
 from widgets.charts.scaling import ScalingChart
@@ -91,6 +92,11 @@ class App:
                             (self.panels["Parallelism"].tp, "wb-tp"),
                             (self.panels["Parallelism"].pp, "wb-pp"),
                             (self.panels["Training"].global_batch, "wb-global-batch"),
+                            (self.panels["Training"].box, "wb-training-panel"),
+                            (self.panels["Training"].engine, "wb-engine"),
+                            (self.panels["Training"].compile, "wb-compile"),
+                            (self.panels["Training"].recompute, "wb-recompute"),
+                            (self.panels["Training"].switches, "wb-engine-switches"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),
                             (self.timeline.widget, "wb-timeline-chart"),
@@ -148,9 +154,10 @@ class App:
             self.verdict.value = (
                 f"<div class='wb-app-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
                 f" on {est.scenario.hardware.world} x {html.escape(est.scenario.hardware.gpu.name)}"
-                f": {memory_text(m.per_gpu.total)} of {memory_text(m.capacity)} per GPU "
+                f": {memory_text(m.per_gpu.device)} on the device ({memory_text(m.per_gpu.total)}"
+                f" allocated) of {memory_text(m.capacity)} per GPU "
                 f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
-                "</div>")
+                f" ({html.escape(band_words(est))})</div>")
         if est is None:
             return
         self.memory.update(est)

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import html
 
+from widgets.charts.labels import band_words
 from workbench.estimate.result import Estimate
 from workbench.render.text import human_duration
 from workbench.units import GiB, MiB, memory_text
 
 ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
+# below the components: the allocator's peak reserved and what the device shows (nvidia-smi)
+EXTRA = (("reserved", "reserved (torch.cuda.max_memory_reserved)"),
+         ("device", "device (nvidia-smi, DCGM)"))
 
 
 def memory_table_html(est: Estimate) -> str:
@@ -21,14 +25,21 @@ def memory_table_html(est: Estimate) -> str:
         cells = "".join(f"<td style='text-align:right'>{g.memory.as_dict()[row] / scale:,.2f}</td>"
                         for g in cols)
         style = " style='font-weight:bold'" if row == "total" else ""
-        body.append(f"<tr{style}><td>{row}</td>{cells}</tr>")
+        label = "total (allocated)" if row == "total" else row
+        body.append(f"<tr{style}><td>{label}</td>{cells}</tr>")
+    for key, label in EXTRA:
+        cells = "".join(f"<td style='text-align:right'>{getattr(g.memory, key) / scale:,.2f}</td>"
+                        for g in cols)
+        body.append(f"<tr><td>{label}</td>{cells}</tr>")
     verdict = ("fits" if m.fits else "does NOT fit")
     color = "#1a7f37" if m.fits else "#cf222e"
     summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
-               f"{m.worst.rank}): {memory_text(m.per_gpu.total)} of {memory_text(m.capacity)} "
+               f"{m.worst.rank}): {memory_text(m.per_gpu.device)} on the device "
+               f"({memory_text(m.per_gpu.total)} allocated) of {memory_text(m.capacity)} "
                f"&rarr; <b>{verdict}</b></p>")
     t, r = est.time, est.run
-    timing = (f"<p class='wb-time'>Step {t.step:,.2f} s &middot; {r.tokens_per_s:,.0f} tokens/s "
+    timing = (f"<p class='wb-time'>Step {t.step:,.2f} s ({html.escape(band_words(est))}) "
+              f"&middot; {r.tokens_per_s:,.0f} tokens/s "
               f"&middot; MFU {r.mfu:.0%} &middot; {est.scenario.training.tokens:.3g} tokens in "
               f"{html.escape(human_duration(r.time_to_train_s))} &middot; "
               f"{r.power_w / 1000:,.1f} kW, {r.energy_kwh:,.0f} kWh</p>")

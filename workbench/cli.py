@@ -110,9 +110,9 @@ def _plan(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
     if args.top < 1:
         raise ScenarioError([Problem("--top", args.top, "must be >= 1")])
-    c = Constraints.parse(args.fix, args.max_memory_fraction)
+    c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines)
     c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
-                    gpu_counts=tuple(args.gpu_counts or ()))
+                    gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines)
     import time
 
     shown = {"at": 0.0}
@@ -139,7 +139,13 @@ def _plan(args: argparse.Namespace) -> int:
           f"({result.seconds:.2f} s)")
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
-            "mfu", "memory_gib", "headroom_gib"]
+            "mfu", "memory_gib", "device_gib", "headroom_gib"]
+    t = result.table
+    for col in ("engine", "compile", "async_tp", "fp8_recipe"):   # shown when not all default
+        if col in t and len(t) and t[col].astype(str).nunique() > 1 or (
+                col == "engine" and len(t) and (t[col] != "generic").any()) or (
+                col in ("compile", "async_tp", "fp8_recipe") and len(t) and t[col].any()):
+            cols.insert(cols.index("step"), col)
     table = result.table[cols].head(args.top).rename(columns={
         "sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
         "micro_batch": "mb", "step": "step_s"})
@@ -166,6 +172,8 @@ def _export(args: argparse.Namespace) -> int:
         print(f"workbench: cannot export to {args.to}: {exc.one_line()}", file=sys.stderr)
         return 2
     sys.stdout.write(text)
+    for note in getattr(text, "warnings", ()):    # also said in the file, as comments
+        print(f"workbench: note: {note}", file=sys.stderr)
     return 0
 
 
@@ -243,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "--fix shard_group=8 pins an HSDP group, shard_group=0 none")
     pl.add_argument("--max-memory-fraction", type=float, default=1.0,
                     help="share of GPU memory a layout may use (default 1.0)")
+    pl.add_argument("--engines", metavar="all|NAME,NAME",
+                    help="also search these engines (generic, megatron, torchtitan, deepspeed, "
+                    "fsdp, nanotron) or all; default: the scenario's training.engine")
     pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")

@@ -1,6 +1,8 @@
 """Words for what the charts draw."""
 from __future__ import annotations
 
+from workbench.render.text import band_text
+
 
 def layout_text(row) -> str:
     """A planner row as one line: its degrees and switches."""
@@ -12,3 +14,10 @@ def layout_text(row) -> str:
     if row["offload"] != "none":
         text += f", offload {row['offload']}"
     return text
+
+
+def band_words(est) -> str:
+    """The estimate's cross-validated step-time error band in words (``render.text.band_text``
+    without its brackets): "typical error ±9%: median over 120 published runs, ..." or "no
+    measured runs of this engine to say its error"."""
+    return band_text(est).strip().removeprefix("(").removesuffix(")").replace("+-", "±")

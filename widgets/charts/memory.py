@@ -1,4 +1,7 @@
-"""Per-GPU memory by component for every pipeline rank, against the GPU's capacity."""
+"""Per-GPU memory by component for every pipeline rank, against the GPU's capacity: the
+stacked bars are the peak allocated (``total``), a marker over each bar the allocator's peak
+reserved and one the device's figure (reserved + CUDA context + NCCL + workspaces: what
+nvidia-smi shows, and what the fit is judged on)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -11,48 +14,75 @@ COMPONENTS = (("params", "parameters"), ("grads", "gradients"), ("optimizer", "o
               ("activations", "activations"), ("buffers", "buffers"))
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
 HOVER = "%{x}<br>%{fullData.name}: %{y:,.2f} GiB<extra></extra>"
+# which figure a monitoring tool reports (the chart says it under the title)
+TOOLS = ("nvidia-smi / DCGM report the device figure; torch.cuda.max_memory_allocated the "
+         "bars' total; torch.cuda.max_memory_reserved the reserved one")
 
 
 class MemoryChart:
-    """Stacked bars (GiB) per pipeline rank, a dashed capacity line, and a red marker over
-    every rank that does not fit."""
+    """Stacked bars (GiB, peak allocated) per pipeline rank, markers for the reserved and the
+    device figure, a dashed capacity line, and a red marker over every rank that does not fit
+    (its device figure above the capacity)."""
 
     def __init__(self) -> None:
         self.widget = Plot(
             data=[go.Bar(name=label, marker_color=c, hovertemplate=HOVER)
                   for (_, label), c in zip(COMPONENTS, COLORS)]
-            # the capacity is a dashed line across the plot (a layout shape: a line trace
-            # through one category draws nothing) and, for the legend, a tick over each rank
-            + [go.Scatter(name="capacity", mode="markers", hovertemplate=HOVER,
+            # reserved: a bar-wide tick over each rank; device: a diamond (the fit's figure)
+            + [go.Scatter(name="reserved (allocator)", mode="markers", hovertemplate=HOVER,
+                          marker={"symbol": "line-ew-open", "size": 36, "color": "#6e40c9",
+                                  "line": {"width": 3, "color": "#6e40c9"}}),
+               go.Scatter(name="device (nvidia-smi)", mode="markers", hovertemplate=HOVER,
+                          marker={"symbol": "diamond", "size": 11, "color": "#0a3069",
+                                  "line": {"width": 1, "color": "white"}}),
+               # the capacity is a dashed line across the plot (a layout shape: a line trace
+               # through one category draws nothing) and, for the legend, a tick over each rank
+               go.Scatter(name="capacity", mode="markers", hovertemplate=HOVER,
                           marker={"symbol": "line-ew-open", "size": 40, "color": "#333",
                                   "line": {"width": 2, "color": "#333"}}),
+               # just above the device figure (not over its diamond); the hover says it
                go.Scatter(name="out of memory", mode="markers+text", text=[],
-                          textposition="top center", hovertemplate=HOVER,
+                          textposition="top center",
+                          hovertemplate="%{x}<br>out of memory: %{customdata:,.2f} GiB on the "
+                                        "device<extra></extra>",
                           marker={"symbol": "x", "size": 14, "color": "#cf222e"})],
-            layout=go.Layout(barmode="stack", height=340, margin={"t": 40, "b": 40},
+            layout=go.Layout(barmode="stack", height=430, margin={"t": 70, "b": 110},
                              title="Memory per GPU by pipeline rank",
                              xaxis={"title": "pipeline rank", "type": "category"},
                              yaxis={"title": "GiB (2^30 bytes)", "rangemode": "tozero"},
-                             legend={"orientation": "h", "y": -0.25, "traceorder": "normal"}))
+                             # the legend at the chart's foot (below the axis title however the
+                             # margins settle)
+                             legend={"orientation": "h", "yref": "container", "y": 0.01,
+                                     "yanchor": "bottom",
+                                     "traceorder": "normal"}))
 
     def update(self, est: Estimate) -> None:
         stages = est.memory.per_stage
         ranks = [f"pp rank {g.rank}" for g in stages]
         cap = est.memory.capacity / GIB
-        totals = [g.memory.total / GIB for g in stages]
-        over = [(r, t) for r, t in zip(ranks, totals) if t > cap]
+        device = [g.memory.device / GIB for g in stages]
+        over = [(r, d) for r, d in zip(ranks, device) if d > cap]
         with self.widget.batch_update():
             for trace, (key, _) in zip(self.widget.data, COMPONENTS):
                 trace.x = ranks
                 trace.y = [getattr(g.memory, key) / GIB for g in stages]
-            line, oom = self.widget.data[-2], self.widget.data[-1]
+            reserved, dev, line, oom = self.widget.data[-4:]
+            reserved.x, reserved.y = ranks, [g.memory.reserved / GIB for g in stages]
+            dev.x, dev.y = ranks, device
             line.x, line.y = ranks, [cap] * len(ranks)
+            lift = 0.09 * max(device + [cap])
             oom.x = [r for r, _ in over]
-            oom.y = [t for _, t in over]
+            oom.y = [d + lift for _, d in over]
+            oom.customdata = [d for _, d in over]
+            # room above the tallest mark for the "out of memory" label (under the subtitle)
+            self.widget.layout.yaxis.range = [0, (1.22 if over else 1.08) * max(device + [cap])]
             oom.text = ["out of memory"] * len(over)
             self.widget.layout.shapes = [dict(
                 type="line", xref="paper", x0=0, x1=1, y0=cap, y1=cap,
                 line={"dash": "dash", "color": "#333", "width": 1.5})]
-            fits = "fits" if est.memory.fits else "does NOT fit"
-            self.widget.layout.title = (f"Memory per GPU: {memory_text(est.memory.per_gpu.total)}"
-                                        f" of {memory_text(est.memory.capacity)}, {fits}")
+            m = est.memory
+            fits = "fits" if m.fits else "does NOT fit"
+            self.widget.layout.title = (
+                f"Memory per GPU: {memory_text(m.per_gpu.device)} on the device of "
+                f"{memory_text(m.capacity)}, {fits} ({memory_text(m.per_gpu.total)} allocated, "
+                f"{memory_text(m.per_gpu.reserved)} reserved)<br><sub>{TOOLS}</sub>")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from widgets.charts.labels import band_words
 from widgets.charts.plot import Plot
-
 from workbench.estimate import Estimate
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
@@ -21,14 +21,15 @@ def step_terms(est: Estimate) -> list[tuple[str, float]]:
 
 class StepTimeChart:
     """Waterfall (seconds): compute, recompute, bubble, exposed communication per dimension,
-    optimizer and offload, ending at the step time; the title states tokens/s and MFU."""
+    optimizer and offload, ending at the step time; the title states tokens/s and MFU, and
+    under it how far such estimates typically are from measured runs (the error band)."""
 
     def __init__(self) -> None:
         self.widget = Plot(
             data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}},
                                hovertemplate="%{x}: %{y:.3g} s<extra></extra>",
                                cliponaxis=False)],     # a small step's label above the plot
-            layout=go.Layout(height=340, margin={"t": 40, "b": 80}, title="Step time",
+            layout=go.Layout(height=340, margin={"t": 70, "b": 80}, title="Step time",
                              xaxis={"type": "category", "tickangle": -30},
                              yaxis={"title": "seconds per step"},
                              showlegend=False))
@@ -48,4 +49,5 @@ class StepTimeChart:
             self.widget.layout.title = (f"Step {est.time.step:.3g} s · {r.tokens_per_s:,.0f} "
                                         f"tokens/s · MFU {r.mfu:.0%}"
                                         + (f" · {other:+.2g} s unattributed"
-                                           if abs(other) > 1e-6 * est.time.step else ""))
+                                           if abs(other) > 1e-6 * est.time.step else "")
+                                        + f"<br><sub>{band_words(est)}</sub>")

@@ -71,14 +71,16 @@ class ParallelPanel(Panel):
         """Offer the degrees that divide the GPUs and pass the rule table's conditions on that
         degree (``scenario.rules.allowed_values``: TP divides the heads and FFN widths, a stage
         holds a layer, CP splits the sequence, EP divides dp x cp and the experts, an HSDP group
-        divides dp x cp under ZeRO); dp fills the GPUs as tp, pp and cp change."""
+        divides dp x cp under ZeRO, the ZeRO stage is one the engine offers); dp fills the GPUs as tp, pp and cp change."""
         world, par = self._world(), self._par()
         s = self.state.scenario
         div = _divisors(world)
         shard = par["dp"] * par["cp"]
         groups = [d for d in _divisors(shard) if 1 < d < shard]
+        stages = [z for _, z in ZERO_LABELS]
         if s is None:     # the document does not validate yet: offer the GPUs' divisors
-            offer = {"tp": div, "pp": div, "cp": div, "ep": [1], "shard_group": groups}
+            offer = {"tp": div, "pp": div, "cp": div, "ep": [1], "shard_group": groups,
+                     "zero": stages}
         else:
             # the degrees as edited; pipeline settings follow pp, so pp is offered as with one
             # chunk per rank (the most permissive), and dp fills the GPUs for tp, pp and cp
@@ -91,11 +93,15 @@ class ParallelPanel(Panel):
                      "pp": allowed_values(flat, "pp", div, ("dp",)),
                      "cp": allowed_values(now, "cp", div, ("dp",)),
                      "ep": allowed_values(now, "ep", _divisors(experts)),
-                     "shard_group": allowed_values(now, "shard_group", groups)}
+                     "shard_group": allowed_values(now, "shard_group", groups),
+                     # the engine's stages (torchtitan has no ZeRO-1), none ZeRO-2 with pp
+                     "zero": allowed_values(now, "zero", stages)}
         self.tp.options = offer["tp"] or [1]
         self.pp.options = offer["pp"] or [1]
         self.cp.options = offer["cp"] or [1]
         self.ep.options = offer["ep"] or [1]
+        self.zero.options = [(label, z) for label, z in ZERO_LABELS
+                             if z in offer["zero"]] or ZERO_LABELS
         self.shard.options = [("none (full sharding)", None)] + [
             (str(d), d) for d in offer["shard_group"]]
         self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "

@@ -184,16 +184,19 @@ MODELS: dict[str, ModelShape] = {
                "published_params": 46.7e9, "published_active_params": 12.9e9},
     ),
     # ---------------------------------------------------------------- DeepSeek-V3 (MLA + MoE)
-    # Expected with this record's GQA approximation: 688,268,342,272 params (688.27e9),
-    # 54,794,220,544 active. Exact (MLA counted as the reference code builds it):
-    # 671,026,419,200 (671.03e9) and 37,552,297,472 active -- published 671B / 37B.
-    # The approximation is +17.24e9 params (+2.57%) and +17.24e9 active (+46%): it puts
-    # 469,762,048 attention params in each layer where MLA has 187,107,328.
+    # Expected 671,026,404,352 params (671.03e9), 37,552,282,624 active per token (37.55e9);
+    # published 671B total / 37B activated (arXiv:2412.19437): +0.004 % / +1.5 %. Multi-head
+    # latent attention per layer: wq_a 7168x1536 + q_norm 1536 + wq_b 1536x24576 + wkv_a
+    # 7168x576 + kv_norm 512 + wkv_b 512x32768 + wo 16384x7168 = 187,107,328. The reference
+    # code's total, 671,026,419,200, adds the router's score-correction bias (256 per MoE
+    # layer, 14,848 in all), which the shape family does not count.
     "deepseek-v3": ModelShape(
         name="DeepSeek-V3",
         layers=61, hidden=7168, heads=128, kv_heads=128, ffn_hidden=18432, vocab=129280,
         mlp="swiglu", tied_embeddings=False, norm="rmsnorm", bias=False, dropout=False,
         head_dim=128,
+        q_lora_rank=1536, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        v_head_dim=128,
         moe=MoE(experts=256, top_k=8, expert_ffn_hidden=2048, shared_experts=1,
                 dense_layers=3),
         max_seq_len=131072,
@@ -208,32 +211,26 @@ MODELS: dict[str, ModelShape] = {
             "inference/configs/config_671B.json and inference/model.py (MLA, Gate); "
             "DeepSeek-V3 Technical Report (arXiv:2412.19437) sec. 4.2: 671B total, 37B "
             "activated, context extended 4K -> 32K -> 128K with YaRN (max_seq_len 131072). "
-            "APPROXIMATION: Multi-head Latent Attention has no field in this shape family. "
-            "It is recorded as plain multi-head attention with 128 heads, 128 KV heads and "
-            "head_dim 128, which keeps what training materialises per head (128 query, key "
-            "and value heads, v_head_dim 128, output projection 16384 -> 7168 exact) but "
-            "misses: the low-rank query path (wq_a 7168x1536, q_norm, wq_b 1536x24576), the "
-            "joint KV compression (wkv_a 7168x576, kv_norm, wkv_b 512x32768), the 64 "
-            "decoupled RoPE dims of each query/key head (qk head dim is 192, not 128), the "
-            "router's per-expert score-correction bias (256 per MoE layer) and the "
-            "multi-token-prediction module (1 layer, 11.5B unique params, not part of the "
-            "671B). Net: +17.24e9 params (+2.57%) over 671.03e9 and +46% active params; "
-            "attention-score FLOPs are 20% low (qk dim 128 vs 192). An estimator that knows "
-            "MLA should use extra['mla'] and extra['attention_params_per_layer']."
+            "Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 sec. 2.1) from the "
+            "config's q_lora_rank / kv_lora_rank / qk_rope_head_dim / qk_nope_head_dim / "
+            "v_head_dim: query path wq_a 7168x1536, q_norm, wq_b 1536x(128 x 192); joint KV "
+            "compression wkv_a 7168x(512 + 64), kv_norm, wkv_b 512x(128 x (128 + 128)); "
+            "wo (128 x 128)x7168; qk head dim 192, v head dim 128. head_dim 128 "
+            "(= v_head_dim) and kv_heads 128 are what Megatron's --kv-channels and the TP "
+            "divisibility rules see; MLA ignores them. Not modelled: the router's per-expert "
+            "score-correction bias (256 per MoE layer) and the multi-token-prediction module "
+            "(1 layer, 11.5B unique params, not part of the 671B)."
         ),
         extra={
-            "attention": "mla (approximated as MHA 128 heads x 128)",
-            "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-                    "qk_rope_head_dim": 64, "v_head_dim": 128},
-            "attention_params_per_layer": 187_107_328,         # exact MLA
-            "approx_attention_params_per_layer": 469_762_048,  # what this record implies
+            "attention": "mla",
+            "attention_params_per_layer": 187_107_328,
             "router_score_bias_per_moe_layer": 256,
             "mtp_layers": 1, "mtp_unique_params": 11.5e9,
             "rope_theta": 10000.0, "pretrain_seq_len": 4096,
-            "expected_params": 688_268_342_272,
-            "expected_active_params": 54_794_220_544,
-            "exact_params": 671_026_419_200,
-            "exact_active_params": 37_552_297_472,
+            "expected_params": 671_026_404_352,
+            "expected_active_params": 37_552_282_624,
+            "reference_code_params": 671_026_419_200,        # + router score-correction bias
+            "reference_code_active_params": 37_552_297_472,
             "published_params": 671e9, "published_active_params": 37e9,
         },
     ),

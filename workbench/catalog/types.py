@@ -132,6 +132,32 @@ class ModelShape:
     max_seq_len: int = 0      # context length the model was trained for; 0 = unknown
     source: str = "inline"
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 Sec. 2.1; DeepSeek-V3). When
+    # kv_lora_rank > 0 these replace head_dim/kv_heads for attention: queries go through a
+    # q_lora_rank bottleneck (0 = a plain hidden -> heads*(nope+rope) projection), keys and
+    # values through one shared kv_lora_rank latent plus a qk_rope_head_dim RoPE key shared by
+    # all heads; each head's query/key has qk_nope_head_dim + qk_rope_head_dim dims, its value
+    # v_head_dim.
+    q_lora_rank: int = 0      # query compression rank; 0 = no query compression
+    kv_lora_rank: int = 0     # key/value compression rank; 0 = not MLA
+    qk_rope_head_dim: int = 0  # decoupled RoPE dims per query/key head (the key's are shared)
+    qk_nope_head_dim: int = 0  # per-head query/key dims without RoPE
+    v_head_dim: int = 0       # per-head value dims
+
+    @property
+    def mla(self) -> bool:
+        """Attention is multi-head latent attention."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head query/key width: nope + rope under MLA, else dim_per_head."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.mla else self.dim_per_head
+
+    @property
+    def value_head_dim(self) -> int:
+        """Per-head value width (the attention output per head)."""
+        return self.v_head_dim if self.mla else self.dim_per_head
 
     @property
     def kv_dim(self) -> int:

@@ -6,7 +6,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 - Their GPT layer (GELU MLP of 4h, LayerNorm, dropout, eager attention, 16-bit activations)
   stores ``s·b·h·(34 + 5·a·s/h)`` bytes (Eq. 1): attention 11·sbh + 5·a·s²·b, MLP 19·sbh,
   LayerNorms 4·sbh. This module reproduces that exactly for that layer and extends each term:
-  GQA (K and V have kv_heads·head_dim columns), SwiGLU (Megatron's fused swiglu saves the
+  GQA (K and V have kv_heads·head_dim columns), multi-head latent attention (``_mla_terms``),
+  SwiGLU (Megatron's fused swiglu saves the
   2f-wide gate+up input and the f-wide product), RMSNorm, no dropout (modern pre-training),
   FlashAttention (Dao 2022: saves the output and the fp32 log-sum-exp instead of the s² scores),
   MoE (Megatron-Core MoE: tokens dispatched top_k times; per expert token count = k·tokens·
@@ -29,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.catalog.types import ModelShape
+from workbench.estimate.attention_shapes import qkv_widths
 from workbench.scenario.types import Parallel, Training
 
 
@@ -89,6 +91,9 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
         "k": sb * kv / t * x.elem,
         "v": sb * kv / t * x.elem,
     }
+    if model.mla:
+        terms.update(_mla_terms(model, x, r))
+        q = model.heads * model.value_head_dim      # attention output width
     if x.flash:
         terms["attn_out"] = sb * q / t * x.elem
         terms["softmax_lse"] = sb * a_loc * 4
@@ -105,6 +110,30 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
+
+
+def _mla_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:
+    """Multi-head latent attention's saved tensors (Megatron-Core ``MLASelfAttention``,
+    megatron/core/transformer/multi_latent_attention.py @ d98e8a64; shapes of DeepSeek-V2,
+    arXiv:2405.04434 Sec. 2.1), replacing the q/k/v of ``attention_terms``. ``qkv_input`` is
+    the input both replicated down-projections share (sharded under SP: they run on the rank's
+    s/t tokens); the compressed query (q_lora) and latent (kv_lora) are outside the TP region
+    (/r): each norm saves its input and statistics and each up-projection its (normalised)
+    input; the kernel's q and k have heads x (nope + rope) columns (the shared RoPE key is
+    expanded to every head), v heads x v_head_dim; all /t (heads are split)."""
+    sb, t = x.s * x.b, x.t
+    qk, _, v = qkv_widths(model)
+    stats = 2 if model.norm == "layernorm" else 1
+    out = {}
+    if model.q_lora_rank:
+        ql = model.q_lora_rank
+        out.update({"q_norm_input": sb * ql / r * x.elem, "q_norm_stats": sb / r * 4 * stats,
+                    "q_up_input": sb * ql / r * x.gemm_in})
+    kl = model.kv_lora_rank
+    out.update({"kv_norm_input": sb * kl / r * x.elem, "kv_norm_stats": sb / r * 4 * stats,
+                "kv_up_input": sb * kl / r * x.gemm_in,
+                "q": sb * qk / t * x.elem, "k": sb * qk / t * x.elem, "v": sb * v / t * x.elem})
+    return out
 
 
 def _mlp_inner(model: ModelShape, x: ActivationShape, tokens: float, ffn: int) -> dict[str, float]:
@@ -166,12 +195,42 @@ def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float
     if x.recompute == "full":
         r = x.t if x.sp else 1
         return x.s * x.b * model.hidden / r * x.elem   # the layer's input (checkpoint)
+    if x.recompute == "op":
+        return sum(op_saved_terms(model, x, moe_layer).values())
     return sum(layer_terms(model, x, moe_layer).values())
 
 
+def op_saved_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:
+    """What torchtitan's per-op selective checkpointing keeps of one layer (``_op_sac_save_list``
+    in torchtitan's llama3 parallelize.py: the outputs of ``aten.mm`` except every second one,
+    of the attention kernel and of reduce-scatters; everything else is recomputed from the
+    block's input). In a Llama block the matmuls run wq, wk, wv, wo, then w1, w3, w2 (GELU:
+    fc1, fc2), so wq, wv, w1 and w2 (fc1) outputs are kept; an MoE layer's routed experts run
+    ``_grouped_mm``, not in the list, and are recomputed (its router and shared experts are
+    matmuls, counted as the dense MLP's)."""
+    sb, h, t = x.s * x.b, model.hidden, x.t
+    r = t if x.sp else 1
+    q, kv = model.heads * model.dim_per_head, model.kv_dim
+    terms = {"block_input": sb * h / r * x.elem, "wq_out": sb * q / t * x.elem,
+             "wv_out": sb * kv / t * x.elem, "attn_out": sb * q / t * x.elem,
+             "softmax_lse": sb * (model.heads // t) * 4}
+    if moe_layer:
+        m = model.moe
+        terms["router_logits"] = sb / r * m.experts * x.elem
+        ffn = m.shared_experts * m.expert_ffn_hidden // t
+    else:
+        ffn = model.ffn_hidden // t
+    if ffn:
+        terms["fc1_out"] = sb * ffn * x.elem
+        if model.mlp == "swiglu":
+            terms["fc2_out"] = sb * h * x.elem
+    return terms
+
+
 def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
-    """Under full recompute, one layer's complete activations are rebuilt during its backward."""
-    if x.recompute != "full":
+    """Under full (or per-op) recompute, one layer's complete activations are rebuilt during its
+    backward."""
+    if x.recompute not in ("full", "op"):
         return 0.0
     return sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
                            moe_layer).values())

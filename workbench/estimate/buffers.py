@@ -28,6 +28,7 @@ import numpy as np
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.activations import ActivationShape
+from workbench.estimate.attention_shapes import qkv_widths
 from workbench.scenario.types import Parallel
 
 ALLOCATOR_FRACTION = 0.05
@@ -55,7 +56,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "fsdp_unsharded_grads": np.where(fsdp, np.where(pp > 1, stage_params * 4 + unit * cd,
                                                         unit * (cd + 4)), 0),
         "tp_comm": np.where(tp > 1, np.where(par.sp, 2, 1) * sb * model.hidden * x.elem, 0),
-        "cp_kv_ring": np.where(cp > 1, 2 * 2 * sb * model.kv_dim / tp * x.elem, 0),
+        "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
         "logits": np.where(has_head, sb * -(-model.vocab // tp) * (x.elem + 4), 0),
@@ -66,6 +67,12 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     return terms
 
 
-def allocator_allowance(everything_else: float) -> float:
-    """The stated allocator allowance on top of all other bytes."""
-    return ALLOCATOR_FRACTION * everything_else
+def reserved_bytes(engine, allocated):
+    """The caching allocator's peak reserved bytes for peak ``allocated`` (arrays allowed): the
+    engine's sourced reserved/allocated ratio, else ``1 + ALLOCATOR_FRACTION`` (the same stated
+    assumption). For ``generic`` the total already carries that allowance: reserved = total."""
+    if engine.allowance_in_total:
+        return allocated
+    ratio = engine.reserved_over_allocated if engine.reserved_over_allocated > 1 else \
+        1 + ALLOCATOR_FRACTION
+    return allocated * ratio

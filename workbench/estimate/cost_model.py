@@ -19,8 +19,12 @@ import numpy as np
 from workbench.estimate import activations as act
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
-from workbench.estimate.buffers import ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes
+from workbench.engines import ENGINES
+from workbench.estimate.buffers import (
+    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, reserved_bytes,
+)
 from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.pipeline_ranks import rank_rows
 from workbench.scenario.layouts import LayoutGrid
@@ -109,7 +113,7 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
         if kind in ("dense", "moe"):
             moe = kind == "moe"
             index = next((i for i in range(m.layers) if is_moe_layer(m, i) == moe), 0)
-            lp = layer_params(m, index, tp, ep)
+            lp = layer_params(m, index, tp, ep, par.etp)
             d.update(act=act.layer_bytes(m, x, moe), ws=act.full_recompute_working_set(m, x, moe),
                      pdense=lp.dense, pexpert=lp.expert,
                      tensors=eager_ops.layer_tensors(m, moe, local))
@@ -136,7 +140,9 @@ class Rows:
             rest, mb = divmod(c, 1024)
             rest, ep = divmod(rest, 65536)
             tp, cp = divmod(rest, 1024)
-            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager)
+            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager,
+                   tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
+                   base.parallel.expert_tp)
             if key not in cache:
                 cache[key] = _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
                                          pytorch_eager)
@@ -219,24 +225,72 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
     activ = layer_act * inflight / cpr
     activ = activ + rows.has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
     activ = activ + rows.has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
-    if tr.recompute == "full":
+    if tr.recompute in ("full", "op"):
         activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
                                    np.where(nm > 0, col("moe", "ws"), 0))
     x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
                             sp=G.sp)
     bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0)
+    eng = ENGINES[tr.engine]
+    if eng.unsharded_grad_bytes:
+        bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * (pdense + pexpert)
+    if eng.dp_bucket_bytes:
+        bufs["dp_buckets"] = np.where(G.dp * G.cp > 1, eng.dp_bucket_bytes, 0.0)
     bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
     rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
-    bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
+    if eng.allowance_in_total:
+        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
     buffers = sum(bufs.values())
     out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
            "expert_params": pexpert, "params": ms.params, "grads": ms.grads,
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": ms.params + ms.grads + ms.optimizer + activ + buffers,
+           "reserved": reserved_bytes(eng, ms.params + ms.grads + ms.optimizer + activ + buffers),
            "host": ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
            "nvme": ms.nvme}
     return out, bufs
+
+
+def communicators(par, gpus_per_node: int) -> list[tuple[object, object]]:
+    """(ranks, crosses nodes) of each NCCL communicator one GPU of the layout belongs to (numbers
+    or arrays; ranks 1 where the group does not exist): its data-parallel group over dp x cp
+    (and, under HSDP, the shard and replica groups), TP, CP, EP, the expert-data-parallel group,
+    and under pipelining one point-to-point communicator with each neighbour stage (PyTorch's
+    ProcessGroupNCCL creates one per peer pair for send/recv)."""
+    tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
+    dpcp = np.asarray(par.dp) * cp
+    sg = np.asarray(par.shard_group if par.shard_group is not None else 0)
+    sg = np.where(sg > 0, sg, dpcp)
+    out = []
+    # expert groups exist only under EP (without it the experts replicate with the dense weights)
+    edp = np.where(ep > 1, np.asarray(par.expert_data_parallel), 1)
+    for size, stride in ((sg, tp), (dpcp // np.maximum(sg, 1), tp * sg), (tp, 1), (cp, tp),
+                         (ep, np.asarray(par.etp)), (edp, np.asarray(par.etp) * ep)):
+        span = group_span(size, stride, gpus_per_node)
+        out.append((size, np.asarray(span.nodes) > 1))
+    world_stage = dpcp * tp
+    crosses = world_stage >= gpus_per_node
+    for _ in range(2):
+        out.append((np.where(pp > 1, 2, 1), crosses))
+    return out
+
+
+def device_overhead(hw, par) -> np.ndarray | float:
+    """What nvidia-smi shows beyond the allocator's reserved bytes for one GPU of each layout of
+    ``par`` (``device_memory.device_terms``: CUDA context, NCCL communicator buffers, library
+    workspaces). The NCCL term is a sum over communicators, so each communicator slot is
+    evaluated once per distinct (ranks, crosses nodes)."""
+    arch = hw.gpu.arch
+    fixed = sum(device_terms(arch, []).values())       # context and workspaces
+    total = 0.0
+    for size, crosses in communicators(par, hw.gpus_per_node):
+        code = np.asarray(size, dtype=np.int64) * 2 + np.asarray(crosses, dtype=np.int64)
+        uniq, inverse = np.unique(code, return_inverse=True)
+        each = np.array([communicator_bytes(arch, int(c) // 2, bool(c % 2)) for c in uniq])
+        total = total + each[inverse.reshape(np.shape(code))]
+    out = fixed + total
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dict:
@@ -333,7 +387,9 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
               "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
                             & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb
                                * TB)),
-              "fits": memory <= hbm_bytes(hw.gpu.memory_gb),
+              "fits": worst(mem["device"]) <= hbm_bytes(hw.gpu.memory_gb),
+              "reserved_per_gpu": worst(mem["reserved"]),
+              "device_per_gpu": worst(mem["device"]),
               "tokens_per_s": tr.seq_len * tr.global_batch / step,
               "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
               "host_per_node": host_node, "nvme_per_node": nvme_node, **terms,
@@ -357,6 +413,9 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     rows = Rows(base, g, every_rank, {} if cache is None else cache, pytorch_eager)
     vol = Volume(rows.n) if volume or not overlaps else None
     mem, bufs = _memory(base, rows)
+    # nvidia-smi's view: the same context and communicators on every rank of a layout
+    mem["device"] = mem["reserved"] + np.broadcast_to(device_overhead(base.hardware, g),
+                                                      len(g))[rows.layout_of]
     t = _times(base, rows, gpu, mem, vol)
     layout, serial = _per_step(base, g, rows, gpu, mem, t, vol, overlaps)
     rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,

@@ -6,7 +6,8 @@ backward is twice that (input gradient + weight gradient).
 
 Attention convention: *model* FLOPs (for MFU, as reported by Megatron-LM, PaLM and torchtitan)
 count the full s x s score matrix — 4·s·h_q FLOPs per token per layer forward (QK^T and AV),
-12·s·h_q forward + backward. *Executed* FLOPs for a causal FlashAttention kernel skip the masked
+12·s·h_q forward + backward. Multi-head latent attention: QK^T contracts over heads·(nope + rope)
+and AV produces heads·v_head_dim, 2·s·(heads·(nope+rope) + heads·v) per token forward. *Executed* FLOPs for a causal FlashAttention kernel skip the masked
 upper triangle, about half; FlashAttention's backward recomputes the scores, so it runs 5 matmuls
 to the forward's 2 (Dao 2023, FlashAttention-2 Sec. 3), i.e. 2.5 x the forward.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.catalog.types import ModelShape
+from workbench.estimate.attention_shapes import attention_gemm_macs, core_attention_widths
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,9 @@ class LayerFlops:
 
 def layer_flops(model: ModelShape, tokens: float, s_kv: float, moe_layer: bool) -> LayerFlops:
     """Forward FLOPs of one transformer layer."""
-    h, q, kv = model.hidden, model.heads * model.dim_per_head, model.kv_dim
+    h = model.hidden
     mats = 3 if model.mlp == "swiglu" else 2
-    gemm = 2 * tokens * (h * (q + 2 * kv) + q * h)
+    gemm = 2 * tokens * attention_gemm_macs(model)
     expert = 0.0
     if moe_layer:
         m = model.moe
@@ -40,7 +42,8 @@ def layer_flops(model: ModelShape, tokens: float, s_kv: float, moe_layer: bool) 
         gemm += expert + 2 * tokens * m.shared_experts * mats * h * m.expert_ffn_hidden
     else:
         gemm += 2 * tokens * mats * h * model.ffn_hidden
-    attention = 2 * 2 * tokens * s_kv * q
+    qk, v = core_attention_widths(model)
+    attention = 2 * 2 * tokens * s_kv * qk if qk == v else 2 * tokens * s_kv * (qk + v)
     return LayerFlops(gemm=gemm, attention=attention, expert_gemm=expert)
 
 

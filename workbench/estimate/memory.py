@@ -17,13 +17,18 @@ from workbench.units import memory_text
 
 @dataclass(frozen=True)
 class GPUMemory:
-    """Bytes on one GPU, by category (the contract's ``memory.per_gpu`` keys)."""
+    """Bytes on one GPU, by category (the contract's ``memory.per_gpu`` keys). ``total`` is
+    the allocator's peak allocated; ``reserved`` its peak reserved; ``device`` what nvidia-smi
+    shows (reserved + CUDA context + NCCL buffers + library workspaces), which ``fits``
+    judges."""
 
     params: float
     grads: float
     optimizer: float
     activations: float
     buffers: float
+    reserved: float = 0.0
+    device: float = 0.0
 
     @property
     def total(self) -> float:
@@ -31,7 +36,8 @@ class GPUMemory:
 
     def as_dict(self) -> dict[str, float]:
         return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
-                "activations": self.activations, "buffers": self.buffers, "total": self.total}
+                "activations": self.activations, "buffers": self.buffers, "total": self.total,
+                "reserved": self.reserved, "device": self.device}
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class MemoryEstimate:
 
     @property
     def fits(self) -> bool:
-        return self.per_gpu.total <= self.capacity
+        return self.per_gpu.device <= self.capacity
 
     @property
     def host_fits(self) -> bool:
@@ -85,7 +91,8 @@ def memory_warnings(s: Scenario, est: MemoryEstimate) -> list[str]:
     g = est.per_gpu
     if not est.fits:
         out.append(f"does not fit: the worst GPU (pipeline rank {est.worst.rank}) needs "
-                   f"{memory_text(g.total)} of {memory_text(est.capacity)} (a "
+                   f"{memory_text(g.device)} as nvidia-smi counts it ({memory_text(g.total)} "
+                   f"allocated) of {memory_text(est.capacity)} (a "
                    f"\"{s.hardware.gpu.memory_gb:g} GB\" GPU)")
     if s.training.offload != "none" and not est.host_fits:
         out.append(f"host memory: offload needs {memory_text(est.host_per_node)} per node, "

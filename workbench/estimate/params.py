@@ -1,7 +1,8 @@
 """Parameter counts: per layer, per pipeline rank, and per GPU after TP/EP sharding.
 
 Counting follows the shape family of ``ModelShape`` (the same rules the presets' expected counts
-use, see catalog/models.py): q/k/v/o projections with GQA, MLP (SwiGLU: 3·h·f; GELU: 2·h·f),
+use, see catalog/models.py): q/k/v/o projections with GQA or multi-head latent attention
+(estimate/attention_shapes.py), MLP (SwiGLU: 3·h·f; GELU: 2·h·f),
 MoE layers with a router of h·E, routed and shared experts, norms, embeddings and an untied head.
 Tensor-parallel sharding follows Megatron-LM (Shoeybi et al. 2019): q/k/v and the first MLP
 matrix column-parallel, o and the second MLP matrix row-parallel, embedding and head
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.catalog.types import ModelShape
+from workbench.estimate.attention_shapes import (attention_weights,
+                                                 sequence_parallel_attention_weights)
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Parallel
 
@@ -61,13 +64,9 @@ def _norm(model: ModelShape) -> int:
 
 
 def attention_params(model: ModelShape, tp: int = 1) -> int:
-    """Attention projections (+ biases) held by one TP rank."""
-    h, q, kv = model.hidden, model.heads * model.dim_per_head, model.kv_dim
-    sharded = h * q + 2 * h * kv + q * h
-    replicated = 0
-    if model.bias:
-        sharded += q + 2 * kv
-        replicated += h  # the row-parallel output bias is added after the all-reduce
+    """Attention projections (+ biases; MLA: + q/kv norms) held by one TP rank. MLA's
+    down-projections and q/kv norms are replicated over TP (attention_shapes)."""
+    sharded, replicated = attention_weights(model)
     return sharded // tp + replicated
 
 
@@ -76,8 +75,10 @@ def is_moe_layer(model: ModelShape, index: int) -> bool:
     return model.moe is not None and index >= model.moe.dense_layers
 
 
-def layer_params(model: ModelShape, index: int, tp: int = 1, ep: int = 1) -> LayerParams:
-    """Parameters of layer ``index`` held by one GPU of a (tp, ep) layout."""
+def layer_params(model: ModelShape, index: int, tp: int = 1, ep: int = 1,
+                 etp: int | None = None) -> LayerParams:
+    """Parameters of layer ``index`` held by one GPU of a (tp, ep) layout whose routed experts
+    are split over ``etp`` ranks (MoE parallel folding; default ``tp``)."""
     dense = attention_params(model, tp) + 2 * _norm(model)
     expert = 0
     moe = is_moe_layer(model, index)
@@ -87,7 +88,7 @@ def layer_params(model: ModelShape, index: int, tp: int = 1, ep: int = 1) -> Lay
         if m.shared_experts:
             s, r = _mlp(model, m.shared_experts * m.expert_ffn_hidden, tp)
             dense += s + r
-        s, r = _mlp(model, m.expert_ffn_hidden, tp)
+        s, r = _mlp(model, m.expert_ffn_hidden, etp or tp)
         expert = (m.experts // ep) * (s + r)
     else:
         s, r = _mlp(model, model.ffn_hidden, tp)
@@ -116,9 +117,13 @@ def sequence_parallel_replicated(model: ModelShape, layers, has_head):
     their gradients are partial sums that TP must add up. Megatron-LM also adds the biases of
     row-parallel layers to that all-reduce (they are added after the reduce-scatter); PyTorch's
     RowwiseParallel gives them full gradients (measured in the trials), so they are not
-    counted: h elements per bias, a few KB a step."""
+    counted: h elements per bias, a few KB a step. MLA layers add their replicated
+    down-projections and q/kv norms (``sequence_parallel_attention_weights``)."""
     norm_tensors = 2 if model.norm == "layernorm" else 1
     norms = 2 * layers + has_head
+    if model.mla:
+        el, ts = sequence_parallel_attention_weights(model)
+        return norms * _norm(model) + layers * el, norms * norm_tensors + layers * ts
     return norms * _norm(model), norms * norm_tensors
 
 

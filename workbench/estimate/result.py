@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.estimate.build_checks import Check
+from workbench.estimate.engine_terms import error_band
 from workbench.estimate.memory import MemoryEstimate
 from workbench.estimate.model_states import bytes_per_param
 from workbench.estimate.params import active_params, total_params
@@ -23,6 +24,12 @@ class Estimate:
     run: RunEstimate
     checks: list[Check] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def error_band(self) -> dict | None:
+        """The leave-one-source-out step-time error of this engine in this regime (dense or
+        MoE): {"median", "runs", "kind"} from workbench/engines/fitted.json."""
+        return error_band(self.scenario.training.engine, self.scenario.model.moe is not None)
 
     @property
     def assumptions(self) -> list[str]:
@@ -46,6 +53,7 @@ class Estimate:
         b = bytes_per_param(s.training.precision, s.training.optimizer, s.parallel.zero)
         return {
             "scenario": {"model": s.model.name, "gpu": s.hardware.gpu.name,
+                         "engine": s.training.engine,
                          "gpus": s.hardware.world, "layout": dict(s.document["parallel"])},
             "model": {"params": total_params(s.model), "active_params": active_params(s.model),
                       "microbatches": s.microbatches},
@@ -54,7 +62,11 @@ class Estimate:
                 "worst_pipeline_rank": m.worst.rank,
                 "capacity": m.capacity,
                 "fits": m.fits,
-                "headroom": m.capacity - m.per_gpu.total,
+                "headroom": m.capacity - m.per_gpu.device,
+                "kinds": {"total": "peak allocated (torch.cuda.max_memory_allocated)",
+                          "reserved": "peak reserved (torch.cuda.max_memory_reserved)",
+                          "device": "nvidia-smi / DCGM (reserved + CUDA context + NCCL + "
+                                    "workspaces); fits judges this one"},
                 "host_per_node": m.host_per_node,
                 "host_capacity_per_node": m.host_capacity_per_node,
                 "host_fits": m.host_fits,
@@ -76,6 +88,7 @@ class Estimate:
                 "step": t.step, "compute": t.compute, "recompute": t.recompute,
                 "bubble": t.bubble, "offload": t.offload, "optimizer": t.optimizer,
                 "comm_exposed": dict(t.comm_exposed),
+                "error_band": self.error_band,
                 "per_stage": [{"pipeline_rank": g.rank, "forward": g.fwd, "backward": g.bwd,
                                "weight_grad": g.wgrad, "recompute": g.recompute,
                                "comm_exposed": dict(g.comm)} for g in t.stages],

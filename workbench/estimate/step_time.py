@@ -24,8 +24,12 @@ from workbench.estimate.arrays import plain
 
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
+from workbench.estimate.attention_shapes import (
+    attention_gemm_input_width, attention_gemms, qkv_widths, tp_gather_width,
+)
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.engine_terms import conventions
 from workbench.estimate.flops import layer_flops
 from workbench.estimate.params import sequence_parallel_replicated
 from workbench.scenario.types import Scenario
@@ -93,35 +97,43 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     t, cp = par.tp, par.cp
     e = compute_dtype_bytes(prec)
     tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
-    h, q, kv = m.hidden, m.heads * m.dim_per_head, m.kv_dim
+    h = m.hidden
     r = t if par.sp else 1
     gpn = hw.gpus_per_node
     tp_span = group_span(t, 1, gpn)
     cp_span = group_span(cp, t, gpn)
-    ep_span = group_span(par.ep, t, gpn)
+    et = par.etp                                          # the experts' TP degree
+    ep_span = group_span(par.ep, et, gpn)
     mats = 3 if m.mlp == "swiglu" else 2
     passes = 3 if tr.recompute == "full" else 2          # forward, backward, recomputed forward
+    run = conventions(s)
 
     def layer(moe: bool) -> BlockCost:
         comm = {"tp": 0.0, "cp": 0.0, "ep": 0.0}
         volume = []
+        ge = 0.0                                  # the routed experts' grouped GEMMs
         lf = layer_flops(m, tokens, tr.seq_len, moe)
-        g = eff.gemm_time(tokens, (q + 2 * kv) / t, h, gpu, prec)
-        g += eff.gemm_time(tokens, h, q / t, gpu, prec)
+        g = sum(eff.gemm_time(tokens * a.rows, a.n, a.k, gpu, prec, a.count)
+                for a in attention_gemms(m, t, par.sp))
         # Memory-bound bytes, fused kernels (Megatron-LM / Transformer Engine style), forward:
         # 2 norms (read x, write y), 2 residual adds (read 2, write 1), RoPE on q and k, and the
         # q/k/v layout copy; the backward reads and writes about twice as much (norm backward
         # reads x and dy and writes dx; RoPE and layout again; gradient adds at branch merges).
-        mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * q + 3 * kv) / t * e
+        qw, kw, vw = qkv_widths(m)
+        mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
         if moe:
             mo = m.moe
-            routed = tokens * mo.top_k * (mo.capacity_factor or 1.0)
+            # Tokens this GPU's experts process: k copies of its tokens (balanced routing). With
+            # MoE parallel folding the expert-TP group is et of the t ranks holding the same
+            # tokens, so each GPU takes et/t of the TP group's routed tokens.
+            routed = tokens * mo.top_k * (mo.capacity_factor or 1.0) * et / t
             local_experts = mo.experts // par.ep
             rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
-            fe = mo.expert_ffn_hidden / t
+            fe = mo.expert_ffn_hidden / et
             g += eff.gemm_time(tokens, mo.experts, h, gpu, prec)
-            g += eff.gemm_time(rows, (mats - 1) * fe, h, gpu, prec, local_experts)
-            g += eff.gemm_time(rows, h, fe, gpu, prec, local_experts)
+            ge = (eff.gemm_time(rows, (mats - 1) * fe, h, gpu, prec, local_experts)
+                  + eff.gemm_time(rows, h, fe, gpu, prec, local_experts))
+            g += ge
             if mo.shared_experts:
                 sf = mo.shared_experts * mo.expert_ffn_hidden / t
                 g += eff.gemm_time(tokens, (mats - 1) * sf, h, gpu, prec)
@@ -139,12 +151,16 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
             g += eff.gemm_time(tokens, h, f, gpu, prec)
             mem += (mats + 1) * tokens * f * e     # activation: read gate/up, write product
-        if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit
-            mem += 3 * tokens * (h + q / t + h + m.ffn_hidden / t) * (e + 1)
+        mem *= run.elementwise_traffic
+        if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit (x the recipe's passes)
+            mem += (3 * tokens * (attention_gemm_input_width(m, t) + h + m.ffn_hidden / t)
+                    * (e + 1)
+                    * run.fp8_cast_passes)
+            g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
         causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
-        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention)
-        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention)
+        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention) * run.attention_factor
+        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention) * run.attention_factor
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)
@@ -154,28 +170,52 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             recompute = g + a_f + mem_t
         elif tr.recompute == "selective" and not tr.flash:
             recompute = a_f
+        elif tr.recompute == "op":
+            # torchtitan's per-op policy saves the outputs of matmuls (all but every second
+            # one), attention and reduce-scatters, and recomputes the rest: the memory-bound
+            # forward, every second projection GEMM, and the routed experts' grouped GEMMs
+            # (``_grouped_mm`` is not in its save list).
+            recompute = mem_t + (g - ge) / 2 + ge
         if cp > 1:   # ring attention: cp-1 K/V block passes forward, K/V + dK/dV backward
-            block = 2 * tokens * kv / t * e
+            block = tokens * (kw + vw) / t * e
             step_t = collective_time("send_recv", block, cp_span, hw)
             ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
             comm["cp"] = max(0.0, ring_f - a_f) + max(0.0, ring_b - a_b)
             volume.append(("cp", "send_recv", block, 3 * (cp - 1)))
         if t > 1:   # two TP collectives per layer per pass (Korthikanti et al. 2022 Sec. 4.2)
             nbytes = tokens * h * e
-            kinds = ("all_gather", "reduce_scatter") if par.sp else ("all_reduce",)
-            comm["tp"] = 2 * passes * sum(collective_time(k, nbytes, tp_span, hw) for k in kinds)
-            volume += [("tp", k, nbytes, 2 * passes) for k in kinds]
+            # (collective, bytes) per pass: under SP the attention gathers what its first
+            # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width)
+            ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
+                    ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if par.sp
+                   else [("all_reduce", nbytes), ("all_reduce", nbytes)])
+            per_pass = sum(collective_time(k, b, tp_span, hw) for k, b in ops)
+            if par.async_tp:
+                # Async TP (torchtitan micro-pipelined TP; Megatron/TE --tp-comm-overlap) splits
+                # each all-gather / reduce-scatter into chunks that run under the GEMM they
+                # feed: only what outlasts the pass's GEMMs (forward g, backward 2g) shows.
+                comm["tp"] = (max(0.0, per_pass - g) * (passes - 1)
+                              + max(0.0, per_pass - 2 * g))
+            else:
+                comm["tp"] = passes * per_pass
+            volume += [("tp", k, b, passes) for k, b in ops]
         ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
         mem_t += eff.runtime_ops(gpu, ops_f)
         mem_b += eff.runtime_ops(gpu, 0, ops_b)
-        return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
-                         recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
+        fwd, bwd = g + a_f + mem_t, 2 * g + a_b + mem_b
+        if moe:   # routing, permutation bookkeeping and the dispatcher's token-count sync
+            fwd, bwd = fwd + run.moe_layer_s, bwd + run.moe_layer_s
+            recompute += run.moe_layer_s if tr.recompute in ("full", "op") else 0.0
+        k = run.time_factor
+        return BlockCost(fwd=k * fwd, bwd=k * bwd, wgrad=k * g, recompute=k * recompute,
+                         comm=tuple(comm.items()), volume=tuple(volume))
 
     g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
     mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
     ops_f, ops_b = eager_ops.head_ops(m)
-    head = BlockCost(fwd=g + mem_t + eff.runtime_ops(gpu, ops_f),
-                     bwd=2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b), wgrad=g)
+    k = run.time_factor
+    head = BlockCost(fwd=k * (g + mem_t + eff.runtime_ops(gpu, ops_f)),
+                     bwd=k * (2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b)), wgrad=k * g)
     ops_f, ops_b = eager_ops.embedding_ops(m)
     embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f), bwd=eff.runtime_ops(gpu, 0, ops_b))
     if t > 1:

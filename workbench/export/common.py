@@ -111,3 +111,61 @@ def train_samples(s: Scenario) -> int:
 def train_steps(s: Scenario) -> int:
     """Optimizer steps in the run (``training.tokens`` over tokens per step, rounded up)."""
     return train_samples(s) // s.training.global_batch
+
+
+# ---------------------------------------------------------------- engines and their switches
+class Exported(str):
+    """An export's text, plus ``.warnings``: what the file says, in comments, the target does
+    not carry over (the estimate's engine, switches it has no setting for, approximations).
+    A ``str``, so whatever prints or parses an export is unchanged."""
+
+    warnings: tuple[str, ...] = ()
+
+    def __new__(cls, text: str, warnings: list[str] | tuple[str, ...] = ()) -> Exported:
+        obj = super().__new__(cls, text)
+        obj.warnings = tuple(warnings)
+        return obj
+
+
+def spelling(engine: str, switch: str) -> str:
+    """The engine's own flag / config key for ``switch``: the first word of its
+    ``workbench.engines.ENGINES[engine].flags`` entry, where it is cited (one place per
+    spelling; the rest of the entry describes values)."""
+    from workbench.engines import ENGINES
+    return ENGINES[engine].flags[switch].split()[0]
+
+
+def fp8_recipe(s: Scenario) -> str | None:
+    """The FP8 recipe the estimate ran with: ``training.fp8_recipe``, else the scenario
+    engine's default (None for generic and without fp8 precision)."""
+    from workbench.engines import ENGINES
+    if s.training.precision != "fp8":
+        return None
+    return s.training.fp8_recipe or ENGINES[s.training.engine].fp8_default
+
+
+def _word(value: object) -> str:
+    """A scenario value as the YAML file writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Notes:
+    """What a target does not carry over, collected as one line each: a comment in the file
+    and a warning in the :class:`Exported` result. Starts with the engine mismatch: a scenario
+    estimated for engine X (other than generic) exported to engine Y's format."""
+
+    def __init__(self, s: Scenario, engine: str, target: str) -> None:
+        self.items: list[str] = []
+        name = s.training.engine
+        if name not in ("generic", engine):
+            self.items.append(
+                f"training.engine = {name}: the estimate was for {name}, this export is for "
+                f"{target}, whose memory and step time differ (estimate it with --set "
+                f"training.engine={engine})")
+
+    def add(self, path: str, value: object, why: str) -> None:
+        self.items.append(f"{path} = {_word(value)}: {why}")

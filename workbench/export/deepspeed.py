@@ -20,15 +20,26 @@ Ulysses is not ring attention. Export those layouts with ``--to megatron`` or
 ``--to torchtitan``. Also refused: HSDP shard groups (MiCS, DeepSpeed's hierarchical sharding,
 was removed: config.py rejects ``mics_shard_size``) and fp8 (DeepSpeed has no FP8 training
 switch; FP8 comes from Transformer Engine layers in the model).
+
+Engine switches (contract 1 additions): the config has no setting for any of them. fp8_recipe,
+async_tp and expert_tp come with layouts refused above; ``training.compile`` is
+``model_engine.compile()`` in the training script (deepspeed/runtime/engine.py
+DeepSpeedEngine.compile; the JSON ``compile`` section's ``deepcompile`` is DeepCompile, a
+different feature), and ``training.recompute: op`` (torchtitan's per-op SAC) is, like the
+other policies, chosen where the model calls checkpoint(). What does not carry over (those, and
+a scenario estimated for another engine) is listed under the top-level key ``"_comment"``,
+which DeepSpeed ignores (the JSON has no comments), and returned as the :class:`Exported`
+result's warnings.
 """
 from __future__ import annotations
 
 import json
 
-from workbench.export.common import Refusals, Source
+from workbench.export.common import Exported, Notes, Refusals, Source
 from workbench.scenario.types import Scenario
 
 TARGET = "DeepSpeed"
+ENGINE = "deepspeed"   # the workbench.engines record whose switches this config carries
 NVME_PATH = "/local_nvme"   # DeepSpeed's documented example path: point it at the NVMe mount
 
 
@@ -103,6 +114,29 @@ def deepspeed_config(s: Scenario) -> dict:
     return cfg
 
 
-def to_deepspeed(s: Scenario, source: Source = Source()) -> str:
-    """The DeepSpeed config as JSON text (no comments: DeepSpeed reads it with a JSON parser)."""
-    return json.dumps(deepspeed_config(s), indent=2) + "\n"
+def _notes(s: Scenario) -> list[str]:
+    par, tr = s.parallel, s.training
+    n = Notes(s, ENGINE, TARGET)
+    if tr.compile:
+        n.add("training.compile", True, "no config switch: call model_engine.compile() after "
+              "deepspeed.initialize (DeepSpeedEngine.compile)")
+    if tr.recompute == "op":
+        n.add("training.recompute", "op", "torchtitan's per-op SAC: pass a selective "
+              "checkpoint policy where the model calls checkpoint(); the config only sets up "
+              "deepspeed.checkpointing")
+    if par.async_tp:
+        n.add("parallel.async_tp", True, "no tensor parallelism in a DeepSpeed config; not "
+              "exported")
+    if par.expert_tp is not None:
+        n.add("parallel.expert_tp", par.expert_tp, "no expert parallelism in a DeepSpeed "
+              "config; not exported")
+    return n.items
+
+
+def to_deepspeed(s: Scenario, source: Source = Source()) -> Exported:
+    """The DeepSpeed config as JSON text (HF Trainer and others read it with a JSON parser, so
+    notes go under ``"_comment"``), with ``.warnings`` for what does not carry over."""
+    cfg, notes = deepspeed_config(s), _notes(s)
+    if notes:
+        cfg = {"_comment": notes, **cfg}
+    return Exported(json.dumps(cfg, indent=2) + "\n", notes)

@@ -23,20 +23,40 @@ REFUSED (an :class:`ExportError` naming the field): gpipe, zero-bubble and dualp
 (Megatron-LM trains with 1F1B or interleaved 1F1B only); ZeRO-2/3 with pp > 1 or with an HSDP
 shard group (Megatron-FSDP lists TP/EP/CP support, ``--use-torch-fsdp2`` asserts pp == 1);
 offload of gradients/parameters or to NVMe (Megatron offloads optimizer states to CPU only:
-``--optimizer-cpu-offload``); fp16 with EP (validate_args asserts against it).
+``--optimizer-cpu-offload``); fp16 with EP (validate_args asserts against it); async TP without
+sequence parallelism (validate_args: "Tensor parallel communication/GEMM overlap can happen only
+when sequence parallelism is enabled").
+
+Engine switches (contract 1 additions), flags from the megatron engine record's ``flags``
+(workbench/engines/megatron.py), checked against arguments.py at the commit above:
+``parallel.async_tp`` -> ``--tp-comm-overlap`` (tp > 1, with ``--sequence-parallel``);
+``training.fp8_recipe`` -> ``--fp8-recipe`` (:data:`FP8_RECIPE`; null: no flag, Megatron's
+default delayed); ``parallel.expert_tp`` -> ``--expert-tensor-parallel-size``. No Megatron
+equivalent, so a header comment and a warning in the :class:`Exported` result: training.compile
+(no torch.compile argument), recompute op (torchtitan's per-op SAC; exported as selective), and
+a scenario estimated for another engine.
 """
 from __future__ import annotations
 
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
-    Refusals, Source, layout_summary, model_label, shell_command, shell_word, train_samples,
+    Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, shell_command,
+    shell_word, spelling, train_samples,
 )
 from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 TARGET = "Megatron-LM"
+ENGINE = "megatron"   # the workbench.engines record whose switches this launch carries
 MEGATRON_COMMIT = "000c4ac24f61159c138b0975def722c65245983c"
+
+# training.fp8_recipe -> --fp8-recipe (arguments.py _add_transformer_engine_args choices
+# tensorwise | delayed | mxfp8 | blockwise | custom). torchao's rowwise (per-row scales) has no
+# Megatron recipe; blockwise (Transformer Engine Float8BlockScaling, 1x128 tiles) is the
+# closest finer-than-tensor scaling, exported with a note.
+FP8_RECIPE = {"tensorwise": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8",
+              "rowwise": "blockwise"}
 
 # training.attention -> --attention-backend (megatron/core/transformer/enums.py AttnBackend)
 ATTENTION = {"flash2": "flash", "flash3": "flash", "cudnn": "fused", "eager": "unfused"}
@@ -72,7 +92,32 @@ def _check(s: Scenario) -> None:
     if tr.precision == "fp16" and par.ep > 1:
         no.add("training.precision", "fp16", "validate_args: expert parallelism is not "
                "supported with fp16; use bf16")
+    if par.async_tp and par.tp > 1 and not par.sp:
+        no.add("parallel.sequence_parallel", False, "validate_args: --tp-comm-overlap "
+               "(parallel.async_tp) needs --sequence-parallel")
     no.raise_any()
+
+
+def _notes(s: Scenario) -> Notes:
+    """What the launch does not carry over (header comments and the result's warnings)."""
+    par, tr = s.parallel, s.training
+    n = Notes(s, ENGINE, TARGET)
+    if tr.compile:
+        n.add("training.compile", True, "Megatron-LM has no torch.compile argument (its fused "
+              "kernels come from Transformer Engine); not exported")
+    if par.async_tp and par.tp == 1:
+        n.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
+              "--tp-comm-overlap not exported")
+    if fp8_recipe(s) == "rowwise":
+        n.add("training.fp8_recipe", "rowwise", "Megatron-LM has no rowwise scaling; exported "
+              "--fp8-recipe blockwise (1x128 tiles), the closest")
+    if tr.recompute == "op":
+        n.add("training.recompute", "op", "Megatron-LM has no per-op selective checkpointing; "
+              "exported --recompute-granularity selective (core attention), which keeps more "
+              "activations than torchtitan's op-level SAC")
+    if par.expert_tp is not None and s.model.moe is None:
+        n.add("parallel.expert_tp", par.expert_tp, "no effect on a dense model; not exported")
+    return n
 
 
 def _pipeline_layout(s: Scenario) -> str:
@@ -111,6 +156,8 @@ def megatron_args(s: Scenario) -> list[str]:
     add("--tensor-model-parallel-size", par.tp)
     if par.sp:
         add("--sequence-parallel")
+    if par.async_tp and par.tp > 1:
+        add(spelling(ENGINE, "async_tp"))   # TE userbuffers: TP collectives overlap GEMMs
     add("--pipeline-model-parallel-size", par.pp)
     if par.pp > 1:
         if m.layers % (par.pp * par.chunks_per_rank):
@@ -136,6 +183,9 @@ def megatron_args(s: Scenario) -> list[str]:
             add("--moe-expert-capacity-factor", m.moe.capacity_factor)
         add("--moe-token-dispatcher-type", "alltoall")   # EP all-to-all, as the estimator
         add("--expert-model-parallel-size", par.ep)
+        if par.expert_tp is not None:
+            # MoE parallel folding; unset = --tensor-model-parallel-size (validate_args)
+            add(spelling(ENGINE, "expert_tp"), par.expert_tp)
 
     # --- ZeRO (_add_distributed_args): Megatron's distributed optimizer is ZeRO-1
     if par.zero == 1:
@@ -199,6 +249,8 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--fp16")
     if tr.precision == "fp8":
         add("--fp8-format", "hybrid")   # E4M3 forward, E5M2 gradients (Transformer Engine)
+        if fp8_recipe(s):   # null under generic: no flag, Megatron's default (delayed)
+            add(spelling(ENGINE, "fp8_recipe"), FP8_RECIPE[fp8_recipe(s)])
 
     # --- recompute (_add_training_args): selective's default module is core_attn, which is
     # Korthikanti et al.'s selective recompute, the estimator's
@@ -206,7 +258,7 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--recompute-granularity", "full")
         add("--recompute-method", "uniform")
         add("--recompute-num-layers", 1)
-    elif tr.recompute == "selective":
+    elif tr.recompute in ("selective", "op"):   # op: the closest, with a note (_notes)
         add("--recompute-granularity", "selective")
 
     # --- optimizer: Megatron's "adam" is AdamW (decoupled weight decay)
@@ -232,15 +284,18 @@ def megatron_args(s: Scenario) -> list[str]:
     return a
 
 
-def to_megatron(s: Scenario, source: Source = Source()) -> str:
+def to_megatron(s: Scenario, source: Source = Source()) -> Exported:
     """A bash launch of ``pretrain_gpt.py`` with the arguments (run from a Megatron-LM checkout
-    on every node); ``source`` is unused."""
+    on every node), with ``.warnings`` for what does not carry over (also comments);
+    ``source`` is unused."""
     par, hw = s.parallel, s.hardware
     args = megatron_args(s)
+    notes = _notes(s).items
     lines = ["#!/bin/bash",
              f"# Megatron-LM pretrain_gpt.py for {model_label(s)}, {layout_summary(s)}.",
              f"# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py @ {MEGATRON_COMMIT}.",
              "# Run from a Megatron-LM checkout on every node; MASTER_ADDR is the first node.",
+             *(f"# NOTE: {w}" for w in notes),
              "set -euo pipefail",
              master_addr_line(s)]
     if (par.tp > 1 or par.cp > 1) and par.zero < 2:
@@ -262,4 +317,4 @@ def to_megatron(s: Scenario, source: Source = Source()) -> str:
               "--rdzv-backend=c10d", f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}",
               "--rdzv-id=megatron", "pretrain_gpt.py"]
     lines.append(shell_command(launch) + ' "${MEGATRON_ARGS[@]}"')
-    return "\n".join(lines) + "\n"
+    return Exported("\n".join(lines) + "\n", notes)

@@ -18,6 +18,19 @@ do not hold whole CP groups, and EP degrees that do not divide FSDP x CP. What t
 expresses only approximately is kept with a TOML comment saying so: selective recompute
 (torchtitan's is op-level, not Korthikanti's attention-only recompute), the attention kernel
 (SDPA picks it) and model shapes that are not a registered torchtitan flavor.
+
+Engine switches (contract 1 additions), keys from the torchtitan engine record's ``flags``
+(workbench/engines/torchtitan.py) and checked against pytorch/torchtitan v0.2.2 =
+commit 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce ``torchtitan/config/job_config.py`` (the file
+whose hash the tests' schema stores): ``training.compile`` -> ``[compile] enable``,
+``components = ["model", "loss"]``; ``parallel.async_tp`` ->
+``parallelism.enable_async_tensor_parallel`` (torchtitan/distributed/tensor_parallel.py
+maybe_enable_async_tp raises without compile, so async TP turns compile on, with a note);
+``training.fp8_recipe`` -> :data:`FP8`; ``training.recompute: op`` -> ``mode = "selective"``,
+``selective_ac_option = "op"``; ``parallel.expert_tp`` -> ``expert_tensor_parallel_degree``
+(1 or tp only: parallel_dims.py asserts "ETP=TP or ETP=1"). What does not carry over (a
+scenario estimated for another engine, Megatron's delayed scaling) is a header comment and a
+warning in the :class:`Exported` result.
 """
 from __future__ import annotations
 
@@ -26,12 +39,24 @@ from dataclasses import dataclass, field
 
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
-    Refusals, Source, layout_summary, model_label, preset_key, train_steps,
+    Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, preset_key,
+    spelling, train_steps,
 )
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 TARGET = "torchtitan"
+ENGINE = "torchtitan"   # the workbench.engines record whose switches this format carries
+
+# training.fp8_recipe -> (model.converters entry = its config table, recipe_name or None).
+# torchtitan v0.2.2 (commit above): components/quantization/float8.py registers
+# "quantize.linear.float8"; with recipe_name unset it builds tensorwise scaling (and asserts
+# that recipe_name is not combined with enable_fsdp_float8_all_gather), recipe_name choices
+# tensorwise | rowwise | rowwise_with_gw_hp (job_config.py Float8Linear); mx.py registers
+# "quantize.linear.mx", recipe "mxfp8_cublas" (docs/mxfp8.md; SM100+ only).
+FP8 = {"tensorwise": ("quantize.linear.float8", None),
+       "rowwise": ("quantize.linear.float8", "rowwise"),
+       "mxfp8": ("quantize.linear.mx", "mxfp8_cublas")}
 
 
 # Presets that are registered torchtitan flavors (torchtitan/models/<name>/__init__.py).
@@ -62,6 +87,13 @@ def _toml(value: object) -> str:
     raise TypeError(f"no TOML form for {value!r}")
 
 
+def _put(sec: Section, key: str, value: object, comment: str = "") -> None:
+    """Set a dotted job-config key (``parallelism.enable_async_tensor_parallel``) in its table."""
+    table, _, name = key.rpartition(".")
+    assert table == sec.name, f"{key} does not belong in [{sec.name}]"
+    sec.set(name, value, comment)
+
+
 def _render(sections: list[Section], header: list[str]) -> str:
     out = [f"# {h}" if h else "#" for h in header]
     for sec in sections:
@@ -83,12 +115,15 @@ def _fqns_per_stage(s: Scenario) -> list[list[str]]:
     return parts
 
 
-def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
-    """The job config's tables and the header comments; raises ExportError listing every
-    field torchtitan cannot express."""
+def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str]]:
+    """The job config's tables, the header comments and the warnings (what does not carry
+    over, also in the header); raises ExportError listing every field torchtitan cannot
+    express."""
     par, tr, m = s.parallel, s.training, s.model
     no = Refusals(TARGET)
     notes: list[str] = []
+    warn = Notes(s, ENGINE, TARGET)
+    etp = par.etp if par.ep > 1 else 1   # torchtitan: etp has no effect with ep = 1
 
     # --- data parallelism: job_config.py Parallelism.data_parallel_{replicate,shard}_degree;
     # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp == world, FSDP over dp_shard x cp.
@@ -112,10 +147,14 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
         else:
             shard = par.shard_group // par.cp
             replicate = par.dp * par.cp // par.shard_group
-    if par.ep > 1 and (shard * par.cp) % par.ep:
-        # parallel_dims.py (etp = tp): efsdp = dp_shard * cp / ep must be a whole number
-        no.add("parallel.ep", par.ep, f"torchtitan takes EP ranks from dp_shard x cp = "
-               f"{shard * par.cp} (the FSDP group, not the HSDP replicas)")
+    if par.ep > 1 and etp not in (1, par.tp):
+        no.add("parallel.expert_tp", par.expert_tp, f"torchtitan's expert TP is 1 or tp = "
+               f"{par.tp} (parallel_dims.py: 'Currently we only support ETP=TP or ETP=1')")
+    elif par.ep > 1 and (shard * par.cp * par.tp) % (etp * par.ep):
+        # parallel_dims.py: efsdp = dp_shard * cp * tp / (etp * ep) must be a whole number
+        no.add("parallel.ep", par.ep, f"torchtitan takes EP ranks from dp_shard x cp "
+               f"{'x tp ' if etp == 1 and par.tp > 1 else ''}= "
+               f"{shard * par.cp * par.tp // etp} (the FSDP group, not the HSDP replicas)")
     if par.tp > 1 and not par.sequence_parallel:
         no.add("parallel.sequence_parallel", False, "torchtitan 0.2.x always applies sequence "
                "parallelism with TP (0.3.0 has parallelism.enable_sequence_parallel)")
@@ -128,7 +167,27 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
     if tr.optimizer != "adamw":
         no.add("training.optimizer", tr.optimizer, "torchtitan builds Adam or AdamW only "
                "(components/optimizer.py)")
+    recipe = fp8_recipe(s) or ("tensorwise" if tr.precision == "fp8" else None)
+    if recipe not in (None, *FP8):
+        warn.add("training.fp8_recipe", recipe, f"torchtitan has no {recipe} scaling "
+                 "(job_config.py Float8Linear: tensorwise, rowwise; MX); exported tensorwise")
+        recipe = "tensorwise"
+    tp_overlap = par.async_tp and par.tp > 1
+    compiled = tr.compile or tp_overlap
+    if recipe == "mxfp8" and compiled and par.tp > 1:
+        no.add("training.fp8_recipe", "mxfp8", "torchtitan asserts 'TP not yet supported with "
+               "torch.compile for mxfp8' (components/quantization/mx.py)")
     no.raise_any()
+    if par.async_tp and par.tp == 1:
+        warn.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
+                 "enable_async_tensor_parallel stays false")
+    if tp_overlap and not tr.compile:
+        warn.add("parallel.async_tp", True, "torchtitan's async TP needs torch.compile "
+                 "(tensor_parallel.py maybe_enable_async_tp raises without it), so compile.enable "
+                 "= true although the estimate has training.compile = false")
+    if par.expert_tp is not None and par.ep == 1:
+        warn.add("parallel.expert_tp", par.expert_tp, "no effect without expert parallelism "
+                 "(ep = 1; torchtitan ignores expert TP then)")
 
     job = Section("job")
     job.set("description", f"{model_label(s)}: {layout_summary(s)}")
@@ -149,9 +208,9 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
                      f"{m.hidden}, heads {m.heads}, kv_heads {m.kv_heads}, ffn {m.ffn_hidden}, "
                      f"vocab {m.vocab}" + (f", {m.moe.experts} experts top-{m.moe.top_k} of "
                                            f"ffn {m.moe.expert_ffn_hidden}" if m.moe else ""))
-    if tr.precision == "fp8":
-        # torchao float8 linears (components/quantization/float8.py registers this converter)
-        model.set("converters", ["quantize.linear.float8"], "FP8 matmuls (torchao)")
+    if recipe:
+        # torchao float8 / MX linears (the converter names FP8 cites)
+        model.set("converters", [FP8[recipe][0]], "FP8 matmuls (torchao)")
 
     training = Section("training")
     if par.pp > 1:
@@ -185,7 +244,8 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
                "default: reshard unless pipeline parallel (as the estimator assumes)"
                if policy == "default" else "")
     pl.set("tensor_parallel_degree", par.tp, "with sequence parallelism" if par.tp > 1 else "")
-    pl.set("enable_async_tensor_parallel", False)
+    _put(pl, spelling(ENGINE, "async_tp"), tp_overlap,
+         "TP collectives overlapped with their matmuls (needs compile)" if tp_overlap else "")
     pl.set("pipeline_parallel_degree", par.pp)
     if par.pp > 1:
         # the string torchtitan passes to get_schedule_class()
@@ -200,38 +260,58 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str]]:
         pl.set("expert_parallel_degree", par.ep)
         # the workbench splits experts over TP as well (validate.py: expert_ffn_hidden % tp),
         # which is torchtitan's etp = tp
-        pl.set("expert_tensor_parallel_degree", par.tp if par.ep > 1 else 1)
+        # (parallel.expert_tp 1 = folding: EP takes its ranks from dp_shard x cp x tp)
+        _put(pl, spelling(ENGINE, "expert_tp"), etp)
 
     ac = Section("activation_checkpoint")
-    ac.set("mode", tr.recompute)
+    # job_config.py ActivationCheckpoint: mode none|selective|full|memory_budget,
+    # selective_ac_option 'op' (per-op SAC) or an int (every n-th layer)
+    ac.set("mode", "selective" if tr.recompute == "op" else tr.recompute)
     if tr.recompute == "selective":
+        # torchtitan has no attention-only recompute; per-op SAC is its closest selective mode
         ac.set("selective_ac_option", "op", "op-level SAC: recomputes about half the matmuls, "
                "not only attention as the estimator's selective (Korthikanti et al.) does")
+    elif tr.recompute == "op":
+        ac.set("selective_ac_option", "op", "per-op selective checkpointing (training.recompute "
+               "op)")
 
     opt = Section("optimizer")
     opt.set("name", "AdamW")
 
     sections = [job, model, training, pl, ac, opt]
-    if tr.precision == "fp8":
-        f8 = Section("quantize.linear.float8")
-        f8.set("recipe_name", "tensorwise")
-        if par.zero == 3:
-            # float8 all-gather is for tensorwise scaling with FSDP (job_config.py Float8Linear)
-            f8.set("enable_fsdp_float8_all_gather", True)
+    if compiled:
+        comp = Section("compile")
+        _put(comp, spelling(ENGINE, "compile"), True)
+        # job_config.py Compile's default: each TransformerBlock (parallelize.py apply_compile)
+        # and the loss
+        comp.set("components", ["model", "loss"])
+        sections.append(comp)
+    if recipe:
+        table, name = FP8[recipe]
+        f8 = Section(table)
+        if name:
+            f8.set("recipe_name", name, "MXFP8 linears (Blackwell, SM100+)"
+                   if recipe == "mxfp8" else "")
+        elif par.zero == 3:
+            # tensorwise = recipe_name unset; float8 all-gather is for tensorwise scaling with
+            # FSDP (job_config.py Float8Linear) and asserts against a recipe_name (float8.py)
+            f8.set("enable_fsdp_float8_all_gather", True, "tensorwise scaling (no recipe_name)")
             f8.set("precompute_float8_dynamic_scale_for_fsdp", True)
-        f8.set("filter_fqns", ["output"], "keep the output projection in bf16")
+        f8.set("filter_fqns", ["output"], "keep the output projection in bf16"
+               + ("" if name or par.zero == 3 else "; tensorwise scaling (no recipe_name)"))
         sections.append(f8)
 
     if tr.attention == "eager":
         notes.append("attention: torchtitan uses SDPA/flex attention, not eager attention")
     header = [f"torchtitan job config (TOML, torchtitan 0.2.x: --job.config_file) for "
-              f"{model_label(s)}", f"layout: {layout_summary(s)}", *notes]
-    return sections, header
+              f"{model_label(s)}", f"layout: {layout_summary(s)}", *notes,
+              *(f"NOTE: {w}" for w in warn.items)]
+    return sections, header, warn.items
 
 
 def torchtitan_config(s: Scenario) -> dict[str, dict]:
     """The job config as a nested dict (what ``tomllib.loads(to_torchtitan(s))`` returns)."""
-    sections, _ = torchtitan_sections(s)
+    sections, _, _ = torchtitan_sections(s)
     out: dict[str, dict] = {}
     for sec in sections:
         node = out
@@ -241,7 +321,8 @@ def torchtitan_config(s: Scenario) -> dict[str, dict]:
     return out
 
 
-def to_torchtitan(s: Scenario, source: Source = Source()) -> str:
-    """The torchtitan job config TOML (``source`` is unused: the TOML holds the layout)."""
-    sections, header = torchtitan_sections(s)
-    return _render(sections, header)
+def to_torchtitan(s: Scenario, source: Source = Source()) -> Exported:
+    """The torchtitan job config TOML (``source`` is unused: the TOML holds the layout), with
+    ``.warnings`` for what does not carry over (also header comments)."""
+    sections, header, warnings = torchtitan_sections(s)
+    return Exported(_render(sections, header), warnings)

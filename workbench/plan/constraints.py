@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench.engines import ENGINE_NAMES, FP8_RECIPES
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
@@ -13,6 +14,8 @@ FIELDS = {
     "virtual_stages": None,
     "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
     "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,
+    "engine": ENGINE_NAMES, "compile": (True, False), "async_tp": (True, False),
+    "fp8_recipe": FP8_RECIPES,
 }
 
 
@@ -20,11 +23,13 @@ FIELDS = {
 class Constraints:
     """``fixed``: field -> the one value every layout must have (e.g. {"tp": 8});
     ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1);
-    ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front."""
+    ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front;
+    ``engines``: search these engines (empty: the scenario's own)."""
 
     fixed: dict = field(default_factory=dict)
     max_memory_fraction: float = 1.0
     gpu_counts: tuple[int, ...] = ()
+    engines: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
@@ -45,6 +50,9 @@ class Constraints:
         f = self.max_memory_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
             problems.append(Problem("max_memory_fraction", f, "a number in (0, 1]"))
+        for e in self.engines:
+            if e not in ENGINE_NAMES:
+                problems.append(Problem("engines", e, f"one of: {', '.join(ENGINE_NAMES)}"))
         for n in self.gpu_counts:
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 problems.append(Problem("gpu_counts", n, "positive integers"))
@@ -52,8 +60,10 @@ class Constraints:
             raise ScenarioError(problems)
 
     @classmethod
-    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0) -> "Constraints":
-        """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars."""
+    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0,
+              engines: str | None = None) -> "Constraints":
+        """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars;
+        ``engines``: "all" or a comma-separated list (the CLI's --engines)."""
         from workbench.scenario.io import parse_value
 
         out = {}
@@ -62,4 +72,8 @@ class Constraints:
             if not sep:
                 raise ScenarioError([Problem("--fix", item, "KEY=VALUE, e.g. tp=8")])
             out[key.strip()] = parse_value(value.strip())
-        return cls(fixed=out, max_memory_fraction=max_memory_fraction)
+        names: tuple[str, ...] = ()
+        if engines:
+            names = ENGINE_NAMES if engines.strip() == "all" else tuple(
+                e.strip() for e in engines.split(",") if e.strip())
+        return cls(fixed=out, max_memory_fraction=max_memory_fraction, engines=names)

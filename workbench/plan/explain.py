@@ -34,6 +34,12 @@ def _layout_words(lay: dict) -> str:
     if p["tp"] > 1 and not p["sequence_parallel"]:
         words.append("no SP")
     words.append(f"mb={t['micro_batch']}")
+    if t.get("engine", "generic") != "generic":
+        words.append(t["engine"])
+    words += [name for name, on in (("compile", t.get("compile")),
+                                     ("async-TP", p.get("async_tp"))) if on]
+    if t.get("fp8_recipe"):
+        words.append(f"fp8 {t['fp8_recipe']}")
     if t["recompute"] != "none":
         words.append(f"{t['recompute']} recompute")
     if t["offload"] != "none":
@@ -65,7 +71,44 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
             f"the same step time; ranked after it on memory ({mem:+.2f} GiB/GPU)")
         lines.append(f"#{rank} {_layout_words(result.layout(rank))}: {gap:+.3f} s/step "
                      f"({gap / best.time.step:+.1%}); {why}")
-    return lines
+    return lines + switch_lines(best)
+
+
+# Why each switch changes the step, in words (the cost model's reason: step_time.block_costs).
+_SWITCH_REASON = {
+    "compile": "Inductor fuses the eager norms, activations and RoPE",
+    "async_tp": "TP all-gathers and reduce-scatters run under the GEMMs they feed",
+}
+
+
+def switch_lines(best) -> list[str]:
+    """What each switch the engine offers buys on the best layout: the same layout estimated
+    with the switch flipped (the search keeps compile and async TP on because they never cost
+    memory or time in the model; this says by how much they help)."""
+    from workbench.engines import ENGINES
+    from workbench.estimate import estimate
+
+    s = best.scenario
+    eng = ENGINES[s.training.engine]
+    out = []
+    flips = {"compile": lambda x: dataclasses.replace(x, training=dataclasses.replace(
+                 x.training, compile=not x.training.compile)),
+             "async_tp": lambda x: dataclasses.replace(x, parallel=dataclasses.replace(
+                 x.parallel, async_tp=not x.parallel.async_tp))}
+    for name, flip in flips.items():
+        if not eng.offers(name) or (name == "async_tp" and s.parallel.tp == 1):
+            continue
+        other = estimate(flip(s))
+        on = s.training.compile if name == "compile" else s.parallel.async_tp
+        gain = (other.time.step - best.time.step) * (1 if on else -1)
+        out.append(f"switch {name} {'on' if on else 'off'}: with it on the step is "
+                   f"{abs(gain):.3f} s ({abs(gain) / max(best.time.step, other.time.step):.1%})"
+                   f" {'shorter' if gain >= 0 else 'longer'}; {_SWITCH_REASON[name]}")
+    if s.training.fp8_recipe:
+        out.append(f"FP8 recipe {s.training.fp8_recipe}: the fastest of "
+                   f"{', '.join(eng.fp8_recipes)} on this layout (GEMM rate against scaling "
+                   "passes, workbench/engines/)")
+    return out
 
 
 def describe_start(result: PlanResult) -> str:

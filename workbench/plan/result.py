@@ -13,8 +13,8 @@ from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
 PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
-                 "virtual_stages")
-TRAINING_KEYS = ("micro_batch", "recompute", "offload")
+                 "virtual_stages", "async_tp")
+TRAINING_KEYS = ("micro_batch", "recompute", "offload", "engine", "compile", "fp8_recipe")
 
 
 @dataclass
@@ -40,17 +40,18 @@ class PlanResult:
             df["sequence_parallel"] = df["sequence_parallel"].astype(bool) & (df["tp"] > 1)
         smallest = None
         if len(df):
-            smallest = df.loc[df["memory_per_gpu"].idxmin()].to_dict()
+            smallest = df.loc[df["device_per_gpu"].idxmin()].to_dict()
         ok = df[df["fits"]] if len(df) else df
         ok = ok.sort_values(["step", "memory_per_gpu"], kind="stable").reset_index(drop=True)
         if len(ok):
             ok.insert(0, "rank", np.arange(1, len(ok) + 1))
             ok["memory_gib"] = ok["memory_per_gpu"] / GIB
-            ok["headroom_gib"] = (found["limit"] - ok["memory_per_gpu"]) / GIB
+            ok["device_gib"] = ok["device_per_gpu"] / GIB
+            ok["headroom_gib"] = (found["limit"] - ok["device_per_gpu"]) / GIB
             ok["pareto_memory"] = _front(ok["memory_per_gpu"].to_numpy(),
                                          ok["tokens_per_s"].to_numpy())
         counts = dict(found["counts"], fit=int(len(ok)))
-        short = int(((df["memory_per_gpu"] <= found["limit"]) & ~df["host_fits"]).sum()) \
+        short = int(((df["device_per_gpu"] <= found["limit"]) & ~df["host_fits"]).sum()) \
             if len(df) else 0
         return cls(scenario=s, constraints=c, table=ok, counts=counts, limit=found["limit"],
                    smallest=smallest, gpu_fit_host_short=short)
@@ -83,7 +84,7 @@ class PlanResult:
                            "more than the node's host memory or NVMe holds; add host memory or "
                            "drives, or GPUs")
         sm = self.smallest
-        need = sm["memory_per_gpu"] / GIB
+        need = sm["device_per_gpu"] / GIB
         cap = self.limit / c.max_memory_fraction / GIB
         what = _describe(sm)
         if need <= cap:
@@ -134,8 +135,9 @@ class PlanResult:
                 "time": {"step": float(row["step"]), "bubble": float(row["bubble"])},
                 "throughput": {"tokens_per_s": float(row["tokens_per_s"]),
                                "mfu": float(row["mfu"])},
-                "memory": {"per_gpu": {"total": float(row["memory_per_gpu"])},
-                           "headroom": float(self.limit - row["memory_per_gpu"])},
+                "memory": {"per_gpu": {"total": float(row["memory_per_gpu"]),
+                                       "device": float(row["device_per_gpu"])},
+                           "headroom": float(self.limit - row["device_per_gpu"])},
                 "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
             })
         front = self.table[self.table["pareto_memory"]]
@@ -172,6 +174,10 @@ def _describe(row: dict) -> str:
         parts.append(str(row["pp_schedule"]))
     parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
               f"offload {row['offload']}"]
+    if row.get("engine", "generic") != "generic":
+        parts.append(f"engine {row['engine']}" + "".join(
+            f", {k}" for k in ("compile", "async_tp") if row.get(k)) + (
+            f", fp8 {row['fp8_recipe']}" if row.get("fp8_recipe") else ""))
     return ", ".join(parts)
 
 

@@ -5,6 +5,12 @@ Options that only trade time for memory are searched by dominance, exactly: a la
 with selective or full recompute, or with optimizer offload, only when it does not fit with
 every cheaper setting of those two (the same layout with less recompute and less offload is
 never slower). Sequence parallelism is searched both ways when TP > 1.
+
+The engine's switches: ``compile`` and ``async_tp`` never cost memory and never slow a layout
+in the cost model (they only remove elementwise traffic or exposed TP time), so where the
+engine offers them they are searched on, unless ``--fix`` pins them; ``PlanResult.switches``
+says what each one bought on the best layout. FP8 recipes trade GEMM rate against scaling
+passes and are all searched. ``Constraints.engines`` searches several engines.
 """
 from __future__ import annotations
 
@@ -21,9 +27,12 @@ from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
-from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
+from workbench.engines import ENGINES
+from workbench.scenario.types import OFFLOAD, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
+# Recompute policies from the least recomputed to the most (the dominance order).
+RECOMPUTE_ORDER = ("none", "selective", "op", "full")
 Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel
 
 
@@ -35,6 +44,31 @@ def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
     par = dataclasses.replace(s.parallel, sequence_parallel=sp)
     tr = dataclasses.replace(s.training, recompute=recompute, offload=offload)
     return dataclasses.replace(s, parallel=par, training=tr)
+
+
+SWITCH_COLUMNS = ("engine", "compile", "async_tp", "fp8_recipe")
+
+
+def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
+    """``s`` once per engine searched and per setting of its switches (see the docstring)."""
+    fixed = c.fixed
+    names = [fixed["engine"]] if "engine" in fixed else list(c.engines or (s.training.engine,))
+    out = []
+    for name in names:
+        eng = ENGINES[name]
+        comp = fixed.get("compile", eng.offers("compile"))
+        atp = fixed.get("async_tp", eng.offers("async_tp"))
+        recipes = [None]
+        if s.training.precision == "fp8" and eng.offers("fp8_recipe"):
+            recipes = [fixed["fp8_recipe"]] if "fp8_recipe" in fixed else list(eng.fp8_recipes)
+        for recipe in recipes:
+            tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
+                "compile"), fp8_recipe=recipe)
+            par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
+                                      expert_tp=s.parallel.expert_tp if eng.offers(
+                                          "expert_tp") else None)
+            out.append(dataclasses.replace(s, training=tr, parallel=par))
+    return out
 
 
 def _with_world(s: Scenario, world: int) -> Scenario:
@@ -56,17 +90,36 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     fixed = c.fixed
     schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else list(SCHEDULES)
     sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
-    recomputes = [fixed["recompute"]] if "recompute" in fixed else list(RECOMPUTE)
     offloads = [fixed["offload"]] if "offload" in fixed else list(OFFLOAD)
     limit = c.max_memory_fraction * hbm_bytes(s.hardware.gpu.memory_gb)
     world = s.hardware.world
     cols: dict[str, list] = {k: [] for k in (*ROW_FIELDS, "sequence_parallel", "pp_schedule",
                                             "recompute", "offload", "step", "memory_per_gpu",
-                                            "tokens_per_s", "mfu", "bubble", "host_fits")}
+                                            "device_per_gpu", "tokens_per_s", "mfu", "bubble",
+                                            "host_fits", *SWITCH_COLUMNS)}
     counts = {"candidates": 0, "valid": 0, "evaluated": 0}
-    caches: dict = {}
-    total = len(schedules) * len(sps)
+    variants = switch_variants(s, c)
+    total = len(schedules) * len(sps) * len(variants)
     done = 0
+    for v in variants:
+        done = _search_variant(v, c, schedules, sps, offloads, limit, world, cols, counts,
+                               progress, share, done, total)
+    arrays = {k: (np.concatenate(v) if v else np.array([])) for k, v in cols.items()}
+    arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
+                      if len(arrays["step"]) else np.array([], bool))
+    return {"columns": arrays, "counts": counts, "limit": limit}
+
+
+def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit, world, cols,
+                    counts, progress, share, done, total) -> int:
+    """Search one engine-and-switches variant of the scenario into ``cols``."""
+    fixed = c.fixed
+    eng = ENGINES[s.training.engine]
+    recomputes = [fixed["recompute"]] if "recompute" in fixed else [
+        r for r in RECOMPUTE_ORDER if r in eng.recompute]
+    caches: dict = {}
+    switches = {"engine": s.training.engine, "compile": s.training.compile,
+                "async_tp": s.parallel.async_tp, "fp8_recipe": s.training.fp8_recipe}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
         for sp in sps:
@@ -85,7 +138,8 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
             for i, rc in enumerate(recomputes):
                 for j, off in enumerate(offloads):
                     base = _variant(s, sp, rc, off)
-                    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp)
+                    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
+                                   expert_tp=s.parallel.expert_tp)
                     # the rules read offload (zero >= 1), not recompute: one mask per offload
                     mask_key = (off != "none")
                     if mask_key not in masks:
@@ -98,11 +152,13 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                             ok &= ~f
                     f_here = np.zeros(r.shape[1], bool)
                     if ok.any():
-                        sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp)
+                        sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp,
+                                         expert_tp=s.parallel.expert_tp)
                         out = evaluate_layouts(base, sub, caches.setdefault((sp, rc), {}))
                         counts["evaluated"] += int(ok.sum())
-                        # fits: GPU memory within the limit, offload within host DDR and NVMe
-                        f_here[ok] = (out["memory_per_gpu"] <= limit) & out["host_fits"]
+                        # fits: GPU memory as nvidia-smi counts it within the limit, offload
+                        # within host DDR and NVMe
+                        f_here[ok] = (out["device_per_gpu"] <= limit) & out["host_fits"]
                         for k, v in zip(ROW_FIELDS, r[:, ok]):
                             cols[k].append(v)
                         n = int(ok.sum())
@@ -110,14 +166,14 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                         cols["pp_schedule"].append(np.full(n, schedule, dtype=object))
                         cols["recompute"].append(np.full(n, rc, dtype=object))
                         cols["offload"].append(np.full(n, off, dtype=object))
-                        for k in ("step", "memory_per_gpu", "tokens_per_s", "mfu", "bubble"):
+                        for k in ("step", "memory_per_gpu", "device_per_gpu", "tokens_per_s",
+                                  "mfu", "bubble"):
                             cols[k].append(np.asarray(out[k], dtype=float))
                         cols["host_fits"].append(np.asarray(out["host_fits"], dtype=bool))
+                        for k, val in switches.items():
+                            cols[k].append(np.full(n, val, dtype=object))
                     fit[(i, j)] = f_here
-    arrays = {k: (np.concatenate(v) if v else np.array([])) for k, v in cols.items()}
-    arrays["fits"] = ((arrays["memory_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
-                      if len(arrays["step"]) else np.array([], bool))
-    return {"columns": arrays, "counts": counts, "limit": limit}
+    return done
 
 
 def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress | None = None

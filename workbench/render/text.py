@@ -22,6 +22,7 @@ def render_estimate(est: Estimate) -> str:
         f"training: seq {t.seq_len}, micro-batch {t.micro_batch}, global batch {t.global_batch} "
         f"({s.microbatches} microbatches/step), {t.precision}, recompute {t.recompute}, "
         f"{t.optimizer}, offload {t.offload}",
+        f"engine: {engine_text(s)}",
         "",
     ]
     unit, scale = ("GiB (2^30 bytes)", GiB) if m.per_gpu.total >= GiB else ("MiB (2^20 bytes)",
@@ -36,11 +37,18 @@ def render_estimate(est: Estimate) -> str:
     w = m.per_gpu
     verdict = "fits" if m.fits else "DOES NOT FIT"
     lines += [
+        f"{'reserved':14}" + "".join(f"{g.memory.reserved / scale:>11,.2f}" for g in shown),
+        f"{'device':14}" + "".join(f"{g.memory.device / scale:>11,.2f}" for g in shown),
+        "  total = peak allocated (torch.cuda.max_memory_allocated, what torchtitan's and",
+        "  Megatron's logs call allocated); reserved = the caching allocator's peak reserved",
+        "  (torch.cuda.max_memory_reserved); device = what nvidia-smi and DCGM show (reserved +",
+        "  CUDA context + NCCL buffers + library workspaces); fit is judged on device",
         "",
-        f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.total)} of "
+        f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.device)} on the device "
+        f"({memory_text(w.total)} allocated) of "
         f"{memory_text(m.capacity)} (a \"{hw.gpu.memory_gb:g} GB\" GPU) -> {verdict} "
-        f"({'+' if m.capacity >= w.total else '-'}{memory_text(abs(m.capacity - w.total), 2)} "
-        "headroom)",
+        f"({'+' if m.capacity >= w.device else '-'}"
+        f"{memory_text(abs(m.capacity - w.device), 2)} headroom)",
     ]
     if t.offload != "none":
         lines.append(f"offload per node: host {memory_text(m.host_per_node)} of "
@@ -57,6 +65,27 @@ def render_estimate(est: Estimate) -> str:
     return "\n".join(lines)
 
 
+def engine_text(s) -> str:
+    """The engine and the switches in force, in words."""
+    tr, par = s.training, s.parallel
+    on = [name for name, val in (("torch.compile", tr.compile), ("async TP", par.async_tp))
+          if val]
+    if tr.precision == "fp8":
+        on.append(f"FP8 {tr.fp8_recipe or 'engine default'} scaling")
+    if par.expert_tp:
+        on.append(f"expert TP {par.expert_tp}")
+    return tr.engine + (f" ({', '.join(on)})" if on else "") + f", attention {tr.attention}"
+
+
+def band_text(est: Estimate) -> str:
+    """The cross-validated error band of the estimate's engine and regime, in words."""
+    b = est.error_band
+    if not b:
+        return "(no measured runs of this engine to say its error)"
+    return (f"(typical error +-{b['median']:.0%}: median over {b['runs']} published runs, "
+            f"{b['kind']})")
+
+
 def human_duration(seconds: float) -> str:
     """Seconds as the largest sensible unit (s, min, h, days, years of 365 days)."""
     for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
@@ -69,7 +98,8 @@ def _time_lines(est: Estimate) -> list[str]:
     t, r, tr = est.time, est.run, est.scenario.training
     comm = ", ".join(f"{k} {v:.3f}" for k, v in t.comm_exposed.items() if v > 0) or "none"
     lines = [
-        f"step time {t.step:,.3f} s = compute {t.compute:,.3f} + recompute {t.recompute:,.3f} "
+        f"step time {t.step:,.3f} s {band_text(est)}",
+        f"  = compute {t.compute:,.3f} + recompute {t.recompute:,.3f} "
         f"+ bubble {t.bubble:,.3f} + exposed comm ({comm}) + optimizer {t.optimizer:,.3f}"
         f" + offload {t.offload:,.3f}",
         f"throughput {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} per GPU), "

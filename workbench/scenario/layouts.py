@@ -34,6 +34,7 @@ class LayoutGrid:
     pp_schedule: str = "1f1b"
     sequence_parallel: bool = True
     reshard_after_forward: bool | None = None
+    expert_tp: int | None = None
 
     def __post_init__(self) -> None:
         if self.shard_group is None:
@@ -48,7 +49,7 @@ class LayoutGrid:
         row = [[getattr(par, f) or 0] for f in ROW_FIELDS if f != "micro_batch"]
         row.insert(ROW_FIELDS.index("micro_batch"), [s.training.micro_batch])
         return cls(*row, pp_schedule=par.pp_schedule, sequence_parallel=par.sequence_parallel,
-                   reshard_after_forward=par.reshard_after_forward)
+                   reshard_after_forward=par.reshard_after_forward, expert_tp=par.expert_tp)
 
     def take(self, index: np.ndarray) -> "LayoutGrid":
         """The rows ``index`` (a mask or indices, repeats allowed)."""
@@ -81,8 +82,12 @@ class LayoutGrid:
         return np.where(self.shard_group > 0, self.shard_group, self.dp * self.cp)
 
     @property
+    def etp(self) -> np.ndarray:
+        return np.full(len(self), self.expert_tp) if self.expert_tp else self.tp
+
+    @property
     def expert_data_parallel(self) -> np.ndarray:
-        return self.dp * self.cp // self.ep
+        return self.dp * self.cp * self.tp // (self.etp * self.ep)
 
     @property
     def expert_shard(self) -> np.ndarray:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.engines import ENGINES
 from workbench.errors import Problem
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.schedules import schedule
@@ -208,6 +209,38 @@ def _nics(s: Scenario):
         yield Problem("hardware.inter_node.nics_per_node", 0, "must be >= 1 when nodes > 1")
 
 
+# -- the engine and its switches --------------------------------------------------------
+@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
+      "parallel.expert_tp) and a training.recompute policy must be one the training.engine "
+      "offers (docs/engines.md); fp8_recipe needs precision fp8",
+      "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
+      "parallel.async_tp", "parallel.expert_tp", layout=False)
+def _engine_switches(s: Scenario):
+    tr, par = s.training, s.parallel
+    eng = ENGINES[tr.engine]
+    offers = ", ".join(eng.switches) or "none"
+    used = {"compile": ("training.compile", tr.compile, tr.compile),
+            "fp8_recipe": ("training.fp8_recipe", tr.fp8_recipe, tr.fp8_recipe is not None),
+            "async_tp": ("parallel.async_tp", par.async_tp, par.async_tp),
+            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None)}
+    for switch, (path, value, on) in used.items():
+        if on and not eng.offers(switch):
+            yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
+                                       f"{offers}); pick another training.engine")
+    if tr.recompute not in eng.recompute:
+        yield Problem("training.recompute", tr.recompute,
+                      f"engine {eng.name} offers {', '.join(eng.recompute)}"
+                      + (" (op is torchtitan's per-op selective checkpointing)"
+                         if tr.recompute == "op" else ""))
+    if tr.fp8_recipe is not None and eng.offers("fp8_recipe"):
+        if tr.precision != "fp8":
+            yield Problem("training.fp8_recipe", tr.fp8_recipe,
+                          f"needs training.precision fp8 (got {tr.precision})")
+        elif tr.fp8_recipe not in eng.fp8_recipes:
+            yield Problem("training.fp8_recipe", tr.fp8_recipe,
+                          f"engine {eng.name} offers {', '.join(eng.fp8_recipes)}")
+
+
 # -- the parallel layout -------------------------------------------------------------------
 P = "parallel."
 
@@ -238,9 +271,17 @@ layout_rule(
     Condition(P + "tp", (P + "tp", "model.ffn_hidden"),
               lambda v: v.m.ffn_hidden % v.par.tp == 0,
               lambda v: f"must divide model.ffn_hidden = {v.m.ffn_hidden}"),
-    Condition(P + "tp", (P + "tp", "model.moe.expert_ffn_hidden"),
-              lambda v: v.m.moe is None or v.m.moe.expert_ffn_hidden % v.par.tp == 0,
+    Condition(P + "tp", (P + "tp", "model.moe.expert_ffn_hidden", P + "expert_tp"),
+              lambda v: (v.m.moe is None or v.par.expert_tp is not None
+                         or v.m.moe.expert_ffn_hidden % v.par.tp == 0),
               lambda v: f"must divide model.moe.expert_ffn_hidden = {v.m.moe.expert_ffn_hidden}"))
+
+layout_rule(
+    "engine_zero", "parallel.zero is a stage the training.engine offers",
+    Condition(P + "zero", (P + "zero", "training.engine"),
+              lambda v: np.isin(v.par.zero, ENGINES[v.tr.engine].zero),
+              lambda v: (f"engine {v.tr.engine} offers zero "
+                         f"{', '.join(map(str, ENGINES[v.tr.engine].zero))}")))
 
 layout_rule(
     "zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
@@ -282,10 +323,20 @@ layout_rule(
     "ep", "parallel.ep > 1 needs an MoE model; ep divides dp x cp and model.moe.experts",
     Condition(P + "ep", (P + "ep", "model.moe"), lambda v: (v.par.ep == 1) | (v.m.moe is not None),
               lambda v: "expert parallelism needs an MoE model (model.moe)"),
-    Condition(P + "ep", (P + "ep", P + "dp", P + "cp"),
-              lambda v: (v.par.dp * v.par.cp) % v.par.ep == 0,
+    Condition(P + "ep", (P + "ep", P + "dp", P + "cp", P + "expert_tp"),
+              lambda v: ((v.par.dp * v.par.cp) % v.par.ep == 0 if v.par.expert_tp is None
+                         else (v.par.dp * v.par.cp * v.par.tp) % (v.par.expert_tp * v.par.ep)
+                         == 0),
               lambda v: (f"must divide dp*cp = {v.par.dp * v.par.cp} (EP takes its ranks from "
-                         "the data/context-parallel ranks)")),
+                         "the data/context-parallel ranks; set parallel.expert_tp for MoE "
+                         "parallel folding)" if v.par.expert_tp is None else
+                         f"times expert_tp = {v.par.expert_tp} must divide dp*cp*tp = "
+                         f"{v.par.dp * v.par.cp * v.par.tp} (MoE parallel folding)")),
+    Condition(P + "expert_tp", (P + "expert_tp", "model.moe.expert_ffn_hidden"),
+              lambda v: (v.par.expert_tp is None or v.m.moe is None
+                         or v.m.moe.expert_ffn_hidden % v.par.expert_tp == 0),
+              lambda v: (f"must divide model.moe.expert_ffn_hidden = "
+                         f"{v.m.moe.expert_ffn_hidden}")),
     Condition(P + "ep", (P + "ep", "model.moe.experts"),
               lambda v: v.m.moe is None or v.m.moe.experts % v.par.ep == 0,
               lambda v: f"must divide model.moe.experts = {v.m.moe.experts}"))

@@ -12,7 +12,7 @@ from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShap
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "full", "op")   # op: torchtitan per-op selective AC
 OPTIMIZERS = ("adamw", "sgd")
 OFFLOAD = ("none", "cpu", "nvme")
 SCHEDULES = SCHEDULE_NAMES   # one record each: scenario/schedules.py
@@ -83,6 +83,10 @@ class Parallel:
     ep: int = 1               # expert-parallel degree, taken from the dp x cp ranks
     reshard_after_forward: bool | None = None   # FSDP2: free gathered parameters after forward
     #                                             (null: torchtitan's default, true unless pp > 1)
+    async_tp: bool = False    # TP collectives overlapped with the matmuls that need them
+    #                           (torchtitan async TP, Megatron --tp-comm-overlap)
+    expert_tp: int | None = None   # MoE parallel folding (Megatron-Core): the experts' own TP
+    #                                degree; EP then takes its ranks from dp x cp x tp / expert_tp
 
     @property
     def world(self) -> int:
@@ -109,9 +113,16 @@ class Parallel:
         return self.shard_group or self.dp * self.cp
 
     @property
+    def etp(self) -> int:
+        """Tensor-parallel degree of the routed experts: ``expert_tp``, else ``tp``."""
+        return self.expert_tp or self.tp
+
+    @property
     def expert_data_parallel(self) -> int:
-        """Replicas of each expert: EP takes its ranks from dp x cp (contract 1)."""
-        return self.dp * self.cp // self.ep
+        """Replicas of each expert: EP takes its ranks from dp x cp (contract 1), or with MoE
+        parallel folding from dp x cp x tp / expert_tp (Megatron-Core's expert mesh
+        ETP x EP x EDP = TP x CP x DP)."""
+        return self.dp * self.cp * self.tp // (self.etp * self.ep)
 
     @property
     def expert_shard(self) -> int:
@@ -137,7 +148,10 @@ class Training:
     optimizer: str = "adamw"  # adamw (two fp32 moments) or sgd (momentum)
     offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)
     tokens: float = 1e12      # tokens to train on, for time to train and energy
-    attention: str = "flash2"                 # attention kernel
+    attention: str = "flash2"                 # attention kernel (default: the engine's)
+    engine: str = "generic"   # the software that runs the layout (workbench/engines/)
+    compile: bool = False     # torch.compile of the model (engines that offer it)
+    fp8_recipe: str | None = None   # FP8 scaling recipe (null: the engine's default)
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
 

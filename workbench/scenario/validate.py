@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from workbench.catalog import CATALOGS
+from workbench.engines import ENGINE_NAMES, ENGINES, FP8_RECIPES
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.rules import check_rules
@@ -348,8 +349,11 @@ def _hardware(c: _Checker, raw: Any) -> tuple[Hardware | None, dict]:
     return hw, doc
 
 
+_MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+               "v_head_dim")
 _MODEL_FIELDS = ("preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                 "mlp", "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout")
+                 "mlp", "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout",
+                 *_MLA_FIELDS)
 _MOE_FIELDS = ("experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
                "capacity_factor")
 
@@ -392,6 +396,7 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
     vals["tied_embeddings"] = c.boolean(d, "tied_embeddings", p, dflt("tied_embeddings", False))
     vals["bias"] = c.boolean(d, "bias", p, dflt("bias", False))
     vals["dropout"] = c.boolean(d, "dropout", p, dflt("dropout", False))
+    _mla(c, d, vals, dflt)
     name = d.get("name", dflt("name", "custom"))
     moe_doc = None
     moe = None
@@ -451,15 +456,39 @@ def _model(c: _Checker, raw: Any) -> tuple[ModelShape | None, dict]:
                if not changed or not k.startswith(("expected", "published"))}
         if base is not None else {},
         **vals)
-    doc.update({k: v for k, v in vals.items()})
+    doc.update({k: v for k, v in vals.items()
+                if k not in _MLA_FIELDS or model.mla or k in d})
     doc["moe"] = moe_doc
     if "name" in d:
         doc["name"] = str(d["name"])
     return model, doc
 
 
+def _mla(c: _Checker, d: dict, vals: dict, dflt) -> None:
+    """Multi-head latent attention keys (non-negative whole numbers; kv_lora_rank > 0 turns MLA
+    on and then needs the per-head dims; without it the other keys must stay 0)."""
+    p = "model"
+    for key in _MLA_FIELDS:
+        vals[key] = c.integer(d, key, p, dflt(key, 0), lo=0, hi=1_000_000)
+    kv = vals["kv_lora_rank"]
+    if kv is None:
+        return
+    for key in _MLA_FIELDS:
+        if key == "kv_lora_rank" or vals[key] is None:
+            continue
+        if kv > 0 and key != "q_lora_rank" and vals[key] == 0:
+            c.add(f"model.{key}", vals[key], "must be > 0 when model.kv_lora_rank > 0 "
+                                             "(multi-head latent attention)")
+            vals[key] = None
+        elif kv == 0 and vals[key] > 0:
+            c.add(f"model.{key}", vals[key], "needs model.kv_lora_rank > 0 (multi-head latent "
+                                             "attention); 0 without MLA")
+            vals[key] = None
+
+
 _PARALLEL_FIELDS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",
-                    "virtual_stages", "cp", "ep", "reshard_after_forward")
+                    "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp",
+                    "expert_tp")
 
 
 def _parallel(c: _Checker, raw: Any) -> tuple[Parallel | None, dict]:
@@ -476,6 +505,7 @@ def _parallel(c: _Checker, raw: Any) -> tuple[Parallel | None, dict]:
         "virtual_stages": c.integer(d, "virtual_stages", p, dfl.virtual_stages, hi=1024),
         "cp": c.integer(d, "cp", p, dfl.cp, hi=1024),
         "ep": c.integer(d, "ep", p, dfl.ep, hi=100_000),
+        "async_tp": c.boolean(d, "async_tp", p, dfl.async_tp),
     }
     raf = d.get("reshard_after_forward")
     if raf is not None and not isinstance(raf, bool):
@@ -483,10 +513,12 @@ def _parallel(c: _Checker, raw: Any) -> tuple[Parallel | None, dict]:
               "must be true, false, or null (null: true unless pp > 1, as torchtitan)")
         raf = None
     sg = c.integer(d, "shard_group", p, None, hi=10_000_000)
-    if any(v is None for v in vals.values()) or ("shard_group" in d and d["shard_group"] is not None
-                                                  and sg is None):
+    etp = c.integer(d, "expert_tp", p, None, hi=1024)
+    if any(v is None for v in vals.values()) or any(
+            k in d and d[k] is not None and v is None
+            for k, v in (("shard_group", sg), ("expert_tp", etp))):
         return None, dict(d)
-    par = Parallel(shard_group=sg, reshard_after_forward=raf, **vals)
+    par = Parallel(shard_group=sg, reshard_after_forward=raf, expert_tp=etp, **vals)
     return par, dataclasses.asdict(par)
 
 
@@ -499,18 +531,28 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         "micro_batch": c.integer(d, "micro_batch", p, dfl.micro_batch, hi=1_000_000),
         "global_batch": c.integer(d, "global_batch", p, dfl.global_batch, hi=1_000_000_000),
         "precision": c.choice(d, "precision", p, PRECISIONS, dfl.precision),
-        "recompute": c.choice(d, "recompute", p, RECOMPUTE, dfl.recompute),
         "optimizer": c.choice(d, "optimizer", p, OPTIMIZERS, dfl.optimizer),
         "offload": c.choice(d, "offload", p, OFFLOAD, dfl.offload),
         "tokens": c.number(d, "tokens", p, dfl.tokens),
-        "attention": c.choice(d, "attention", p, ATTENTION_KERNELS, dfl.attention),
+        "engine": c.choice(d, "engine", p, ENGINE_NAMES, dfl.engine),
+        "compile": c.boolean(d, "compile", p, dfl.compile),
     }
+    # The attention kernel and the recompute policy default to the engine's (generic: flash2,
+    # selective).
+    eng = ENGINES.get(vals["engine"]) if vals["engine"] is not None else None
+    vals["recompute"] = c.choice(d, "recompute", p, RECOMPUTE,
+                                 eng.recompute_default if eng else dfl.recompute)
+    vals["attention"] = c.choice(d, "attention", p, ATTENTION_KERNELS,
+                                 eng.attention if eng else dfl.attention)
+    vals["fp8_recipe"] = (c.choice(d, "fp8_recipe", p, FP8_RECIPES, None)
+                          if d.get("fp8_recipe") is not None else None)
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
             else None
-    if any(v is None for k, v in vals.items() if not k.startswith("price")) or any(
+    if any(v is None for k, v in vals.items()
+           if not k.startswith("price") and k != "fp8_recipe") or any(
             d.get(k) is not None and vals[k] is None for k in ("price_per_gpu_hour",
-                                                               "price_per_kwh")):
+                                                               "price_per_kwh", "fp8_recipe")):
         return None, dict(d)
     tr = Training(**vals)
     return tr, dataclasses.asdict(tr)

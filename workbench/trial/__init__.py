@@ -66,6 +66,11 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
             "parallel.tp", par.tp, "trials of MoE models run without tensor parallelism: the "
             "trial's TP plan does not shard the MoE layers (router, experts), where the "
             "estimator splits each expert's FFN over TP; use tp 1 (with ep) for the trial"))
+    if par.expert_tp is not None and par.expert_tp != par.tp:
+        problems.append(Problem(
+            "parallel.expert_tp", par.expert_tp, "trials take EP ranks from dp x cp only "
+            "(torchtitan's EP mesh); MoE parallel folding is estimated but not run; leave "
+            "expert_tp out for the trial"))
     if problems:
         raise ScenarioError(problems)
     trial = trial_scenario(s)

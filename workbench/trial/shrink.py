@@ -61,6 +61,11 @@ def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
                   global_batch=micro_batch * par.dp * microbatches, precision="fp32",
                   recompute="none", optimizer=s.training.optimizer, offload="none",
                   tokens=1e6, attention="flash2")
+    # The trial runs plain PyTorch (the engine switches are the full run's): generic engine,
+    # no async TP (the trial's TP is DTensor's synchronous collectives).
+    par = dataclasses.replace(par, async_tp=False, expert_tp=None)
     doc = s.to_dict()
     doc["training"] = dataclasses.asdict(tr)
-    return dataclasses.replace(s, model=m, training=tr, document=doc)
+    doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False}
+    doc["parallel"].pop("expert_tp", None)
+    return dataclasses.replace(s, model=m, parallel=par, training=tr, document=doc)

@@ -1,0 +1,206 @@
+"""The engine and its switches (contract 1 additions): what each engine accepts, what each
+switch changes in the estimate, the three memory figures, the error band, and the planner's
+search over switches."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from workbench.engines import ENGINES
+from workbench.errors import ScenarioError
+from workbench.estimate import estimate
+from workbench.estimate.cost_model import communicators
+from workbench.estimate.device_memory import device_terms
+from workbench.plan import Constraints, plan
+from workbench.plan.explain import switch_lines
+from workbench.scenario import parse_scenario
+
+
+def doc(training=None, parallel=None, model="llama3-8b", nodes=1):
+    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": nodes},
+            "model": {"preset": model},
+            "parallel": {"dp": 8, "zero": 3, **(parallel or {})},
+            "training": {"seq_len": 8192, "global_batch": 64, **(training or {})}}
+
+
+def problems(d) -> list[str]:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(d)
+    return [f"{p.path}: {p.message}" for p in err.value.problems]
+
+
+def test_generic_offers_no_switch_and_each_refusal_names_the_field():
+    assert ENGINES["generic"].switches == ()
+    msgs = problems(doc({"compile": True}))
+    assert msgs == ["training.compile: engine generic does not offer it (its switches: none); "
+                    "pick another training.engine"]
+    assert problems(doc(parallel={"dp": 4, "tp": 2, "async_tp": True}))[0].startswith(
+        "parallel.async_tp: engine generic does not offer it")
+    assert problems(doc({"recompute": "op"})) == [
+        "training.recompute: engine generic offers none, selective, full (op is torchtitan's "
+        "per-op selective checkpointing)"]
+
+
+def test_an_unknown_engine_lists_the_engines():
+    msgs = problems(doc({"engine": "jax"}))
+    assert msgs == ["training.engine: must be one of generic, megatron, torchtitan, deepspeed, "
+                    "fsdp, nanotron"]
+
+
+def test_fp8_recipe_needs_fp8_and_one_the_engine_offers():
+    assert problems(doc({"engine": "torchtitan", "fp8_recipe": "rowwise"})) == [
+        "training.fp8_recipe: needs training.precision fp8 (got bf16)"]
+    assert problems(doc({"engine": "megatron", "precision": "fp8", "fp8_recipe": "rowwise"},
+                        {"zero": 1})) == [
+        "training.fp8_recipe: engine megatron offers "
+        + ", ".join(ENGINES["megatron"].fp8_recipes)]
+
+
+def test_engine_zero_stages_are_a_layout_rule():
+    msgs = problems(doc({"engine": "nanotron"}, {"zero": 3}))
+    assert msgs == ["parallel.zero: engine nanotron offers zero 0, 1"]
+
+
+def test_generic_attention_default_and_engine_attention_default():
+    assert parse_scenario(doc()).training.attention == "flash2"
+    s = parse_scenario(doc({"engine": "megatron"}, {"zero": 1}))
+    assert s.training.attention == ENGINES["megatron"].attention
+    s = parse_scenario(doc({"engine": "megatron", "attention": "flash2"}, {"zero": 1}))
+    assert s.training.attention == "flash2"
+
+
+def test_compile_removes_the_eager_elementwise_traffic_and_nothing_else():
+    eager = estimate(parse_scenario(doc({"engine": "torchtitan"})))
+    compiled = estimate(parse_scenario(doc({"engine": "torchtitan", "compile": True})))
+    assert compiled.time.step < eager.time.step
+    assert compiled.memory.per_gpu.total == eager.memory.per_gpu.total
+    assert ENGINES["torchtitan"].elementwise_traffic > 1
+
+
+def test_async_tp_hides_tp_collectives_behind_the_gemms():
+    par = {"dp": 4, "tp": 2}
+    sync = estimate(parse_scenario(doc({"engine": "torchtitan"}, par)))
+    overlapped = estimate(parse_scenario(doc({"engine": "torchtitan"}, {**par,
+                                                                       "async_tp": True})))
+    assert sync.time.comm_exposed["tp"] > 0
+    assert overlapped.time.comm_exposed["tp"] < sync.time.comm_exposed["tp"]
+    assert overlapped.time.step < sync.time.step
+    assert overlapped.memory.per_gpu.total == sync.memory.per_gpu.total
+
+
+def test_op_recompute_saves_less_than_none_and_more_than_full():
+    runs = {rc: estimate(parse_scenario(doc({"engine": "torchtitan", "recompute": rc})))
+            for rc in ("none", "op", "full")}
+    act = {rc: e.memory.per_gpu.activations for rc, e in runs.items()}
+    rec = {rc: e.time.recompute for rc, e in runs.items()}
+    assert act["full"] < act["op"] < act["none"]
+    assert rec["none"] == 0 < rec["op"] < rec["full"]
+
+
+def test_op_saved_tensors_of_a_llama_layer():
+    from workbench.estimate import activations as act
+    s = parse_scenario(doc({"engine": "torchtitan", "recompute": "op", "micro_batch": 1}))
+    x = act.activation_shape(s.training, s.parallel)
+    m = s.model
+    terms = act.op_saved_terms(m, x, moe_layer=False)
+    sb, h, q, kv = 8192, m.hidden, m.heads * m.dim_per_head, m.kv_dim
+    assert terms == {"block_input": sb * h * 2, "wq_out": sb * q * 2, "wv_out": sb * kv * 2,
+                     "attn_out": sb * q * 2, "softmax_lse": sb * m.heads * 4,
+                     "fc1_out": sb * m.ffn_hidden * 2, "fc2_out": sb * h * 2}
+
+
+def test_fp8_recipe_changes_the_step():
+    base = {"engine": "torchtitan", "precision": "fp8", "compile": True}
+    steps = {r: estimate(parse_scenario(doc({**base, "fp8_recipe": r}))).time.step
+             for r in ENGINES["torchtitan"].fp8_recipes}
+    rates = {r: ENGINES["torchtitan"].fp8_recipes[r].gemm_rate for r in steps}
+    slowest_rate = min(rates, key=rates.get)
+    assert steps[slowest_rate] > steps["tensorwise"]
+
+
+def test_three_memory_figures_and_fit_judged_on_the_device():
+    e = estimate(parse_scenario(doc({"engine": "torchtitan"})))
+    g = e.memory.per_gpu
+    assert g.total < g.reserved < g.device
+    out = e.to_dict()["memory"]["per_gpu"]
+    assert out["reserved"] == g.reserved and out["device"] == g.device
+    assert e.memory.fits == (g.device <= e.memory.capacity)
+    # a scenario whose allocated bytes fit but whose device bytes do not is refused
+    tight = estimate(parse_scenario(doc({"engine": "torchtitan", "seq_len": 8192,
+                                         "micro_batch": 2, "global_batch": 64})))
+    if tight.memory.per_gpu.total <= tight.memory.capacity < tight.memory.per_gpu.device:
+        assert not tight.memory.fits
+
+
+def test_generic_keeps_its_allowance_in_total_and_reserved_equals_total():
+    e = estimate(parse_scenario(doc()))
+    g = e.memory.per_gpu
+    assert g.reserved == g.total
+    assert g.device == pytest.approx(g.total + sum(device_terms(
+        "hopper", [(8, False)]).values()))
+    assert "allocator_allowance" in e.memory.worst.buffers
+
+
+def test_communicators_of_a_layout():
+    s = parse_scenario(doc(parallel={"dp": 2, "tp": 2, "pp": 2}))
+    groups = [(int(n), bool(c)) for n, c in communicators(s.parallel, 8) if int(n) > 1]
+    assert groups == [(2, False), (2, False), (2, False), (2, False)]   # dp, tp, two pp peers
+
+
+def test_moe_parallel_folding_takes_ep_from_tp_ranks():
+    d = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+         "model": {"preset": "mixtral-8x7b"},
+         "parallel": {"dp": 4, "tp": 4, "ep": 8, "zero": 1},
+         "training": {"engine": "megatron", "seq_len": 4096, "global_batch": 64}}
+    assert problems(d)[0].startswith("parallel.ep: must divide dp*cp = 4")
+    d["parallel"]["expert_tp"] = 1
+    s = parse_scenario(d)
+    assert s.parallel.expert_data_parallel == 2     # 4 * 4 / (1 * 8)
+    folded = estimate(s)
+    d["parallel"].update(ep=4, expert_tp=None)
+    plain = estimate(parse_scenario(d))
+    # each GPU holds 8/8 = 1 whole expert (etp 1) instead of 8/4 = 2 experts split over tp 4
+    assert folded.memory.worst.expert_params == pytest.approx(
+        plain.memory.worst.expert_params * 2)
+
+
+def test_the_estimate_carries_its_engine_error_band():
+    e = estimate(parse_scenario(doc({"engine": "megatron"}, {"zero": 1})))
+    band = e.error_band
+    assert band["kind"] == "leave-one-source-out" and band["runs"] > 0 and 0 < band["median"]
+    assert e.to_dict()["time"]["error_band"] == band
+    from workbench.render.text import render_estimate
+    assert f"+-{band['median']:.0%}" in render_estimate(e)
+
+
+def test_the_planner_keeps_dominant_switches_on_and_says_what_they_buy():
+    s = parse_scenario({**doc({"engine": "torchtitan"}), "parallel": {}},
+                       layout_required=False)
+    r = plan(s, Constraints(fixed={"tp": 2}))
+    best = r.table.iloc[0]
+    assert best["engine"] == "torchtitan" and best["compile"] and best["async_tp"]
+    top = r.scenario_of(1)
+    assert top.training.compile and top.parallel.async_tp
+    lines = switch_lines(estimate(top))
+    assert any(line.startswith("switch compile on:") for line in lines)
+    assert any(line.startswith("switch async_tp on:") for line in lines)
+    off = plan(s, Constraints(fixed={"tp": 2, "compile": False}))
+    assert not off.table["compile"].any()
+
+
+def test_the_planner_searches_engines_when_asked():
+    s = parse_scenario({**doc(), "parallel": {}}, layout_required=False)
+    r = plan(s, Constraints(engines=("generic", "torchtitan")))
+    assert set(r.table["engine"]) == {"generic", "torchtitan"}
+    with pytest.raises(ScenarioError, match="engines"):
+        Constraints(engines=("jax",))
+
+
+def test_a_trial_runs_the_plain_pytorch_of_the_layout():
+    from workbench.trial.shrink import trial_scenario
+    s = parse_scenario(doc({"engine": "torchtitan", "compile": True}, {"dp": 4, "tp": 2,
+                                                                       "async_tp": True}))
+    t = trial_scenario(dataclasses.replace(s))
+    assert t.training.engine == "generic" and not t.training.compile
+    assert not t.parallel.async_tp

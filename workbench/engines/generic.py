@@ -1,0 +1,17 @@
+"""``generic``: the idealised stack the estimator modelled before engines existed — fused
+elementwise kernels, every data-parallel collective overlapped as the best engines do it,
+gradients sharded exactly as ZeRO says, no switches. Its estimates are the reference the
+others are compared with, and they stay as they were (tests/data/estimate_golden.json)."""
+from workbench.engines.types import Engine
+
+ENGINE = Engine(
+    name="generic",
+    label="generic (idealised)",
+    about="No particular engine: fused kernels, full overlap, ZeRO as in the paper.",
+    switches=(),
+    recompute=("none", "selective", "full"),
+    zero=(0, 1, 2, 3),
+    attention="flash2",
+    allowance_in_total=True,
+    sources=("Rajbhandari et al. 2020 (ZeRO); Korthikanti et al. 2022 (selective recompute)",),
+)

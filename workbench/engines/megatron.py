@@ -1,0 +1,120 @@
+"""``megatron``: Megatron-LM / Megatron-Core with Transformer Engine (TE), also as NeMo and
+Megatron-Bridge run it.
+
+Conventions in words: TE linear layers with FP8 (delayed scaling by default; tensorwise current
+scaling and MXFP8 on request), TE userbuffers overlap of the tensor-parallel collectives with the
+GEMMs (``--tp-comm-overlap``), a separate tensor-parallel size for experts. Norms, SwiGLU, RoPE and
+bias-dropout-add run as fused kernels (TE / Megatron fusions, all on by default), attention is
+TE's cuDNN fused attention on Hopper. Gradients live in one contiguous fp32 ``main_grad`` buffer
+of full size (bf16 training), even with the distributed optimizer (ZeRO-1) — which is exactly what
+the ZeRO-1 row of ``workbench/estimate/model_states.py`` already counts; DP buckets are views into
+that buffer. Data-parallel overlap is off in ``arguments.py`` but on in the published
+Megatron-Bridge / NeMo recipes, which is how the record runs it.
+
+Citations: MLM = NVIDIA/Megatron-LM @ core_v0.19.0 = 5be9626709af2722333bf54797c954c09edeada3;
+TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
+MB = NVIDIA-NeMo/Megatron-Bridge @ 067f987df03b8355b03192d88d70f1709fedf51a.
+A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+"""
+from workbench.engines.types import Engine, Fp8Recipe
+
+_MLM = "NVIDIA/Megatron-LM@5be9626709af2722333bf54797c954c09edeada3"
+_TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
+_MB = "NVIDIA-NeMo/Megatron-Bridge@067f987df03b8355b03192d88d70f1709fedf51a"
+
+ENGINE = Engine(
+    name="megatron",
+    label="Megatron-LM / Megatron-Core (NeMo, Megatron-Bridge)",
+    about="NVIDIA's Megatron-Core with Transformer Engine; run directly, by NeMo and by "
+          "Megatron-Bridge.",
+    # fp8_recipe: --fp8-recipe (MLM megatron/core/transformer/transformer_config.py:573);
+    # async_tp: --tp-comm-overlap, TE userbuffers (MLM megatron/core/model_parallel_config.py:265);
+    # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
+    # No torch.compile switch in Megatron-LM's training arguments.
+    switches=("fp8_recipe", "async_tp", "expert_tp"),
+    # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
+    # selective = recompute_modules default ["core_attn"] (Korthikanti et al.), transformer_config.py:546.
+    recompute=("none", "selective", "full"),
+    # 0: DDP; 1: --use-distributed-optimizer (MLM megatron/training/arguments.py:2997);
+    # 2/3: --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads /
+    # optim_grads_params (MLM arguments.py:3023; megatron/training/config/common_config.py:92);
+    # --use-torch-fsdp2 also exists (common_config.py:95).
+    zero=(0, 1, 2, 3),
+    fp8_recipes={
+        # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —
+        # "recipes that differ only in how scaling factors are computed (e.g. DelayedScaling vs
+        # CurrentScaling) collapse to the same kernel" -> 1.0. Cast: TE
+        # docs/features/low_precision_training/fp8_current_scaling/fp8_current_scaling.rst
+        # "requires reading the tensor twice" (amax read 2 B + cast read 2 B + fp8 rowwise and
+        # columnwise writes 1 + 1 B = 6 B) -> 1.5 passes.
+        "tensorwise": Fp8Recipe(1.0, 1.5, f"{_TE} docs/features/low_precision_training/"
+                                          "fp8_current_scaling/fp8_current_scaling.rst"),
+        # TE DelayedScaling (Megatron's default, transformer_config.py:573): same GEMM kernel (1.0,
+        # speedups.rst above); amax comes from the history and is taken inside the cast, "other
+        # recipes typically require only a single memory read" (fp8_current_scaling.rst), and TE
+        # writes rowwise+columnwise in one kernel (performance_considerations.rst, "Quantization
+        # fusions" 1): read 2 B + write 1 + 1 B = 4 B -> 1.0 pass.
+        "delayed": Fp8Recipe(1.0, 1.0, f"{_TE} docs/features/low_precision_training/"
+                                       "performance_considerations/performance_considerations.rst"),
+        # TE MXFP8Blockscaling (Blackwell). GEMM: TE docs/examples/gemm_profiling/gemm_profiling.rst,
+        # pre-quantized B300 per-layer GEMM time FP8Current 6.812 ms vs MXFP8 7.161 ms
+        # -> 6.812 / 7.161 = 0.95. Cast: one read, rowwise+columnwise MX written in one kernel
+        # (performance_considerations.rst fusion 1): 2 + 1 + 1 B = 4 B -> 1.0 pass.
+        "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst"),
+        # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
+    },
+    fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
+    # TE picks FusedAttention (cuDNN) over FlashAttention on sm90+: "Disabling FlashAttention to
+    # give FusedAttention preference on Hopper+" (TE transformer_engine/pytorch/attention/
+    # dot_product_attention/utils.py:1648); Megatron leaves it to TE: attention_backend = auto
+    # (MLM transformer_config.py:144).
+    attention="cudnn",
+    # Fused by default: RMSNorm in TE (TELayerNormColumnParallelLinear), --no-bias-swiglu-fusion,
+    # --no-bias-dropout-fusion, --no-rope-fusion are store_false, i.e. fusions on
+    # (MLM megatron/training/arguments.py:2755-2768) -> the fused reference, 1.0.
+    elementwise_traffic=1.0,
+    # Defaults are False (MLM arguments.py:2968 --overlap-grad-reduce, :2989 --overlap-param-gather)
+    # but the published recipes set both True: MB src/megatron/bridge/recipes/common.py:83-84
+    # (DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)).
+    overlap_grad_reduce=True,
+    overlap_param_gather=True,
+    # bf16 -> accumulate_allreduce_grads_in_fp32 = True (MLM arguments.py:1192-1193): one fp32
+    # main_grad buffer of full size (megatron/core/distributed/param_and_grad_buffer.py), also
+    # with the distributed optimizer. The ZeRO-0/1 rows of model_states.py already count 4 B/param
+    # unsharded fp32 grads, so nothing is extra -> 0.
+    unsharded_grad_bytes=0.0,
+    # Buckets (--ddp-bucket-size, default max(4e7, 1e6*dp) params,
+    # megatron/core/distributed/distributed_data_parallel_config.py:48) are views into the grad
+    # buffer: reduction in place -> 0.
+    dp_bucket_bytes=0.0,
+    # No published Megatron run giving peak reserved and peak allocated together was found -> 1.0.
+    reserved_over_allocated=1.0,
+    flags={
+        "recompute": "--recompute-granularity {selective,full} (+ --recompute-modules for "
+                     "selective; --recompute-method uniform for full)",
+        "fp8_recipe": "--fp8-recipe {delayed,tensorwise,mxfp8,blockwise}",
+        "fp8_format": "--fp8-format {e4m3,hybrid}",
+        "async_tp": "--tp-comm-overlap",
+        "expert_tp": "--expert-tensor-parallel-size",
+        "zero": "--use-distributed-optimizer (1); --use-megatron-fsdp "
+                "--data-parallel-sharding-strategy {no_shard,optim,optim_grads,optim_grads_params}",
+        "tp": "--tensor-model-parallel-size",
+        "pp": "--pipeline-model-parallel-size",
+        "cp": "--context-parallel-size",
+        "ep": "--expert-model-parallel-size",
+        "pp_schedule": "--num-layers-per-virtual-pipeline-stage (interleaved 1F1B; default 1F1B)",
+        "overlap_grad_reduce": "--overlap-grad-reduce",
+        "overlap_param_gather": "--overlap-param-gather",
+    },
+    sources=(
+        f"{_MLM} megatron/core/transformer/transformer_config.py",
+        f"{_MLM} megatron/core/model_parallel_config.py",
+        f"{_MLM} megatron/training/arguments.py",
+        f"{_MLM} megatron/core/distributed/distributed_data_parallel_config.py",
+        f"{_MLM} megatron/core/distributed/param_and_grad_buffer.py",
+        f"{_MB} src/megatron/bridge/recipes/common.py",
+        f"{_TE} transformer_engine/pytorch/attention/dot_product_attention/utils.py",
+        f"{_TE} docs/features/low_precision_training/",
+        f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst",
+    ),
+)

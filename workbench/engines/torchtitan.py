@@ -1,0 +1,122 @@
+"""``torchtitan``: PyTorch-native training — FSDP2 (``fully_shard``), DTensor tensor / context
+parallelism, ``torch.distributed.pipelining``, torchao float8 / MX.
+
+Conventions in words: TOML/CLI job config (release v0.2.2). torch.compile is optional and needed
+for async TP and for fused float8 casts; without it the model runs eagerly, where RMSNorm is
+PyTorch's fused ``nn.RMSNorm`` kernel but SwiGLU and the complex-number RoPE run one kernel per
+op. Attention is SDPA with cuDNN given priority. FSDP2 prefetches implicitly (backward always
+BACKWARD_PRE) and reduce-scatters in the backward. Per-op selective AC (``op``) and full AC are
+modelled; layer-wise selective AC (``selective_ac_option = "2"``) is not.
+
+Citations: TT = pytorch/torchtitan @ v0.2.2 = 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce;
+AO = pytorch/ao @ 36027d82d1ad9949597ea16002ff4940374b1b94;
+TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b.
+A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+"""
+from workbench.engines.types import Engine, Fp8Recipe
+
+_TT = "pytorch/torchtitan@73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
+_AO = "pytorch/ao@36027d82d1ad9949597ea16002ff4940374b1b94"
+_TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
+_ROOF = f"{_AO} torchao/testing/training/roofline_utils.py get_tensor_memory_traffic_ovhd_s"
+
+ENGINE = Engine(
+    name="torchtitan",
+    label="torchtitan (FSDP2 + DTensor + pipelining)",
+    about="PyTorch's reference LLM trainer: FSDP2, DTensor TP/CP, torch.distributed.pipelining, "
+          "torchao float8/MXFP8.",
+    # compile.enable, parallelism.enable_async_tensor_parallel (needs compile),
+    # quantize.linear.float8.recipe_name, parallelism.expert_tensor_parallel_degree
+    # (TT torchtitan/config/job_config.py classes Compile, Parallelism, Float8Linear).
+    switches=("compile", "fp8_recipe", "async_tp", "expert_tp"),
+    # activation_checkpoint.mode Literal["selective", "full", "memory_budget", "none"], default
+    # "selective" with selective_ac_option "2"; "op" = per-op SAC (TT job_config.py
+    # class ActivationCheckpoint). No Korthikanti (core-attention) selective mode.
+    # torchtitan's default: activation_checkpoint.mode selective, selective_ac_option "op"
+    recompute_default="op",
+    recompute=("none", "full", "op"),
+    # 0: data_parallel_replicate_degree only (DDP); 2: fsdp_reshard_after_forward = "never"
+    # (reshard_after_forward=False = ZeRO-2, TT docs/fsdp.md table); 3: fully_shard default.
+    zero=(0, 2, 3),
+    fp8_recipes={
+        # GEMM: cuBLAS tensorwise _scaled_mm, the reference -> 1.0. Cast (AO roofline, eager,
+        # not fused with the previous op): input/grad_output amax read 2 B + cast read 2 B +
+        # fp8 dim0 and dim1 writes 1 + 1 B = 6 B -> 1.5 passes (weight: 8 B -> 2.0).
+        "tensorwise": Fp8Recipe(1.0, 1.5, _ROOF),
+        # GEMM: rowwise _scaled_mm (CUTLASS) on H100 — "Most shapes are within 90-100% of
+        # tensor-wise efficiency, but there's a long tail going down to 50%"
+        # (pytorch/pytorch#147971, https://github.com/pytorch/pytorch/issues/147971) -> 0.9.
+        # Cast (AO roofline): input kernel 1 reads 2 B, writes fp8 1 B + bf16 transpose 2 B,
+        # kernel 2 reads 2 B writes 1 B = 8 B -> 2.0 passes (weight: 10 B -> 2.5).
+        "rowwise": Fp8Recipe(0.9, 2.0, "pytorch/pytorch#147971; " + _ROOF),
+        # model.converters = ["quantize.linear.mx"], recipe mxfp8_cublas (Blackwell). GEMM: cuBLAS
+        # MXFP8; TE's pre-quantized B300 table gives tensorwise 6.812 ms vs MXFP8 7.161 ms per layer
+        # -> 0.95 (TE docs/examples/gemm_profiling/gemm_profiling.rst). Cast (AO roofline,
+        # mxfp8_cublas): dim0 cast 2 + 1 B, dim1 cast 2 + 1 B = 6 B -> 1.5 passes.
+        "mxfp8": Fp8Recipe(0.95, 1.5, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
+                                      + _ROOF),
+        # "rowwise_with_gw_hp" (also offered) is not in FP8_RECIPES; torchao has no delayed scaling.
+    },
+    # recipe_name None -> Float8LinearConfig() tensorwise ("Float8 tensorwise scaled training
+    # active", TT torchtitan/components/quantization/float8.py).
+    fp8_default="tensorwise",
+    # ScaledDotProductAttentionWrapper: sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, MATH],
+    # set_priority=True) (TT torchtitan/models/attention.py:168-190); attn_type default "sdpa"
+    # (TT torchtitan/models/llama3/model/args.py:45).
+    attention="cudnn",
+    # Derived from TT torchtitan/models/llama3/model/model.py, Llama-3-8B layer (h=4096,
+    # f=14336=3.5h, k dim h/4), per token fwd+bwd, in 16-bit element accesses:
+    #   fused reference: 2 RMSNorm (2 fwd + 3 bwd) x h x 2 = 10h; SwiGLU (3 fwd + 5 bwd) f = 28h;
+    #   RoPE on q,k (2 + 2) x 1.25h = 5h; 2 residual adds (3 + 3) h x 2 = 12h  -> 55h.
+    #   eager: nn.RMSNorm -> aten _fused_rms_norm (+ _fused_rms_norm_backward, PyTorch >= 2.9)
+    #   = 10h; w2(F.silu(w1(x)) * w3(x)): fwd silu 2f + mul 3f, bwd 2 mul-grads 3f each + silu
+    #   bwd 3f = 14f = 49h; apply_rotary_emb: x.float() 3 + complex mul 4 + type_as 3 = 10 per
+    #   element fwd and 10 bwd = 20 x 1.25h = 25h; residual adds 12h -> 96h.
+    #   96h / 55h = 1.75. torch.compile (compile.enable) brings it to 1.
+    elementwise_traffic=1.75,
+    # FSDP2 "always follows backward_prefetch=BACKWARD_PRE" and reduce-scatters in backward;
+    # forward all-gathers are issued ahead implicitly (TT docs/fsdp.md).
+    overlap_grad_reduce=True,
+    overlap_param_gather=True,
+    # FSDP2 MixedPrecisionPolicy(param bf16, reduce fp32) (TT job_config.py Training
+    # mixed_precision_param / mixed_precision_reduce): sharded fp32 grads, as the ZeRO-3 row -> 0.
+    unsharded_grad_bytes=0.0,
+    # FSDP2 all-gathers / reduce-scatters per fully_shard unit (counted in buffers) -> 0.
+    dp_bucket_bytes=0.0,
+    # torchtitan logs memory/max_active(GiB) and memory/max_reserved(GiB) (TT
+    # torchtitan/components/metrics.py:447-450; run_train.sh sets expandable_segments:True), but
+    # no published run with both numbers was found -> 1.0.
+    reserved_over_allocated=1.0,
+    flags={
+        "recompute": "activation_checkpoint.mode {none,full,selective}; op = mode selective + "
+                     "activation_checkpoint.selective_ac_option \"op\"",
+        "fp8_recipe": "model.converters [\"quantize.linear.float8\"] + "
+                      "quantize.linear.float8.recipe_name {tensorwise,rowwise,rowwise_with_gw_hp}; "
+                      "mxfp8: model.converters [\"quantize.linear.mx\"] + "
+                      "quantize.linear.mx.recipe_name mxfp8_cublas",
+        "compile": "compile.enable",
+        "async_tp": "parallelism.enable_async_tensor_parallel",
+        "expert_tp": "parallelism.expert_tensor_parallel_degree",
+        "zero": "parallelism.data_parallel_shard_degree (3), "
+                "parallelism.fsdp_reshard_after_forward never (2), "
+                "parallelism.data_parallel_replicate_degree (0)",
+        "tp": "parallelism.tensor_parallel_degree",
+        "pp": "parallelism.pipeline_parallel_degree",
+        "cp": "parallelism.context_parallel_degree",
+        "ep": "parallelism.expert_parallel_degree",
+        "pp_schedule": "parallelism.pipeline_parallel_schedule",
+    },
+    sources=(
+        f"{_TT} torchtitan/config/job_config.py",
+        f"{_TT} torchtitan/models/llama3/model/model.py",
+        f"{_TT} torchtitan/models/attention.py",
+        f"{_TT} torchtitan/components/quantization/float8.py",
+        f"{_TT} torchtitan/components/metrics.py",
+        f"{_TT} docs/fsdp.md",
+        f"{_TT} docs/float8.md",
+        f"{_AO} torchao/testing/training/roofline_utils.py",
+        f"{_AO} docs/source/workflows/training.md",
+        "pytorch/pytorch#147971 (rowwise vs tensorwise _scaled_mm on H100)",
+        f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst",
+    ),
+)

@@ -1,0 +1,72 @@
+"""What an engine is to the estimator: the switches it offers and the conventions it follows.
+
+One ``Engine`` record per engine (one module each in ``workbench/engines/``). Every convention
+field cites the engine's source (file and commit) or docs next to the value, in the module
+that fills it. ``generic`` is the idealised stack the estimator modelled before engines
+existed: its record reproduces those estimates exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SWITCHES = ("compile", "fp8_recipe", "async_tp", "expert_tp")
+FP8_RECIPES = ("tensorwise", "rowwise", "delayed", "mxfp8")
+
+
+@dataclass(frozen=True)
+class Fp8Recipe:
+    """How one FP8 recipe runs: the GEMM rate relative to the tensorwise FP8 GEMM rate the
+    kernel table measures, and the extra memory-bound bytes per GEMM input element (scaling:
+    an amax reduction and the cast; rowwise and MX scales are per row / per 32-block)."""
+
+    gemm_rate: float            # x the measured tensorwise FP8 GEMM throughput
+    cast_passes: float          # extra reads+writes of each 16-bit GEMM input, per pass
+    source: str
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One training engine's offer and conventions (see the module docstring of each)."""
+
+    name: str                   # the ``training.engine`` value
+    label: str                  # what a person calls it
+    about: str                  # one sentence: what it is, which products run it
+    switches: tuple[str, ...]   # the SWITCHES this engine offers
+    recompute: tuple[str, ...]  # training.recompute values offered (of none|selective|full|op)
+    zero: tuple[int, ...]       # parallel.zero stages offered
+    recompute_default: str = "selective"   # training.recompute when the scenario leaves it out
+    fp8_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)   # recipe -> how it runs
+    fp8_default: str | None = None      # the recipe used when training.fp8_recipe is null
+    attention: str = "flash2"   # the attention kernel the engine calls by default
+    # Memory-bound elementwise work (norms, activation functions, RoPE, residual adds): fused
+    # kernels read and write each tensor once; an eager PyTorch module runs one kernel per
+    # operation. ``elementwise_traffic`` is the engine's HBM traffic for that work relative to
+    # fused kernels when not compiled; torch.compile (where offered) brings it to 1.
+    elementwise_traffic: float = 1.0
+    # Data-parallel gradient reduction overlapped with the backward (Megatron
+    # --overlap-grad-reduce, DDP/FSDP hooks, DeepSpeed overlap_comm); parameter all-gathers
+    # overlapped with the forward (Megatron --overlap-param-gather, FSDP prefetch).
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    # The gradient buffer the engine keeps beside ZeRO's sharded states (bytes per parameter
+    # held by the GPU, unsharded): Megatron's fp32 ``main_grad`` buffer is full size even with
+    # the distributed optimizer; 0 where gradients are sharded as ZeRO says.
+    unsharded_grad_bytes: float = 0.0
+    # Data-parallel communication buckets (bytes, in flight at once) the engine allocates on
+    # top of the gradients (DeepSpeed's reduce/all-gather buckets); 0 where the reduction works
+    # in place in the gradient buffer.
+    dp_bucket_bytes: float = 0.0
+    # The caching allocator's peak reserved over peak allocated, as the engine configures it
+    # (expandable segments or not); sourced per engine.
+    reserved_over_allocated: float = 1.0
+    # generic only: the estimate's total keeps the 5 % allocator allowance it always had
+    # (estimate.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
+    allowance_in_total: bool = False
+    # How the engine's own configuration spells each setting the exporters write: switch or
+    # setting name -> the engine's flag / config key (e.g. "async_tp" ->
+    # "--tp-comm-overlap"), each cited in the engine's module.
+    flags: dict[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()       # the files and commits the conventions come from
+
+    def offers(self, switch: str) -> bool:
+        return switch in self.switches

@@ -1,0 +1,144 @@
+"""Shapes of a layer's attention: its projection GEMMs under tensor parallelism, the widths of
+the query/key/value tensors the attention kernel reads, and the core-attention widths.
+
+Two families (``ModelShape.mla``):
+
+- MHA / GQA (Megatron-LM ``SelfAttention``): one column-parallel ``linear_qkv`` (hidden ->
+  (q + 2 kv) / t) and the row-parallel ``linear_proj`` (q / t -> hidden).
+- Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 Sec. 2.1; Megatron-Core
+  ``MLASelfAttention`` in megatron/core/transformer/multi_latent_attention.py @ d98e8a64):
+  W_DQ (hidden -> q_lora) and W_DKV (hidden -> kv_lora + rope) are ``TELinear`` with
+  ``parallel_mode='duplicated'`` (gpt_layer_specs.py: ``linear_q_down_proj=backend.linear()``):
+  replicated on every TP rank and, under sequence parallelism, run on the rank's s/t tokens
+  (``q_compressed: [s / TP, b, q_lora_rank]``); W_UQ (q_lora -> heads (nope + rope) / t, or
+  W_Q hidden -> heads (nope + rope) / t without query compression) and W_UKV (kv_lora ->
+  heads (nope + v) / t) are column-parallel; W_O (heads v / t -> hidden) is row-parallel.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from workbench.catalog.types import ModelShape
+
+
+class AttentionGemm(NamedTuple):
+    """One projection GEMM per token row: (rows x k) @ (k x n), ``count`` of them, on
+    ``rows`` x the caller's token rows (1, or 1/t for MLA's down-projections under SP)."""
+
+    n: float
+    k: float
+    count: int = 1
+    rows: float = 1.0
+    name: str = ""          # qkv, proj; MLA: q_down, q_up (q without compression), kv_down,
+    #                         kv_up, proj
+
+
+def attention_gemms(m: ModelShape, t: int = 1, sp: bool = False) -> list[AttentionGemm]:
+    """The attention projection GEMMs of one layer on one rank of TP degree ``t`` (``sp``:
+    sequence parallelism, which shards MLA's replicated down-projections' rows)."""
+    h = m.hidden
+    if not m.mla:
+        q, kv = m.heads * m.dim_per_head, m.kv_dim
+        return [AttentionGemm((q + 2 * kv) / t, h, 1, 1.0, "qkv"),
+                AttentionGemm(h, q / t, 1, 1.0, "proj")]
+    qk = m.heads * m.qk_head_dim
+    down = 1.0 / t if sp else 1.0
+    out = []
+    if m.q_lora_rank:
+        out += [AttentionGemm(m.q_lora_rank, h, 1, down, "q_down"),
+                AttentionGemm(qk / t, m.q_lora_rank, 1, 1.0, "q_up")]
+    else:
+        out.append(AttentionGemm(qk / t, h, 1, 1.0, "q"))
+    out += [AttentionGemm(m.kv_lora_rank + m.qk_rope_head_dim, h, 1, down, "kv_down"),
+            AttentionGemm(m.heads * (m.qk_nope_head_dim + m.v_head_dim) / t, m.kv_lora_rank,
+                          1, 1.0, "kv_up"),
+            AttentionGemm(h, m.heads * m.v_head_dim / t, 1, 1.0, "proj")]
+    return out
+
+
+def attention_gemm_macs(m: ModelShape) -> float:
+    """Multiply-adds per token of the attention projections (whole layer, no TP split)."""
+    h = m.hidden
+    if not m.mla:
+        q, kv = m.heads * m.dim_per_head, m.kv_dim
+        return h * (q + 2 * kv) + q * h
+    return sum(g.n * g.k * g.count for g in attention_gemms(m, 1))
+
+
+def attention_weights(m: ModelShape) -> tuple[int, int]:
+    """(TP-sharded, TP-replicated) attention weights of one layer, biases and MLA's q/kv norms
+    included, before the TP split. MLA: the down-projections and the q/kv norms are replicated;
+    only ``linear_proj`` has a bias (Megatron-Core builds every MLA q/kv linear with
+    ``bias=False``; ``linear_proj`` follows ``add_bias_linear``)."""
+    h = m.hidden
+    if not m.mla:
+        q, kv = m.heads * m.dim_per_head, m.kv_dim
+        sharded = h * q + 2 * h * kv + q * h
+        replicated = 0
+        if m.bias:
+            sharded += q + 2 * kv
+            replicated += h  # the row-parallel output bias is added after the all-reduce
+        return sharded, replicated
+    sharded, replicated = 0, 0
+    norm = 2 if m.norm == "layernorm" else 1
+    for g in attention_gemms(m, 1):
+        w = int(g.n * g.k) * g.count
+        if g.name in ("q_down", "kv_down"):
+            replicated += w
+        else:
+            sharded += w
+    replicated += norm * (m.q_lora_rank + m.kv_lora_rank)      # q_layernorm, kv_layernorm
+    if m.bias:
+        replicated += h
+    return sharded, replicated
+
+
+def sequence_parallel_attention_weights(m: ModelShape) -> tuple[int, int]:
+    """(elements, tensors) of one layer's attention weights that are replicated over TP and,
+    under sequence parallelism, see only the rank's tokens, so TP all-reduces their gradients
+    (besides the layer norms, which params.sequence_parallel_replicated counts): MLA's
+    down-projections and q/kv norms (Megatron-Core marks duplicated ``TELinear`` weights
+    ``sequence_parallel``, extensions/transformer_engine.py @ d98e8a64). 0 for MHA/GQA."""
+    if not m.mla:
+        return 0, 0
+    norm = 2 if m.norm == "layernorm" else 1
+    q = m.q_lora_rank
+    elements = m.hidden * (q + m.kv_lora_rank + m.qk_rope_head_dim) + norm * (q + m.kv_lora_rank)
+    tensors = (2 if q else 1) * (1 + norm)
+    return elements, tensors
+
+
+def qkv_widths(m: ModelShape) -> tuple[int, int, int]:
+    """Per-token widths of the query, key and value tensors fed to the attention kernel (whole
+    layer, before the TP split). MHA/GQA: (heads d, kv_heads d, kv_heads d); MLA: every head
+    gets its own key (nope + shared rope) and value, (heads (nope+rope), heads (nope+rope),
+    heads v)."""
+    if not m.mla:
+        return m.heads * m.dim_per_head, m.kv_dim, m.kv_dim
+    qk = m.heads * m.qk_head_dim
+    return qk, qk, m.heads * m.v_head_dim
+
+
+def core_attention_widths(m: ModelShape) -> tuple[int, int]:
+    """(QK^T contraction width, AV output width) per token over all heads: heads x qk head dim
+    and heads x value head dim (equal for MHA/GQA)."""
+    return m.heads * m.qk_head_dim, m.heads * m.value_head_dim
+
+
+def attention_gemm_input_width(m: ModelShape, t: int = 1) -> float:
+    """Per-token width of the distinct inputs of the attention projections on one TP rank
+    (what an FP8 recipe casts): MHA/GQA hidden + q/t; MLA hidden (shared by both
+    down-projections) + q_lora + kv_lora + heads v / t."""
+    if not m.mla:
+        return m.hidden + m.heads * m.dim_per_head / t
+    return m.hidden + m.q_lora_rank + m.kv_lora_rank + m.heads * m.v_head_dim / t
+
+
+def tp_gather_width(m: ModelShape) -> int:
+    """Per-token width the attention block all-gathers over TP under sequence parallelism (and
+    reduce-scatters in backward): the hidden state for MHA/GQA; for MLA the up-projections'
+    inputs (q_lora, or hidden without query compression, + kv_lora) and the shared RoPE key,
+    since the down-projections run on the rank's own tokens."""
+    if not m.mla:
+        return m.hidden
+    return (m.q_lora_rank or m.hidden) + m.kv_lora_rank + m.qk_rope_head_dim

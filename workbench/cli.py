@@ -141,10 +141,10 @@ def _plan(args: argparse.Namespace) -> int:
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
             "mfu", "memory_gib", "device_gib", "headroom_gib"]
     t = result.table
-    for col in ("engine", "compile", "async_tp", "fp8_recipe"):   # shown when not all default
-        if col in t and len(t) and t[col].astype(str).nunique() > 1 or (
-                col == "engine" and len(t) and (t[col] != "generic").any()) or (
-                col in ("compile", "async_tp", "fp8_recipe") and len(t) and t[col].any()):
+    # the engine and switch columns, shown when a row leaves the generic default
+    for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
+                         ("fp8_recipe", None)):
+        if t[col].map(lambda v, d=default: v != d).any():
             cols.insert(cols.index("step"), col)
     table = result.table[cols].head(args.top).rename(columns={
         "sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",

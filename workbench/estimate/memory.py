@@ -15,6 +15,17 @@ from workbench.scenario.types import Scenario
 from workbench.units import memory_text
 
 
+# What each memory figure is, and which tool reports it (the CLI, the JSON and the charts say
+# it in these words).
+MEMORY_KINDS = {
+    "total": "peak allocated (torch.cuda.max_memory_allocated; Megatron-LM logs this one)",
+    "reserved": "the caching allocator's peak reserved (torch.cuda.max_memory_reserved; "
+                "torchtitan's logged memory)",
+    "device": "what nvidia-smi and DCGM show: reserved + CUDA context + NCCL buffers + "
+              "library workspaces; fit is judged on this one",
+}
+
+
 @dataclass(frozen=True)
 class GPUMemory:
     """Bytes on one GPU, by category (the contract's ``memory.per_gpu`` keys). ``total`` is

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from workbench.estimate.build_checks import Check
 from workbench.estimate.engine_terms import error_band
-from workbench.estimate.memory import MemoryEstimate
+from workbench.estimate.memory import MEMORY_KINDS, MemoryEstimate
 from workbench.estimate.model_states import bytes_per_param
 from workbench.estimate.params import active_params, total_params
 from workbench.estimate.run_level import RunEstimate
@@ -63,10 +63,7 @@ class Estimate:
                 "capacity": m.capacity,
                 "fits": m.fits,
                 "headroom": m.capacity - m.per_gpu.device,
-                "kinds": {"total": "peak allocated (torch.cuda.max_memory_allocated)",
-                          "reserved": "peak reserved (torch.cuda.max_memory_reserved)",
-                          "device": "nvidia-smi / DCGM (reserved + CUDA context + NCCL + "
-                                    "workspaces); fits judges this one"},
+                "kinds": dict(MEMORY_KINDS),
                 "host_per_node": m.host_per_node,
                 "host_capacity_per_node": m.host_capacity_per_node,
                 "host_fits": m.host_fits,

@@ -28,11 +28,9 @@ from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
 from workbench.engines import ENGINES
-from workbench.scenario.types import OFFLOAD, SCHEDULES, Parallel, Scenario
+from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
-# Recompute policies from the least recomputed to the most (the dominance order).
-RECOMPUTE_ORDER = ("none", "selective", "op", "full")
 Progress = Callable[[float, str], bool | None]   # (fraction done, what) -> False to cancel
 
 
@@ -116,7 +114,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     fixed = c.fixed
     eng = ENGINES[s.training.engine]
     recomputes = [fixed["recompute"]] if "recompute" in fixed else [
-        r for r in RECOMPUTE_ORDER if r in eng.recompute]
+        r for r in RECOMPUTE if r in eng.recompute]   # RECOMPUTE: the dominance order
     caches: dict = {}
     switches = {"engine": s.training.engine, "compile": s.training.compile,
                 "async_tp": s.parallel.async_tp, "fp8_recipe": s.training.fp8_recipe}

@@ -2,6 +2,7 @@
 GB/TB = 1e9/1e12 bytes; workbench/units.py)."""
 from __future__ import annotations
 
+from workbench.estimate.memory import MEMORY_KINDS
 from workbench.estimate.result import Estimate
 from workbench.units import GB, GiB, MiB, memory_text
 
@@ -39,10 +40,7 @@ def render_estimate(est: Estimate) -> str:
     lines += [
         f"{'reserved':14}" + "".join(f"{g.memory.reserved / scale:>11,.2f}" for g in shown),
         f"{'device':14}" + "".join(f"{g.memory.device / scale:>11,.2f}" for g in shown),
-        "  total = peak allocated (torch.cuda.max_memory_allocated, what torchtitan's and",
-        "  Megatron's logs call allocated); reserved = the caching allocator's peak reserved",
-        "  (torch.cuda.max_memory_reserved); device = what nvidia-smi and DCGM show (reserved +",
-        "  CUDA context + NCCL buffers + library workspaces); fit is judged on device",
+        *(f"  {k} = {v}" for k, v in MEMORY_KINDS.items()),
         "",
         f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.device)} on the device "
         f"({memory_text(w.total)} allocated) of "

@@ -12,7 +12,8 @@ from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShap
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
-RECOMPUTE = ("none", "selective", "full", "op")   # op: torchtitan per-op selective AC
+RECOMPUTE = ("none", "selective", "op", "full")   # least recomputed first; op: torchtitan per-op
+#                                                  selective activation checkpointing
 OPTIMIZERS = ("adamw", "sgd")
 OFFLOAD = ("none", "cpu", "nvme")
 SCHEDULES = SCHEDULE_NAMES   # one record each: scenario/schedules.py

@@ -45,8 +45,9 @@ EAGER_ATTENTION_SOURCES = ("narayanan21", "korthikanti22", "mtnlg", "bloom")
 
 def to_scenario(rec: dict) -> dict:
     """The scenario a published record describes; unstated settings take documented defaults:
-    micro-batch 1, the engine's recompute default (workbench/engines/), bf16, ZeRO-1 with Megatron-style PP (distributed
-    optimizer), per-node NVLink of the GPU's generation and 8 NDR NICs."""
+    micro-batch 1, the engine's recompute default (workbench/engines/), bf16, ZeRO-1 with
+    Megatron-style PP (distributed optimizer), per-node NVLink of the GPU's generation and 8 NDR
+    NICs."""
     hw = dict(rec["hardware"])
     gpu = hw.get("gpu", "h100-sxm")
     hw.setdefault("gpus_per_node", 8)

@@ -12,9 +12,10 @@ factor 2, and with 1 ms per MoE layer — and its step is taken as linear in a a
 those (exact where no overlap changes which term is exposed), times k. Over a grid of (a, m),
 each engine's k is the one that makes its runs' median error 0; the (a, m) kept is the one with
 the smallest mean over sources of each source's median |error| (every publication weighs the
-same, so the 201 rows of one benchmark table do not decide the shared constants alone). An engine without runs takes the run-weighted
-geometric mean of the fitted factors (``pooled``); ``generic`` is never fitted. Every figure
-reported is then an exact estimate with the fitted constants.
+same, so the 201 rows of one benchmark table do not decide the shared constants alone). An
+engine without runs takes the run-weighted geometric mean of the fitted factors (``pooled``);
+``generic`` is never fitted. Every figure reported is then an exact estimate with the fitted
+constants.
 
 Leave-one-source-out (LOSO): for each source (a benchmark table, paper or repository: the
 record id's first word), refit on every other source and score the left-out one; an engine
@@ -178,10 +179,13 @@ def bands(rows: list[dict], kind: str) -> dict:
 
 def report(name: str, rows: list[dict]) -> None:
     sm, ch = summary(rows), choices(rows)
-    print(f"{name:28} runs {sm['runs']:4}  median |error| {sm['median']:6.1%}  p90 "
-          f"{sm['p90']:6.1%}  off by >2x {sm['off_by_2x']:3}  pairs ordered "
-          f"{ch['pairs_ordered'] or 0:5.1%} of {ch['pairs']}  best = measured best "
-          f"{ch['best_is_best'] or 0:5.1%} of {ch['comparisons']}")
+    line = (f"{name:28} runs {sm['runs']:4}  median |error| {sm['median']:6.1%}  p90 "
+            f"{sm['p90']:6.1%}  off by >2x {sm['off_by_2x']:3}")
+    if ch["pairs"]:
+        line += f"  pairs ordered {ch['pairs_ordered']:5.1%} of {ch['pairs']}"
+    if ch["comparisons"]:
+        line += f"  best = measured best {ch['best_is_best']:5.1%} of {ch['comparisons']}"
+    print(line)
 
 
 DOCS = ROOT / "docs"

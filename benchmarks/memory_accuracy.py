@@ -108,8 +108,9 @@ CASES = [
           "training": {"seq_len": 8192, "micro_batch": 1, "global_batch": 256,
                        "recompute": "full", "precision": "fp8", "engine": "torchtitan",
                        "compile": True}},
-         82.5, kind="reserved", assumed="seq_len 8192 and micro-batch 1 (not stated); no resharding after "
-                       "forward (torchtitan's FSDP default when PP is on)"),
+         82.5, kind="reserved",
+         assumed="seq_len 8192 and micro-batch 1 (not stated); no resharding after "
+                 "forward (torchtitan's FSDP default when PP is on)"),
 ]
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import EXAMPLES, ROOT
 
-MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total", "reserved", "device"}
+MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total", "reserved",
+               "device"}
 
 
 def run(*args):
@@ -83,3 +84,15 @@ def test_trial_metrics_options_are_checked_with_one_line_errors():
                               capture_output=True, text=True, timeout=120)
     assert busy.returncode == 2 and "is already in use" in busy.stderr
     assert len(busy.stderr.strip().splitlines()) == 1
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback():
+    """`workbench plan ... | head -1`: the ranked table is longer than the pipe buffer."""
+    cmd = [sys.executable, "-m", "workbench", "plan", str(ROOT / "examples/llama3-8b-8xh100.yaml"),
+           "--top", "2000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    first = proc.stdout.readline()
+    proc.stdout.close()                      # what `head -1` does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert first.startswith(b"Llama 3.1 8B") and "Traceback" not in err and err == ""

@@ -1,4 +1,5 @@
-"""Exact-value tests of workbench.estimate.device_memory, worked out by hand from its cited constants."""
+"""Exact-value tests of workbench.estimate.device_memory, worked out by hand from its cited
+constants."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,8 @@ import pytest
 from workbench.estimate.device_memory import device_terms
 
 MiB = 1 << 20
-# Line through (34 SMs, 107 MiB) and (188 SMs, 555 MiB) at the H100's 132 SMs: 107 + 98 * 448 / 154 MiB.
+# Line through (34 SMs, 107 MiB) and (188 SMs, 555 MiB) at the H100's 132 SMs:
+# 107 + 98 * 448 / 154 MiB.
 H100_CONTEXT = (107 + 98 * 448 / 154) * MiB
 
 
@@ -16,12 +18,14 @@ def test_h100_dp8_and_tp8_intra_node() -> None:
     # NVLS 16 channels x 2 x (128 KiB x 8 steps) x 8 heads = 256 MiB -> 544 MiB; two communicators.
     assert terms["nccl"] == 2 * (24 * 12 + 256) * MiB == 1088 * MiB
     assert terms["cuda_context"] == pytest.approx(H100_CONTEXT)
-    assert terms["cublas_workspace"] == 0.0  # allocated through the caching allocator: already in reserved
+    # allocated through the caching allocator: already in reserved
+    assert terms["cublas_workspace"] == 0.0
 
 
 def test_h100_dp128_across_16_nodes() -> None:
     terms = device_terms("h100", [(128, True)])
-    # 16 channels x (P2P ring pair 12 MiB + NET pair 20 MiB) = 512 MiB, NVLS with 8 local heads 256 MiB.
+    # 16 channels x (P2P ring pair 12 MiB + NET pair 20 MiB) = 512 MiB,
+    # NVLS with 8 local heads 256 MiB.
     assert terms["nccl"] == (16 * 32 + 256) * MiB == 768 * MiB
     assert terms["cuda_context"] == pytest.approx(H100_CONTEXT)
 

@@ -71,7 +71,8 @@ class ParallelPanel(Panel):
         """Offer the degrees that divide the GPUs and pass the rule table's conditions on that
         degree (``scenario.rules.allowed_values``: TP divides the heads and FFN widths, a stage
         holds a layer, CP splits the sequence, EP divides dp x cp and the experts, an HSDP group
-        divides dp x cp under ZeRO, the ZeRO stage is one the engine offers); dp fills the GPUs as tp, pp and cp change."""
+        divides dp x cp under ZeRO, the ZeRO stage is one the engine offers); dp fills the GPUs
+        as tp, pp and cp change."""
         world, par = self._world(), self._par()
         s = self.state.scenario
         div = _divisors(world)

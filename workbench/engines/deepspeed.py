@@ -65,10 +65,10 @@ ENGINE = Engine(
     # stage-3 value is True (documented, not representable per stage here).
     overlap_grad_reduce=False,
     # Stages 1-2 all-gather the updated bf16 partitions inside step(), after the optimizer and
-    # before the next forward (all_gather_dp_groups, DS deepspeed/runtime/zero/stage_1_and_2.py:2396)
-    # -> not overlapped. Stage 3 prefetches parameters in the forward (stage3_prefetch_bucket_size,
-    # 5e7 elements, DS zero/config.py:215) -> overlapped there; as for overlap_comm, the record
-    # follows stages 1-2.
+    # before the next forward (all_gather_dp_groups, DS
+    # deepspeed/runtime/zero/stage_1_and_2.py:2396) -> not overlapped. Stage 3 prefetches parameters
+    # in the forward (stage3_prefetch_bucket_size, 5e7 elements, DS zero/config.py:215) ->
+    # overlapped there; as for overlap_comm, the record follows stages 1-2.
     overlap_param_gather=False,
     # BF16_Optimizer (bf16 + ZeRO-1 + fp32 grad accumulation, DS engine.py:1994-1996) keeps
     # fp32_groups_gradients_flat = zeros_like(bf16 flat, fp32): full-size 4 B/param

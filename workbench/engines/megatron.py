@@ -33,7 +33,8 @@ ENGINE = Engine(
     # No torch.compile switch in Megatron-LM's training arguments.
     switches=("fp8_recipe", "async_tp", "expert_tp"),
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
-    # selective = recompute_modules default ["core_attn"] (Korthikanti et al.), transformer_config.py:546.
+    # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
+    # transformer_config.py:546.
     recompute=("none", "selective", "full"),
     # 0: DDP; 1: --use-distributed-optimizer (MLM megatron/training/arguments.py:2997);
     # 2/3: --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads /
@@ -56,10 +57,11 @@ ENGINE = Engine(
         # fusions" 1): read 2 B + write 1 + 1 B = 4 B -> 1.0 pass.
         "delayed": Fp8Recipe(1.0, 1.0, f"{_TE} docs/features/low_precision_training/"
                                        "performance_considerations/performance_considerations.rst"),
-        # TE MXFP8Blockscaling (Blackwell). GEMM: TE docs/examples/gemm_profiling/gemm_profiling.rst,
-        # pre-quantized B300 per-layer GEMM time FP8Current 6.812 ms vs MXFP8 7.161 ms
-        # -> 6.812 / 7.161 = 0.95. Cast: one read, rowwise+columnwise MX written in one kernel
-        # (performance_considerations.rst fusion 1): 2 + 1 + 1 B = 4 B -> 1.0 pass.
+        # TE MXFP8Blockscaling (Blackwell). GEMM: TE
+        # docs/examples/gemm_profiling/gemm_profiling.rst, pre-quantized B300 per-layer GEMM time
+        # FP8Current 6.812 ms vs MXFP8 7.161 ms -> 6.812 / 7.161 = 0.95. Cast: one read,
+        # rowwise+columnwise MX written in one kernel (performance_considerations.rst fusion 1):
+        # 2 + 1 + 1 B = 4 B -> 1.0 pass.
         "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst"),
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },

@@ -12,7 +12,8 @@ recompute. No FP8 or compile switch in the config (an ``nanotron/fp8`` package e
 wired to the trainer config).
 
 Citations: NT = huggingface/nanotron @ 2411b022a75fb7f7561a1bb4166706da5e1b76de;
-DDP docs = https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html.
+DDP docs =
+https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html.
 """
 from workbench.engines.types import Engine
 

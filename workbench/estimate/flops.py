@@ -7,9 +7,10 @@ backward is twice that (input gradient + weight gradient).
 Attention convention: *model* FLOPs (for MFU, as reported by Megatron-LM, PaLM and torchtitan)
 count the full s x s score matrix — 4·s·h_q FLOPs per token per layer forward (QK^T and AV),
 12·s·h_q forward + backward. Multi-head latent attention: QK^T contracts over heads·(nope + rope)
-and AV produces heads·v_head_dim, 2·s·(heads·(nope+rope) + heads·v) per token forward. *Executed* FLOPs for a causal FlashAttention kernel skip the masked
-upper triangle, about half; FlashAttention's backward recomputes the scores, so it runs 5 matmuls
-to the forward's 2 (Dao 2023, FlashAttention-2 Sec. 3), i.e. 2.5 x the forward.
+and AV produces heads·v_head_dim, 2·s·(heads·(nope+rope) + heads·v) per token forward.
+*Executed* FLOPs for a causal FlashAttention kernel skip the masked upper triangle, about half;
+FlashAttention's backward recomputes the scores, so it runs 5 matmuls to the forward's 2 (Dao
+2023, FlashAttention-2 Sec. 3), i.e. 2.5 x the forward.
 """
 from __future__ import annotations
 

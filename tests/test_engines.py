@@ -193,6 +193,9 @@ def test_the_planner_searches_engines_when_asked():
     assert set(r.table["engine"]) == {"generic", "torchtitan"}
     with pytest.raises(ScenarioError, match="engines"):
         Constraints(engines=("jax",))
+    # "all" compares the stacks people run; generic, the idealised one, only when named
+    assert Constraints.parse(engines="all").engines == (
+        "megatron", "torchtitan", "deepspeed", "fsdp", "nanotron")
 
 
 def test_a_trial_runs_the_plain_pytorch_of_the_layout():
@@ -202,3 +205,46 @@ def test_a_trial_runs_the_plain_pytorch_of_the_layout():
     t = trial_scenario(dataclasses.replace(s))
     assert t.training.engine == "generic" and not t.training.compile
     assert not t.parallel.async_tp
+
+
+def test_megatron_async_tp_needs_sequence_parallel_and_the_planner_follows():
+    bad = doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
+                                       "sequence_parallel": False})
+    assert problems(bad) == [
+        "parallel.async_tp: engine megatron overlaps TP communication only with "
+        "parallel.sequence_parallel true (validate_args: --tp-comm-overlap needs "
+        "--sequence-parallel)"]
+    # nanotron's column-parallel overlap runs without SP; tp = 1 has nothing to overlap and
+    # is accepted
+    parse_scenario(doc({"engine": "nanotron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
+                                                "sequence_parallel": False}))
+    parse_scenario(doc({"engine": "megatron"}, {"zero": 1, "async_tp": True}))
+    s = parse_scenario({**doc({"engine": "megatron"}), "parallel": {}}, layout_required=False)
+    t = plan(s, Constraints()).table
+    on = t["async_tp"].astype(bool)
+    assert on.any() and (t["tp"][on] > 1).all() and t["sequence_parallel"][on].all()
+    assert not on[(t["tp"] > 1) & ~t["sequence_parallel"].astype(bool)].any()
+
+
+def test_torchtitan_layouts_are_ones_torchtitan_runs():
+    """0.2.x: SP whenever TP is on; DDP only as the whole mesh; ZeRO-2 exported as FSDP2
+    without resharding after forward."""
+    from workbench.export import export
+    assert problems(doc({"engine": "torchtitan", "recompute": "op"},
+                        {"dp": 4, "tp": 2, "sequence_parallel": False})) == [
+        "parallel.sequence_parallel: engine torchtitan always shards along the sequence with "
+        "TP; set parallel.sequence_parallel true"]
+    assert problems(doc({"engine": "torchtitan", "recompute": "op"},
+                        {"dp": 4, "tp": 2, "zero": 0})) == [
+        "parallel.zero: engine torchtitan runs DDP (zero 0) only when data parallelism is the "
+        "only dimension ('DDP has not supported > 1D parallelism'); use zero 3"]
+    parse_scenario(doc({"engine": "torchtitan", "recompute": "op"}, {"zero": 0}))
+    s = parse_scenario({**doc({"engine": "torchtitan", "recompute": "op"}), "parallel": {}},
+                       layout_required=False)
+    t = plan(s, Constraints()).table
+    assert t["sequence_parallel"][t["tp"] > 1].all()
+    assert not ((t["zero"] == 0) & (t["tp"] * t["pp"] * t["cp"] * t["ep"] > 1)).any()
+    z2 = parse_scenario(doc({"engine": "torchtitan", "recompute": "op"}, {"zero": 2}))
+    text = str(export(z2, "torchtitan"))
+    assert 'fsdp_reshard_after_forward = "never"' in text
+    assert "data_parallel_shard_degree = 8" in text

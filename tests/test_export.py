@@ -29,6 +29,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.cli import main
 from workbench.estimate.params import chunk_layers
+from workbench.errors import ScenarioError
 from workbench.export import TARGETS, ExportError, Source, export
 from workbench.export.deepspeed import deepspeed_config
 from workbench.export.megatron import megatron_args, to_megatron
@@ -344,6 +345,11 @@ def test_torchtitan_pipeline_schedules_are_torchs(schedule, v, name, chunks):
     assert flat == ["tok_embeddings", *[f"layers.{i}" for i in range(8)], "norm", "output"]
 
 
+def test_torchtitan_zero2_is_fsdp2_without_resharding_after_forward():
+    p = titan(LLAMA8, "parallel.zero=2")["parallelism"]
+    assert p["fsdp_reshard_after_forward"] == "never" and p["data_parallel_shard_degree"] == 8
+
+
 def test_torchtitan_fp8_and_cpu_offload():
     conf = titan(LLAMA8, "training.precision=fp8", "training.offload=cpu")
     assert conf["model"]["converters"] == ["quantize.linear.float8"]
@@ -356,7 +362,6 @@ def test_torchtitan_fp8_and_cpu_offload():
 
 @pytest.mark.parametrize("name,sets,path", [
     (L405, [], "parallel.zero"),                                           # ZeRO-1
-    (LLAMA8, ["parallel.zero=2"], "parallel.zero"),
     (TINY, ["parallel.zero=0"], "parallel.zero"),                          # DDP + TP/PP/CP
     (TINY, ["parallel.sequence_parallel=false"], "parallel.sequence_parallel"),
     (LLAMA8, ["training.precision=fp16"], "training.precision"),
@@ -763,10 +768,16 @@ def test_megatron_expert_tp_folding():
 
 
 def test_megatron_async_tp_needs_sequence_parallel():
+    # a megatron scenario cannot ask for it (rule async_tp_sp); a nanotron one, which runs
+    # async TP without SP, is refused when exported to Megatron-LM
+    with pytest.raises(ScenarioError, match="parallel.async_tp"):
+        load(LLAMA8, "training.engine=megatron", *DP4TP2, "parallel.zero=1",
+             "parallel.async_tp=true", "parallel.sequence_parallel=false")
     with pytest.raises(ExportError) as e:
-        megatron_args(load(LLAMA8, "training.engine=megatron", *DP4TP2, "parallel.zero=1",
+        megatron_args(load(LLAMA8, "training.engine=nanotron", "training.recompute=none",
+                           *DP4TP2, "parallel.zero=1",
                            "parallel.async_tp=true", "parallel.sequence_parallel=false"))
-    assert refused_paths(e) == ["parallel.sequence_parallel"]
+    assert "parallel.sequence_parallel" in refused_paths(e)
 
 
 def test_torchtitan_scenario_exported_to_megatron_says_what_does_not_carry_over(tmp_path):

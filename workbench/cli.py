@@ -253,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--max-memory-fraction", type=float, default=1.0,
                     help="share of GPU memory a layout may use (default 1.0)")
     pl.add_argument("--engines", metavar="all|NAME,NAME",
-                    help="also search these engines (generic, megatron, torchtitan, deepspeed, "
-                    "fsdp, nanotron) or all; default: the scenario's training.engine")
+                    help="search these engines instead of the scenario's training.engine: a "
+                    "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "
+                    "nanotron, or all (every one but generic, the idealised stack)")
     pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")

@@ -32,6 +32,9 @@ ENGINE = Engine(
     # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
     # No torch.compile switch in Megatron-LM's training arguments.
     switches=("fp8_recipe", "async_tp", "expert_tp"),
+    # validate_args (MLM megatron/training/arguments.py): "Tensor parallel communication/GEMM
+    # overlap can happen only when sequence parallelism is enabled".
+    async_tp_needs_sp=True,
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
     # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
     # transformer_config.py:546.

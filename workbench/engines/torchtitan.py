@@ -38,6 +38,14 @@ ENGINE = Engine(
     # 0: data_parallel_replicate_degree only (DDP); 2: fsdp_reshard_after_forward = "never"
     # (reshard_after_forward=False = ZeRO-2, TT docs/fsdp.md table); 3: fully_shard default.
     zero=(0, 2, 3),
+    # torchtitan 0.2.x applies SequenceParallel to the norms whenever TP is on (no switch; 0.3.0
+    # adds parallelism.enable_sequence_parallel): TT torchtitan/models/llama3/infra/
+    # parallelize.py apply_tp, lines 181, 219, 233.
+    tp_without_sp=False,
+    # DDP (zero 0) only as the whole mesh: "if parallel_dims.world_size !=
+    # dp_replicate_mesh.size(): raise RuntimeError('DDP has not supported > 1D parallelism')"
+    # (TT torchtitan/models/llama3/infra/parallelize.py:148-151); with CP it applies FSDP.
+    zero0_pure_dp_only=True,
     fp8_recipes={
         # GEMM: cuBLAS tensorwise _scaled_mm, the reference -> 1.0. Cast (AO roofline, eager,
         # not fused with the previous op): input/grad_output amax read 2 B + cast read 2 B +

@@ -48,9 +48,18 @@ class Engine:
     # overlapped with the forward (Megatron --overlap-param-gather, FSDP prefetch).
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
-    # The gradient buffer the engine keeps beside ZeRO's sharded states (bytes per parameter
-    # held by the GPU, unsharded): Megatron's fp32 ``main_grad`` buffer is full size even with
-    # the distributed optimizer; 0 where gradients are sharded as ZeRO says.
+    # async_tp only runs with sequence parallelism (Megatron's validate_args refuses
+    # --tp-comm-overlap without --sequence-parallel).
+    async_tp_needs_sp: bool = False
+    # Tensor parallelism without sequence parallelism can be configured (torchtitan 0.2.x
+    # always shards norms along the sequence with TP).
+    tp_without_sp: bool = True
+    # ZeRO-0 (DDP) only when data parallelism is the only dimension (torchtitan).
+    zero0_pure_dp_only: bool = False
+    # Gradient memory the engine keeps on top of what the ZeRO table already counts (bytes per
+    # parameter held by the GPU, unsharded): nanotron's DDP bucket copy; 0 where the table's
+    # gradients are what the engine holds (Megatron's full fp32 ``main_grad`` buffer is the
+    # table's 4 B at ZeRO-0/1).
     unsharded_grad_bytes: float = 0.0
     # Data-parallel communication buckets (bytes, in flight at once) the engine allocates on
     # top of the gradients (DeepSpeed's reduce/all-gather buckets); 0 where the reduction works

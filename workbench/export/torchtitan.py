@@ -10,7 +10,8 @@ applied: ``torchtitan/models/llama3/infra/parallelize.py``; pipeline stages:
 ``torchtitan/distributed/pipeline_parallel.py``.
 
 What torchtitan cannot express is REFUSED (an :class:`ExportError` naming the field), never
-dropped: ZeRO-1/2 (torchtitan shards with FSDP2 only, i.e. ZeRO-3), DDP combined with TP/PP/CP
+dropped: ZeRO-1 (FSDP2 always shards gradients; ZeRO-2 is written as
+``fsdp_reshard_after_forward = "never"``, TT docs/fsdp.md), DDP combined with TP/PP/CP
 (torchtitan applies FSDP whenever CP is on and raises "DDP has not supported > 1D parallelism"),
 TP without sequence parallelism (0.2.x always shards the sequence with TP), fp16 (only
 bfloat16/float32 mixed precision), NVMe offload, SGD (only Adam/AdamW), HSDP shard groups that
@@ -128,9 +129,10 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
     # --- data parallelism: job_config.py Parallelism.data_parallel_{replicate,shard}_degree;
     # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp == world, FSDP over dp_shard x cp.
     replicate, shard = 1, par.dp
-    if par.zero in (1, 2):
-        no.add("parallel.zero", par.zero, "torchtitan shards with FSDP2 only (ZeRO-3); it has "
-               "no ZeRO-1/2. Use zero 3 (or zero 0 for pure DDP), or --to megatron/deepspeed")
+    if par.zero == 1:
+        no.add("parallel.zero", 1, "torchtitan shards with FSDP2, which always shards the "
+               "gradients too (no ZeRO-1). Use zero 2 (fsdp_reshard_after_forward never) or 3, "
+               "or --to megatron/deepspeed")
     elif par.zero == 0:
         if par.tp > 1 or par.pp > 1 or par.cp > 1 or par.ep > 1:
             no.add("parallel.zero", 0, "torchtitan applies DDP only to pure data parallelism "
@@ -234,12 +236,15 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
 
     pl = Section("parallelism")
     pl.set("data_parallel_replicate_degree", replicate,
-           "HSDP replicas" if par.shard_group and par.zero == 3 else
+           "HSDP replicas" if par.shard_group and par.zero >= 2 else
            ("DDP" if par.zero == 0 else ""))
     pl.set("data_parallel_shard_degree", shard, "FSDP2 shards over this x context_parallel_degree"
-           if par.zero == 3 else "")
-    if par.zero == 3:
-        policy = {None: "default", True: "always", False: "never"}[par.reshard_after_forward]
+           if par.zero >= 2 else "")
+    if par.zero >= 2:
+        # ZeRO-2 = FSDP2 without resharding after forward (TT docs/fsdp.md: SHARD_GRAD_OP ->
+        # reshard_after_forward=False, "ZeRO-2")
+        policy = "never" if par.zero == 2 else {None: "default", True: "always",
+                                                False: "never"}[par.reshard_after_forward]
         pl.set("fsdp_reshard_after_forward", policy,
                "default: reshard unless pipeline parallel (as the estimator assumes)"
                if policy == "default" else "")
@@ -292,13 +297,13 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
         if name:
             f8.set("recipe_name", name, "MXFP8 linears (Blackwell, SM100+)"
                    if recipe == "mxfp8" else "")
-        elif par.zero == 3:
+        elif par.zero >= 2:
             # tensorwise = recipe_name unset; float8 all-gather is for tensorwise scaling with
             # FSDP (job_config.py Float8Linear) and asserts against a recipe_name (float8.py)
             f8.set("enable_fsdp_float8_all_gather", True, "tensorwise scaling (no recipe_name)")
             f8.set("precompute_float8_dynamic_scale_for_fsdp", True)
         f8.set("filter_fqns", ["output"], "keep the output projection in bf16"
-               + ("" if name or par.zero == 3 else "; tensorwise scaling (no recipe_name)"))
+               + ("" if name or par.zero >= 2 else "; tensorwise scaling (no recipe_name)"))
         sections.append(f8)
 
     if tr.attention == "eager":

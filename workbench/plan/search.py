@@ -39,7 +39,9 @@ class Cancelled(Exception):
 
 
 def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
-    par = dataclasses.replace(s.parallel, sequence_parallel=sp)
+    # async TP stays on without SP only where the engine runs it so (rule async_tp_sp)
+    atp = s.parallel.async_tp and (sp or not ENGINES[s.training.engine].async_tp_needs_sp)
+    par = dataclasses.replace(s.parallel, sequence_parallel=sp, async_tp=atp)
     tr = dataclasses.replace(s.training, recompute=recompute, offload=offload)
     return dataclasses.replace(s, parallel=par, training=tr)
 
@@ -115,9 +117,10 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     eng = ENGINES[s.training.engine]
     recomputes = [fixed["recompute"]] if "recompute" in fixed else [
         r for r in RECOMPUTE if r in eng.recompute]   # RECOMPUTE: the dominance order
+    sps = [sp for sp in sps if sp or eng.tp_without_sp]   # rule engine_sp
     caches: dict = {}
     switches = {"engine": s.training.engine, "compile": s.training.compile,
-                "async_tp": s.parallel.async_tp, "fp8_recipe": s.training.fp8_recipe}
+                "fp8_recipe": s.training.fp8_recipe, "async_tp": None}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
         for sp in sps:
@@ -170,6 +173,9 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                         cols["host_fits"].append(np.asarray(out["host_fits"], dtype=bool))
                         for k, val in switches.items():
                             cols[k].append(np.full(n, val, dtype=object))
+                        # async TP is a no-op (and exported as none) without TP
+                        cols["async_tp"][-1] = np.asarray(
+                            base.parallel.async_tp & (r[1, ok] > 1), dtype=object)
                     fit[(i, j)] = f_here
     return done
 

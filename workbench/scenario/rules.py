@@ -277,11 +277,20 @@ layout_rule(
               lambda v: f"must divide model.moe.expert_ffn_hidden = {v.m.moe.expert_ffn_hidden}"))
 
 layout_rule(
-    "engine_zero", "parallel.zero is a stage the training.engine offers",
+    "engine_zero", "parallel.zero is a stage the training.engine offers (torchtitan: zero 0, "
+    "DDP, only with data parallelism alone)",
     Condition(P + "zero", (P + "zero", "training.engine"),
               lambda v: np.isin(v.par.zero, ENGINES[v.tr.engine].zero),
               lambda v: (f"engine {v.tr.engine} offers zero "
-                         f"{', '.join(map(str, ENGINES[v.tr.engine].zero))}")))
+                         f"{', '.join(map(str, ENGINES[v.tr.engine].zero))}")),
+    Condition(P + "zero", (P + "zero", P + "tp", P + "pp", P + "cp", P + "ep",
+                           "training.engine"),
+              lambda v: np.logical_not(
+                  ENGINES[v.tr.engine].zero0_pure_dp_only & (v.par.zero == 0)
+                  & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
+              lambda v: (f"engine {v.tr.engine} runs DDP (zero 0) only when data parallelism "
+                         "is the only dimension ('DDP has not supported > 1D parallelism'); "
+                         "use zero 3")))
 
 layout_rule(
     "zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
@@ -291,6 +300,28 @@ layout_rule(
                          "(DeepSpeed's PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed "
                          "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "
                          "reshard_after_forward false")))
+
+layout_rule(
+    "engine_sp", "parallel.sequence_parallel false with tp > 1 only where the training.engine "
+    "runs tensor parallelism without sequence parallelism (torchtitan 0.2.x always uses it)",
+    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", "training.engine"),
+              lambda v: np.logical_not(
+                  (not ENGINES[v.tr.engine].tp_without_sp) & (v.par.tp > 1)
+                  & np.logical_not(v.par.sequence_parallel)),
+              lambda v: (f"engine {v.tr.engine} always shards along the sequence with TP; "
+                         "set parallel.sequence_parallel true")))
+
+layout_rule(
+    "async_tp_sp", "parallel.async_tp with tp > 1 needs parallel.sequence_parallel where the "
+    "training.engine runs async TP only with it (Megatron-LM's --tp-comm-overlap)",
+    Condition(P + "async_tp", (P + "async_tp", P + "sequence_parallel", P + "tp",
+                               "training.engine"),
+              lambda v: np.logical_not(
+                  v.s.parallel.async_tp & ENGINES[v.tr.engine].async_tp_needs_sp
+                  & (v.par.tp > 1) & np.logical_not(v.par.sequence_parallel)),
+              lambda v: (f"engine {v.tr.engine} overlaps TP communication only with "
+                         "parallel.sequence_parallel true (validate_args: "
+                         "--tp-comm-overlap needs --sequence-parallel)")))
 
 _VS = (P + "virtual_stages", P + "pp_schedule", P + "pp")
 layout_rule(

@@ -191,6 +191,9 @@ def test_the_planner_searches_engines_when_asked():
     s = parse_scenario({**doc(), "parallel": {}}, layout_required=False)
     r = plan(s, Constraints(engines=("generic", "torchtitan")))
     assert set(r.table["engine"]) == {"generic", "torchtitan"}
+    assert r.counts["settings"] == 2          # bf16: one switch setting per engine
+    from workbench.render.text import settings_text
+    assert settings_text(r.counts) == " (over 2 engine/switch settings)"
     with pytest.raises(ScenarioError, match="engines"):
         Constraints(engines=("jax",))
     # "all" compares the stacks people run; generic, the idealised one, only when named

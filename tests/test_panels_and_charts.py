@@ -317,6 +317,21 @@ def test_planner_ranks_loads_a_row_and_exports_it():
     assert "download layout-torchtitan.txt" in pp.download.value
 
 
+def test_planner_table_shows_the_engines_switches_and_the_nvidia_smi_figure():
+    from widgets.planner import PlannerPanel
+
+    st = _state()
+    st.update({"training.engine": "torchtitan", "training.recompute": "op"})
+    pp = PlannerPanel(st)
+    pp.fix["tp"].value = 2
+    pp.search(wait=True)
+    head = pp.table.value.split("</tr>")[0]
+    assert "<th>switches</th>" in head and "<th>GiB/GPU nvidia-smi</th>" in head
+    first = pp.table.value.split("</tr>")[1]
+    top = pp.result.table.iloc[0]
+    assert "<td>compile, async TP</td>" in first and f"<td>{top['device_gib']:.1f}</td>" in first
+
+
 def test_planner_search_can_be_cancelled():
     from widgets.planner import PlannerPanel
 

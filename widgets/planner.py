@@ -119,20 +119,30 @@ class PlannerPanel:
 
     def _show(self, top: int = 15) -> None:
         from workbench.plan.explain import describe_start, explain
+        from workbench.render.text import settings_text
 
         r = self.result
         n = r.counts
-        self.status.value = (f"{n['candidates']:,} candidate layouts, {n['valid']:,} valid, "
+        self.status.value = (f"{n['candidates']:,} candidate layouts{settings_text(n)}, "
+                             f"{n['valid']:,} valid, "
                              f"{n['fit']:,} fit; searched in {r.seconds:.2f} s")
+        # the engine's switches get a column once the engine has any (generic has none)
+        switched = r.scenario.training.engine != "generic"
         head = ("rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "schedule", "v", "mb",
-                "recompute", "offload", "step s", "tokens/s", "MFU", "GiB/GPU", "Pareto")
+                "recompute", "offload", *(("switches",) if switched else ()), "step s",
+                "tokens/s", "MFU", "GiB/GPU allocated", "GiB/GPU nvidia-smi", "Pareto")
         rows = []
         for _, x in r.table.head(top).iterrows():
+            switches = ", ".join(
+                [w for w, on in (("compile", x.get("compile")), ("async TP", x.get("async_tp")))
+                 if on] + ([f"fp8 {x['fp8_recipe']}"] if x.get("fp8_recipe") else [])) or "-"
             vals = (x["rank"], x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"],
                     "on" if x["sequence_parallel"] else "off", x["pp_schedule"],
                     x["virtual_stages"], x["micro_batch"], x["recompute"], x["offload"],
+                    *((switches,) if switched else ()),
                     f"{x['step']:.3f}", f"{x['tokens_per_s']:,.0f}", f"{x['mfu']:.1%}",
-                    f"{x['memory_gib']:.1f}", "yes" if x["pareto_memory"] else "")
+                    f"{x['memory_gib']:.1f}", f"{x['device_gib']:.1f}",
+                    "yes" if x["pareto_memory"] else "")
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals)
                         + "</tr>")
         self.table.value = ("<table class='wb-plan'><tr>" + "".join(f"<th>{h}</th>" for h in head)

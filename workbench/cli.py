@@ -106,6 +106,7 @@ def _trial(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from workbench.plan import Constraints, plan
     from workbench.plan.explain import describe_start, explain
+    from workbench.render.text import settings_text
     from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
@@ -136,8 +137,8 @@ def _plan(args: argparse.Namespace) -> int:
         return 0
     n = result.counts
     print(f"{scenario.model.name} on {scenario.hardware.world} x {scenario.hardware.gpu.name}: "
-          f"{n['candidates']:,} candidate layouts, {n['valid']:,} valid, {n['fit']:,} fit "
-          f"({result.seconds:.2f} s)")
+          f"{n['candidates']:,} candidate layouts{settings_text(n)}, {n['valid']:,} valid, "
+          f"{n['fit']:,} fit ({result.seconds:.2f} s)")
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
             "mfu", "memory_gib", "device_gib", "headroom_gib"]

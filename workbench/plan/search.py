@@ -97,8 +97,9 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                                             "recompute", "offload", "step", "memory_per_gpu",
                                             "device_per_gpu", "tokens_per_s", "mfu", "bubble",
                                             "host_fits", *SWITCH_COLUMNS)}
-    counts = {"candidates": 0, "valid": 0, "evaluated": 0}
     variants = switch_variants(s, c)
+    # candidates and valid count each layout once per engine-and-switch setting searched
+    counts = {"candidates": 0, "valid": 0, "evaluated": 0, "settings": len(variants)}
     total = len(schedules) * len(sps) * len(variants)
     done = 0
     for v in variants:

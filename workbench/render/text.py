@@ -109,3 +109,10 @@ def _time_lines(est: Estimate) -> list[str]:
         lines.append(f"cost ({est.scenario.hardware.world * r.time_to_train_s / 3600:,.0f} "
                      "GPU-hours): " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items()))
     return lines
+
+
+def settings_text(counts: dict) -> str:
+    """' (over 5 engine/switch settings)' when a plan searched more than one setting (its
+    candidate and valid counts then count each layout once per setting)."""
+    k = counts.get("settings", 1)
+    return f" (over {k} engine/switch settings)" if k > 1 else ""

@@ -549,6 +549,21 @@ def test_megatron_expert_parallel_mixtral():
     assert (a.micro_batch_size, a.global_batch_size, a.seq_length) == (1, 128, 4096)
 
 
+def test_megatron_deepseek_v3_is_multi_latent_attention():
+    from workbench.scenario import parse_scenario
+    s = parse_scenario({
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 32},
+        "model": {"preset": "deepseek-v3"},
+        "parallel": {"dp": 32, "tp": 2, "pp": 4, "ep": 32, "zero": 1},
+        "training": {"engine": "megatron", "seq_len": 4096, "global_batch": 1024}})
+    a = megatron_parser().parse_args(megatron_args(s))
+    check_megatron_rules(s, a)
+    assert a.multi_latent_attention and not a.group_query_attention
+    # DeepSeek-V3 config.json: q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, rope 64, v 128
+    assert (a.q_lora_rank, a.kv_lora_rank, a.qk_head_dim, a.qk_pos_emb_head_dim,
+            a.v_head_dim) == (1536, 512, 128, 64, 128)
+
+
 def test_megatron_4d_layout_with_distributed_optimizer():
     s, a = megatron(TINY, "parallel.zero=1")
     check_megatron_rules(s, a)

@@ -222,7 +222,19 @@ def megatron_args(s: Scenario) -> list[str]:
     add("--num-attention-heads", m.heads)
     if m.head_dim:
         add("--kv-channels", m.head_dim)
-    if m.kv_heads < m.heads:
+    if m.mla:
+        # multi-latent attention (_add_network_size_args --multi-latent-attention and
+        # _add_mla_args at 000c4ac2): --qk-head-dim is the per-head width without RoPE
+        # ("q_head_dim = qk_head_dim + qk_pos_emb_head_dim"); no --q-lora-rank = no query
+        # compression
+        add("--multi-latent-attention")
+        if m.q_lora_rank:
+            add("--q-lora-rank", m.q_lora_rank)
+        add("--kv-lora-rank", m.kv_lora_rank)
+        add("--qk-head-dim", m.qk_nope_head_dim)
+        add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+        add("--v-head-dim", m.v_head_dim)
+    elif m.kv_heads < m.heads:
         add("--group-query-attention")
         add("--num-query-groups", m.kv_heads)
     if m.mlp == "swiglu":

@@ -121,7 +121,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     sps = [sp for sp in sps if sp or eng.tp_without_sp]   # rule engine_sp
     caches: dict = {}
     switches = {"engine": s.training.engine, "compile": s.training.compile,
-                "fp8_recipe": s.training.fp8_recipe, "async_tp": None}
+                "fp8_recipe": s.training.fp8_recipe}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
         for sp in sps:
@@ -175,8 +175,8 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                         for k, val in switches.items():
                             cols[k].append(np.full(n, val, dtype=object))
                         # async TP is a no-op (and exported as none) without TP
-                        cols["async_tp"][-1] = np.asarray(
-                            base.parallel.async_tp & (r[1, ok] > 1), dtype=object)
+                        cols["async_tp"].append(np.asarray(
+                            base.parallel.async_tp & (r[1, ok] > 1), dtype=object))
                     fit[(i, j)] = f_here
     return done
 

@@ -13,6 +13,7 @@ from widgets.charts.pareto import ParetoChart
 from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
+from workbench.plan.result import switch_words
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES
 
@@ -133,9 +134,7 @@ class PlannerPanel:
                 "tokens/s", "MFU", "GiB/GPU allocated", "GiB/GPU nvidia-smi", "Pareto")
         rows = []
         for _, x in r.table.head(top).iterrows():
-            switches = ", ".join(
-                [w for w, on in (("compile", x.get("compile")), ("async TP", x.get("async_tp")))
-                 if on] + ([f"fp8 {x['fp8_recipe']}"] if x.get("fp8_recipe") else [])) or "-"
+            switches = ", ".join(switch_words(x)) or "-"
             vals = (x["rank"], x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"],
                     "on" if x["sequence_parallel"] else "off", x["pp_schedule"],
                     x["virtual_stages"], x["micro_batch"], x["recompute"], x["offload"],

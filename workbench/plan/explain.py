@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from workbench.plan.result import PlanResult
+from workbench.plan.result import PlanResult, switch_words
 from workbench.scenario.types import Parallel
 
 TERMS = ("compute", "recompute", "bubble", "comm dp", "comm tp", "comm pp", "comm cp",
@@ -36,10 +36,7 @@ def _layout_words(lay: dict) -> str:
     words.append(f"mb={t['micro_batch']}")
     if t.get("engine", "generic") != "generic":
         words.append(t["engine"])
-    words += [name for name, on in (("compile", t.get("compile")),
-                                     ("async-TP", p.get("async_tp"))) if on]
-    if t.get("fp8_recipe"):
-        words.append(f"fp8 {t['fp8_recipe']}")
+    words += switch_words({**t, "async_tp": p.get("async_tp")})
     if t["recompute"] != "none":
         words.append(f"{t['recompute']} recompute")
     if t["offload"] != "none":

@@ -175,10 +175,20 @@ def _describe(row: dict) -> str:
     parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
               f"offload {row['offload']}"]
     if row.get("engine", "generic") != "generic":
-        parts.append(f"engine {row['engine']}" + "".join(
-            f", {k}" for k in ("compile", "async_tp") if row.get(k)) + (
-            f", fp8 {row['fp8_recipe']}" if row.get("fp8_recipe") else ""))
+        parts += [f"engine {row['engine']}", *switch_words(row)]
     return ", ".join(parts)
+
+
+def switch_words(layout: dict) -> list[str]:
+    """The engine switches a layout turns on, as shown to people: compile, async TP, fp8 <recipe>.
+
+    ``layout`` is a plan-table row or any mapping with ``compile``, ``async_tp`` and
+    ``fp8_recipe``; switches that are off (or absent) are left out.
+    """
+    words = [w for w, key in (("compile", "compile"), ("async TP", "async_tp")) if layout.get(key)]
+    if layout.get("fp8_recipe"):
+        words.append(f"fp8 {layout['fp8_recipe']}")
+    return words
 
 
 def _valid_count(s: Scenario, fixed: dict) -> int:

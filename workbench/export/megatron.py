@@ -38,6 +38,7 @@ a scenario estimated for another engine.
 """
 from __future__ import annotations
 
+from workbench.engines import ENGINES
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
     Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, shell_command,
@@ -92,7 +93,8 @@ def _check(s: Scenario) -> None:
     if tr.precision == "fp16" and par.ep > 1:
         no.add("training.precision", "fp16", "validate_args: expert parallelism is not "
                "supported with fp16; use bf16")
-    if par.async_tp and par.tp > 1 and not par.sp:
+    # the engine record's limit (rule async_tp_sp), here for a scenario of any engine
+    if par.async_tp and par.tp > 1 and not par.sp and ENGINES[ENGINE].async_tp_needs_sp:
         no.add("parallel.sequence_parallel", False, "validate_args: --tp-comm-overlap "
                "(parallel.async_tp) needs --sequence-parallel")
     no.raise_any()

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from workbench.engines import ENGINES
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
     Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, preset_key,
@@ -124,6 +125,9 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
     no = Refusals(TARGET)
     notes: list[str] = []
     warn = Notes(s, ENGINE, TARGET)
+    # the layout limits the engine record states (and the rule table enforces for scenarios
+    # that name the engine): here for a scenario of any engine exported to this format
+    limits = ENGINES[ENGINE]
     etp = par.etp if par.ep > 1 else 1   # torchtitan: etp has no effect with ep = 1
 
     # --- data parallelism: job_config.py Parallelism.data_parallel_{replicate,shard}_degree;
@@ -134,7 +138,7 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
                "gradients too (no ZeRO-1). Use zero 2 (fsdp_reshard_after_forward never) or 3, "
                "or --to megatron/deepspeed")
     elif par.zero == 0:
-        if par.tp > 1 or par.pp > 1 or par.cp > 1 or par.ep > 1:
+        if limits.zero0_pure_dp_only and (par.tp > 1 or par.pp > 1 or par.cp > 1 or par.ep > 1):
             no.add("parallel.zero", 0, "torchtitan applies DDP only to pure data parallelism "
                    "(it uses FSDP whenever CP is on and raises 'DDP has not supported > 1D "
                    "parallelism' otherwise); use zero 3")
@@ -157,7 +161,7 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
         no.add("parallel.ep", par.ep, f"torchtitan takes EP ranks from dp_shard x cp "
                f"{'x tp ' if etp == 1 and par.tp > 1 else ''}= "
                f"{shard * par.cp * par.tp // etp} (the FSDP group, not the HSDP replicas)")
-    if par.tp > 1 and not par.sequence_parallel:
+    if par.tp > 1 and not par.sequence_parallel and not limits.tp_without_sp:
         no.add("parallel.sequence_parallel", False, "torchtitan 0.2.x always applies sequence "
                "parallelism with TP (0.3.0 has parallelism.enable_sequence_parallel)")
     if tr.precision == "fp16":

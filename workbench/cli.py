@@ -56,9 +56,12 @@ def _trial(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         from workbench.monitor.exporter import Endpoint
         from workbench.monitor.trial_metrics import TrialMetrics
-        from workbench.trial import prepare
+        from workbench.process_runner import check_backend
+        from workbench.trial import prepare_trial, sub_layout
 
-        live = TrialMetrics(prepare(scenario, args.world_size))
+        backend = check_backend(args.backend, sub_layout(scenario, args.world_size).parallel.world)
+        trial, _ = prepare_trial(scenario, args.world_size, backend, args.shape)
+        live = TrialMetrics(trial, on_gpu=backend == "nccl")
         endpoint = Endpoint(live.metrics, port=args.metrics_port)
         print(f"metrics: {endpoint.url}", file=sys.stderr, flush=True)
         if args.stream:
@@ -80,16 +83,24 @@ def _trial(args: argparse.Namespace) -> int:
 
     try:
         result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
-                           backend=args.backend, on_event=show, **inject)
+                           backend=args.backend, on_event=show, shape=args.shape, **inject)
         if endpoint is not None and args.metrics_linger:
             time.sleep(args.metrics_linger)     # a scraper sees the last values
     finally:
         if endpoint is not None:
             endpoint.close()
+    comparison = None
+    if result.shape == "slice" and result.error is None and result.steps:
+        from workbench.proof.slice_compare import slice_rows
+
+        comparison = slice_rows(result)
     if args.stream:
         print(json.dumps({"type": "result", "result": result.to_dict()}), flush=True)
     elif args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        doc = result.to_dict()
+        if comparison is not None:
+            doc["comparison"] = [r.as_dict() for r in comparison]
+        print(json.dumps(doc, indent=2))
     else:
         for r in result.ranks():
             m, p = r["measured"], r["predicted"]
@@ -98,6 +109,17 @@ def _trial(args: argparse.Namespace) -> int:
             print(f"rank {r['rank']:2}: " + ", ".join(
                 f"{k} {m[k]:,.0f} B (predicted {p.get(k, 0):,.0f})"
                 for k in ("params", "grads", "optimizer", "activations")))
+        if comparison is not None:
+            from workbench.proof.slice_compare import render_rows
+
+            m, dev = result.scenario.model, result.device()
+            print(f"\n{dev.get('device_name', dev.get('device', 'cpu'))} ({dev.get('precision_ran', '')}): "
+                  f"{m.name}, hidden {m.hidden}, seq {result.scenario.training.seq_len}, "
+                  f"micro-batch {result.scenario.training.micro_batch}; measured against the "
+                  f"estimate of this slice ({result.scenario.training.engine} conventions)")
+            print(render_rows(comparison))
+        for note in result.notes:
+            print(f"note: {note}")
         if result.error:
             print(f"trial failed: {result.error}")
     return 1 if result.error else 0
@@ -228,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int, default=3, help="training steps to run and measure")
     t.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
                    help="process-group backend (auto: nccl when every rank has a CUDA GPU)")
+    t.add_argument("--shape", choices=["auto", "slice", "small"], default="auto",
+                   help="the model that runs: small = scaled down (proves bytes), slice = the "
+                   "real widths with as many layers as fit (proves time too); auto: a slice on "
+                   "GPUs, small on the CPU")
     t.add_argument("--inject", choices=["kill", "raise", "hang"], default=None,
                    help="fault injection: what rank --rank does at step --step")
     t.add_argument("--rank", type=int, default=0, help="the rank --inject acts on")

@@ -47,18 +47,61 @@ def free_port() -> int:
                 return port
 
 
+def cuda_gpus() -> int:
+    """CUDA GPUs this process can use (0 without a CUDA build of torch or without a driver).
+    ``torch.cuda.is_available`` / ``device_count`` ask the driver for a count but create no
+    CUDA context, so a parent may still spawn ranks that use the GPUs (and fork ranks that do
+    not touch CUDA)."""
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:
+        return 0
+
+
 def choose_backend(requested: str, world: int) -> str:
     """``requested``, or for ``auto`` nccl when CUDA has a GPU per rank and gloo otherwise."""
     if requested != "auto":
         return requested
-    try:
-        import torch
+    return "nccl" if cuda_gpus() >= max(1, world) else "gloo"
 
-        if torch.cuda.is_available() and torch.cuda.device_count() >= world:
-            return "nccl"
-    except ImportError:
-        pass
-    return "gloo"
+
+def check_backend(requested: str, world: int, field: str = "--backend") -> str:
+    """The backend to run ``world`` ranks with (``choose_backend``), refusing nccl where this
+    machine has fewer CUDA GPUs than ranks, in one line that says what it found."""
+    from workbench.errors import Problem, ScenarioError
+
+    if requested not in ("auto", "gloo", "nccl"):
+        raise ScenarioError([Problem(field, requested, "choose auto, gloo or nccl")])
+    backend = choose_backend(requested, world)
+    if backend == "nccl":
+        gpus = cuda_gpus()
+        if gpus < world:
+            try:
+                import torch
+
+                why = (f"this torch ({torch.__version__}) has no CUDA" if not torch.version.cuda
+                       else "CUDA sees no GPU" if gpus == 0 else f"CUDA sees {gpus}")
+            except ImportError:
+                why = "torch is not installed"
+            raise ScenarioError([Problem(field, "nccl", f"nccl needs one CUDA GPU per rank: "
+                                         f"{world} ranks, {gpus} GPUs here ({why}); use gloo "
+                                         "(CPU) or fewer ranks")])
+    return backend
+
+
+def rank_device(backend: str, rank: int):
+    """The torch device rank ``rank`` computes on: its own GPU under nccl (made the current
+    device, as ``init_process_group``'s ``device_id`` and NCCL expect), the CPU under gloo.
+    The one place trials, the collective benchmark and calibration choose a device."""
+    import torch
+
+    if backend != "nccl":
+        return torch.device("cpu")
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
 
 
 def start_method(backend: str) -> str:

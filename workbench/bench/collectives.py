@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from workbench.bench.definitions import buffer_elements, human_bytes
-from workbench.process_runner import Phase, inject_fault, report_phase, supervised_rank
+from workbench.process_runner import (
+    Phase, inject_fault, rank_device, report_phase, supervised_rank,
+)
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,7 @@ def _bench(args: RankArgs, queue, phase: Phase) -> None:
 
     torch.set_num_threads(1)       # up to 8 ranks share this box's cores
     cuda = args.backend == "nccl"
-    device = torch.device("cuda", args.rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
+    device = rank_device(args.backend, args.rank)
     phase.value = "joining the process group"
     dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,

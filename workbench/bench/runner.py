@@ -17,7 +17,7 @@ from workbench.bench.definitions import (
 )
 from workbench.bench.result import STATISTIC, make_row, to_frame
 from workbench.errors import Problem, ScenarioError
-from workbench.process_runner import available_memory, choose_backend, run_ranks, start_method
+from workbench.process_runner import available_memory, check_backend, run_ranks, start_method
 from workbench.units import memory_text
 
 # The estimator's intra-node model covers up to 8 GPUs per node; 8 ranks run here (2 cores).
@@ -134,7 +134,7 @@ def make_config(world_size=None, *, backend: str = "auto",
     if problems:
         raise ScenarioError(problems)
     worlds = tuple(sorted(set(worlds)))
-    resolved = _backend(backend, max(worlds))
+    resolved = check_backend(backend, max(worlds))
     need = max(worlds) * (RANK_BASE_BYTES + BUFFERS_PER_RANK * hi)
     have = _available if _available is not None else available_memory()
     if have is not None and need > have:
@@ -147,19 +147,6 @@ def make_config(world_size=None, *, backend: str = "auto",
                        sizes=tuple(size_ladder(lo, hi, factor)), warmup=warmup, iters=iters,
                        min_iters=min(preset["min_iters"], iters), budget_s=preset["budget_s"],
                        timeout_s=timeout_s, stall_s=stall_s)
-
-
-def _backend(requested: str, world: int) -> str:
-    """gloo or nccl, as trials decide for ``auto``; nccl needs a GPU per rank."""
-    backend = choose_backend(requested, world)
-    if backend == "nccl":
-        import torch
-
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if gpus < world:
-            raise ScenarioError([Problem("--backend", "nccl", f"nccl needs one CUDA GPU per "
-                                         f"rank: {world} ranks, {gpus} GPUs here")])
-    return backend
 
 
 def stream(cfg: BenchConfig, inject: dict | None = None) -> Iterator[dict]:

@@ -332,3 +332,32 @@ GPUS: dict[str, GPU] = {
         ),
     ),
 }
+
+
+# What the CUDA driver and NVML call each part (``torch.cuda.get_device_name``, nvidia-smi's
+# "name"), lower-cased, against the catalog key: the longest matching prefix wins. "NVIDIA
+# H200" was read off a real H200 SXM (nvidia-smi, benchmarks/gpu_check.py, 2026-12-04); the
+# others are the driver's product names as NVIDIA and AMD print them in nvidia-smi / amd-smi.
+# A part that matches none (an H100 NVL, a GeForce not listed) is not guessed.
+DEVICE_NAMES = {
+    "nvidia h200 nvl": "h200-nvl",
+    "nvidia h200": "h200-sxm",
+    "nvidia h100 80gb hbm3": "h100-sxm",
+    "nvidia h100 sxm": "h100-sxm",
+    "nvidia h100 pcie": "h100-pcie",
+    "nvidia a100-sxm4-80gb": "a100-sxm-80gb",
+    "nvidia a100-sxm4-40gb": "a100-sxm-40gb",
+    "nvidia a100 80gb pcie": "a100-pcie-80gb",
+    "nvidia b200": "b200",
+    "nvidia geforce rtx 4090": "rtx-4090",
+    "nvidia geforce rtx 5090": "rtx-5090",
+    "nvidia l40s": "l40s",
+    "amd instinct mi300x": "mi300x",
+}
+
+
+def catalog_key_for_device(name: str) -> str | None:
+    """The catalog key of the GPU the driver calls ``name`` (None when no entry matches)."""
+    low = " ".join(str(name).lower().split())
+    hits = [prefix for prefix in DEVICE_NAMES if low.startswith(prefix)]
+    return DEVICE_NAMES[max(hits, key=len)] if hits else None

@@ -2,9 +2,12 @@
 as the ranks report them, against the trial's plan — the estimator's prediction for the
 scaled-down scenario the trial runs (``estimate.trial_prediction``).
 
-The plan of a trial is its memory and traffic. Its step time has no plan: the trial runs on
-this machine's CPU, which the scenario's GPU estimate does not describe (``workbench report``
-compares step time on a calibrated profile).
+The plan of a trial is its memory and traffic. A trial on GPUs (a slice of the model at its
+real widths, ``trial/slice.py``) has a step-time plan too: the estimate of that slice on that
+GPU, exported as the planned step time, tokens/s and MFU (the Grafana panel "step time against
+plan" and the alert rules read it). A trial of the scaled-down model on the CPU has none: the
+scenario's GPU estimate does not describe this CPU (``workbench report`` compares step time on
+a calibrated profile).
 """
 from __future__ import annotations
 
@@ -16,10 +19,16 @@ from workbench.scenario.types import Scenario
 class TrialMetrics:
     """Feeds a ``MetricSet`` from the events of one trial (``run_trial(on_event=...)``)."""
 
-    def __init__(self, trial: Scenario, metrics: MetricSet | None = None) -> None:
+    def __init__(self, trial: Scenario, metrics: MetricSet | None = None,
+                 on_gpu: bool = False) -> None:
         self.trial = trial
         self.metrics = metrics or MetricSet()
         self._step_times: dict[int, dict[int, float]] = {}
+        if on_gpu:     # the slice's estimate on its GPU: step time, tokens/s, MFU, memory
+            from workbench.estimate import estimate
+
+            self.metrics.set_plan(estimate(trial_prediction.as_run(trial)))
+            return
         predicted = trial_prediction.predicted_bytes(trial)
         worst = max(predicted.values(), key=lambda p: p["peak"])
         self.metrics.set_planned_memory({**{k: worst[k] for k in (

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate import trial_prediction
-from workbench.process_runner import available_memory
+from workbench.process_runner import available_memory, check_backend
+from workbench.trial import slice as slice_mod
 from workbench.scenario.types import Scenario
 from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
@@ -50,7 +51,28 @@ def sub_layout(s: Scenario, world_size: int | None) -> Scenario:
 
 
 def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
-    """Validate that the layout can run here and return the scaled-down trial scenario."""
+    """Validate that the layout can run here and return the scaled-down (CPU) trial scenario."""
+    return prepare_trial(s, world_size, "gloo")[0]
+
+
+SHAPES = ("auto", "slice", "small")
+
+
+def sliced(shape: str, backend: str) -> bool:
+    """Whether a trial of ``shape`` on ``backend`` runs a slice at real widths."""
+    return shape == "slice" or (shape == "auto" and backend == "nccl")
+
+
+def prepare_trial(s: Scenario, world_size: int | None = None, backend: str = "gloo",
+                  shape: str = "auto") -> tuple[Scenario, list[str]]:
+    """Validate that the layout can run here with ``backend`` (resolved: gloo or nccl) and
+    return the trial scenario and what it does not cover, in words. ``shape``: ``small`` the
+    scaled-down model (``shrink.py``: proves bytes), ``slice`` the model at its real widths
+    with as many layers as fit (``slice.py``: proves time too), ``auto`` a slice on GPUs (nccl)
+    and the small model on the CPU."""
+    if shape not in SHAPES:
+        raise ScenarioError([Problem("--shape", shape, "choose " + ", ".join(SHAPES))])
+    full = s
     s = sub_layout(s, world_size)
     problems = []
     par = s.parallel
@@ -73,6 +95,19 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
             "expert_tp out for the trial"))
     if problems:
         raise ScenarioError(problems)
+    notes = slice_mod.dropped_dimensions(full, s)
+    if sliced(shape, backend):
+        if backend == "nccl":
+            gpus = slice_mod.local_gpus()
+            if not gpus:
+                raise ScenarioError([Problem("--backend", "nccl", "NVML cannot read this "
+                                             "machine's GPUs (nvidia-ml-py installed? driver "
+                                             "loaded?)")])
+            name, capacity = gpus[0][0], min(c for _, c in gpus[:par.world])
+        else:     # the same slice on the CPU (tests, or a small model on a laptop)
+            name, capacity = "cpu", (available_memory() or 0.0) / par.world
+        cut = slice_mod.slice_scenario(s, name, capacity)
+        return cut.scenario, notes + list(cut.notes)
     trial = trial_scenario(s)
     need = trial.parallel.world * PER_PROCESS_BYTES
     have = available_memory()
@@ -81,7 +116,8 @@ def prepare(s: Scenario, world_size: int | None = None) -> Scenario:
                                      f"{trial.parallel.world} processes need about "
                                      f"{memory_text(need)}; this machine has "
                                      f"{memory_text(have)} available")])
-    return trial
+    return trial, notes + ["the model is scaled down (shrink.py): bytes are proven, time is "
+                           "this CPU's"]
 
 
 # Resident memory of one trial process: torch and its distributed packages imported, the tiny
@@ -91,20 +127,26 @@ PER_PROCESS_BYTES = 0.5e9
 
 
 def stream_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
-                 backend: str = "auto", **kw) -> Iterator[dict]:
+                 backend: str = "auto", shape: str = "auto", **kw) -> Iterator[dict]:
     """Yield the trial's events while it runs (for live charts)."""
-    yield from stream(prepare(s, world_size), steps=steps, backend=backend, **kw)
+    backend = check_backend(backend, sub_layout(s, world_size).parallel.world)
+    trial, _ = prepare_trial(s, world_size, backend, shape)
+    yield from stream(trial, steps=steps, backend=backend, **kw)
 
 
 def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
-              backend: str = "auto", on_event=None, **kw) -> TrialResult:
-    """Run a trial to the end and return its result (``on_event`` sees every event)."""
-    trial = prepare(s, world_size)
+              backend: str = "auto", on_event=None, shape: str = "auto",
+              **kw) -> TrialResult:
+    """Run a trial to the end and return its result (``on_event`` sees every event);
+    ``shape`` as ``prepare_trial``."""
+    backend = check_backend(backend, sub_layout(s, world_size).parallel.world)
+    trial, notes = prepare_trial(s, world_size, backend, shape)
     if kw.get("inject") and not 0 <= kw.get("inject_rank", -1) < trial.parallel.world:
         raise ScenarioError([Problem("--rank", kw.get("inject_rank"),
                                      f"must be a rank of the trial (0..{trial.parallel.world - 1})")])
     result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,
-                         predicted=trial_prediction.predicted_bytes(trial))
+                         predicted=trial_prediction.predicted_bytes(trial), notes=notes,
+                         shape="slice" if sliced(shape, backend) else "small")
     for ev in stream(trial, steps=steps, backend=backend, **kw):
         if on_event is not None:
             on_event(ev)
@@ -119,4 +161,5 @@ def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
     return result
 
 
-__all__ = ["TrialResult", "prepare", "run_trial", "stream_trial", "sub_layout"]
+__all__ = ["TrialResult", "prepare", "prepare_trial", "run_trial", "stream_trial",
+           "sub_layout"]

@@ -12,6 +12,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
 from workbench.process_runner import Phase
 from workbench.scenario.types import Scenario
+from workbench.trial.device import Compute
 from workbench.trial.expert_parallel import expert_groups, expert_parameters
 from workbench.trial.model import Transformer, init_weights
 from workbench.trial.parallelize import make_optimizer, parallelize
@@ -26,6 +27,7 @@ class Rank:
     """Everything one rank trains with."""
 
     scenario: Scenario
+    compute: Compute             # the device and precision (device.py)
     mesh: DeviceMesh             # (pp, dp, cp, tp); "dp_cp" flattened under CP
     pp_rank: int
     dp_rank: int
@@ -52,42 +54,47 @@ def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
 
 
-def build_mesh(s: Scenario) -> DeviceMesh:
-    """The (pp, dp, cp, tp) mesh; under CP also "dp_cp", the group data parallelism reduces
-    over (CP ranks hold the same weights)."""
+def build_mesh(s: Scenario, device_type: str = "cpu") -> DeviceMesh:
+    """The (pp, dp, cp, tp) mesh on ``device_type`` ("cuda" under nccl); under CP also
+    "dp_cp", the group data parallelism reduces over (CP ranks hold the same weights)."""
     par = s.parallel
-    mesh = init_device_mesh("cpu", (par.pp, par.dp, par.cp, par.tp),
+    mesh = init_device_mesh(device_type, (par.pp, par.dp, par.cp, par.tp),
                             mesh_dim_names=("pp", "dp", "cp", "tp"))
     if par.cp > 1:
         mesh["dp", "cp"]._flatten("dp_cp")
     return mesh
 
 
-def build_chunks(s: Scenario, seed: int, pp_rank: int) -> tuple[tuple[int, ...], list[nn.Module]]:
+def build_chunks(s: Scenario, seed: int, pp_rank: int,
+                 device: torch.device | str = "cpu") -> tuple[tuple[int, ...], list[nn.Module]]:
     """This pipeline rank's chunk indices and models, cut from one identically initialised
-    full model (the whole model without PP)."""
+    full model (the whole model without PP), created on ``device`` (a GPU slice of a large
+    model is never built in host memory first)."""
     par = s.parallel
-    full = Transformer(s.model)
+    with torch.device(device):
+        full = Transformer(s.model)
     init_weights(full, seed)
     chunks = stage_chunks(par, pp_rank) if par.pp > 1 else (0,)
     return chunks, [chunk_model(full, par, c) if par.pp > 1 else full for c in chunks]
 
 
-def build(s: Scenario, seed: int, phase: Phase) -> Rank:
-    """Build this rank (in a process group of ``s.parallel.world`` ranks). Every rank creates
-    every process group, in the same order."""
+def build(s: Scenario, seed: int, phase: Phase, compute: Compute) -> Rank:
+    """Build this rank (in a process group of ``s.parallel.world`` ranks) on ``compute``'s
+    device. Every rank creates every process group, in the same order."""
     par, tr = s.parallel, s.training
     phase.value = "building the device mesh"
-    mesh = build_mesh(s)
+    mesh = build_mesh(s, compute.device.type)
     pp_rank = mesh["pp"].get_local_rank()
     phase.value = "building the model"
-    chunks, modules = build_chunks(s, seed, pp_rank)
+    chunks, modules = build_chunks(s, seed, pp_rank, compute.device)
     phase.value = "parallelizing"
     ep = edp_group = edp_mesh = None
     if par.ep > 1:
         ep, edp_mesh = expert_groups(mesh, par)
         edp_group = edp_mesh.get_group()
-    wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len, edp_mesh) for mod in modules]
+    wrapped = [parallelize(mod, mesh, par, ep, tr.seq_len, edp_mesh, compute.mp_policy(),
+                           shard_alone=compute.fsdp)
+               for mod in modules]
     # DualPipeV puts both ends of the model on pipeline rank 0: one tied weight there.
     # The schedule would divide its gradient by the microbatch count once per stage that
     # uses it, so this rank scales its gradients itself.
@@ -103,7 +110,7 @@ def build(s: Scenario, seed: int, phase: Phase) -> Rank:
         stages = [make_stage(w, c, par, mesh["pp"].get_group()) for w, c in zip(wrapped, chunks)]
         schedule = build_schedule(stages, par, s.microbatches, loss_fn, scale_grads=not shared)
     tied = s.model.tied_embeddings and par.pp > 1
-    return Rank(scenario=s, mesh=mesh, pp_rank=pp_rank, dp_rank=mesh["dp"].get_local_rank(),
+    return Rank(scenario=s, compute=compute, mesh=mesh, pp_rank=pp_rank, dp_rank=mesh["dp"].get_local_rank(),
                 cp_rank=mesh["cp"].get_local_rank(), chunks=chunks, modules=modules,
                 wrapped=wrapped, params=params, optimizer=opt, schedule=schedule,
                 shared_tied=shared,

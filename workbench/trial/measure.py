@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from workbench.trial.build import Rank
+from workbench.trial.device import seconds_between, stamp
 from workbench.trial.ring_attention import SENT as RING_SENT
 
 
@@ -162,4 +163,72 @@ class CommRecorder:
             slot = out.setdefault(dim, {}).setdefault(name, {"bytes": 0, "count": 0})
             slot["bytes"] += nbytes
             slot["count"] += 1
+        return out
+
+
+class BlockTimer:
+    """Time of each transformer block's forward and backward, from stamps (``device.stamp``:
+    CUDA events on the stream on a GPU, the host clock on the CPU) that hooks take while
+    ``timing()`` is on: the forward between the block's forward pre-hook and hook; the backward
+    from the gradient reaching the block's output to the gradient leaving it for the block's
+    input (tensor hooks; the autograd engine runs them on the stream of the op that produced
+    the tensor). Without pipeline parallelism (one microbatch in flight per block)."""
+
+    def __init__(self, modules: list[nn.Module], cuda: bool) -> None:
+        self.cuda = cuda
+        self.on = False
+        self.forward: list[tuple] = []
+        self.backward: list[tuple] = []
+        self._fwd_start: dict[int, object] = {}
+        self._bwd_start: dict[int, object] = {}
+        self.blocks = [b for m in modules for b in getattr(m, "layers", {}).values()]
+        for b in self.blocks:
+            b.register_forward_pre_hook(self._pre)
+            b.register_forward_hook(self._post)
+
+    @contextlib.contextmanager
+    def timing(self) -> Iterator[None]:
+        self.on = True
+        try:
+            yield
+        finally:
+            self.on = False
+
+    def _pre(self, module: nn.Module, args: tuple) -> None:
+        if not self.on:
+            return
+        self._fwd_start[id(module)] = stamp(self.cuda)
+        x = args[0] if args else None
+        if isinstance(x, torch.Tensor) and x.requires_grad and not hasattr(x, "to_local"):
+            key = id(module)
+            x.register_hook(lambda g: self._bwd_end(key))
+
+    def _post(self, module: nn.Module, args: tuple, out) -> None:
+        if not self.on:
+            return
+        start = self._fwd_start.pop(id(module), None)
+        if start is not None:
+            self.forward.append((start, stamp(self.cuda)))
+        if isinstance(out, torch.Tensor) and out.requires_grad and not hasattr(out, "to_local"):
+            key = id(module)
+            out.register_hook(lambda g: self._bwd_begin(key))
+
+    def _bwd_begin(self, key: int) -> None:
+        self._bwd_start[key] = stamp(self.cuda)
+
+    def _bwd_end(self, key: int) -> None:
+        start = self._bwd_start.pop(key, None)
+        if start is not None:
+            self.backward.append((start, stamp(self.cuda)))
+
+    def read(self) -> dict:
+        """Mean seconds per block per microbatch, forward and backward, of the timed step;
+        then forget them."""
+        out = {}
+        for name, pairs in (("block_forward_s", self.forward),
+                            ("block_backward_s", self.backward)):
+            if pairs:
+                out[name] = sum(seconds_between(a, b) for a, b in pairs) / len(pairs)
+        out["blocks_timed"] = len(self.blocks)
+        self.forward, self.backward = [], []
         return out

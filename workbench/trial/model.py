@@ -183,13 +183,16 @@ class Transformer(nn.Module):
 
 
 def init_weights(model: nn.Module, seed: int) -> None:
-    """Deterministic initialisation, identical on every rank before any sharding."""
-    gen = torch.Generator().manual_seed(seed)
+    """Deterministic initialisation, identical on every rank before any sharding (drawn on the
+    parameters' device: ranks on the same kind of device draw the same numbers)."""
+    params = sorted(model.named_parameters())
+    device = params[0][1].device if params else torch.device("cpu")
+    gen = torch.Generator(device=device).manual_seed(seed)
     with torch.no_grad():
-        for name, p in sorted(model.named_parameters()):
+        for name, p in params:
             if name.endswith("weight") and p.dim() == 1:
                 p.fill_(1.0)
             elif name.endswith("bias"):
                 p.zero_()
             else:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+                p.copy_(torch.randn(p.shape, generator=gen, device=device) * 0.02)

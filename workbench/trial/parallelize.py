@@ -120,12 +120,18 @@ def finalize_tp_grads(params: list) -> None:
 
 
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool,
-               expert_mesh: DeviceMesh | None = None) -> None:
+               expert_mesh: DeviceMesh | None = None, mp_policy=None) -> None:
     """FSDP2: one unit per transformer block, the rest at the root. Under EP each MoE layer's
     rank-local experts are a unit of their own over ``expert_mesh`` (the expert-data-parallel
-    group: the ranks holding the same experts), as torchtitan's ``apply_fsdp`` does."""
+    group: the ranks holding the same experts), as torchtitan's ``apply_fsdp`` does.
+    ``mp_policy``: FSDP2's ``MixedPrecisionPolicy`` on a GPU (trial/device.py), None in fp32."""
+    import functools
+
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
+
+    if mp_policy is not None:
+        fully_shard = functools.partial(fully_shard, mp_policy=mp_policy)
 
     for layer in model.layers.values():
         ff = layer.feed_forward
@@ -153,11 +159,15 @@ def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.
 
 
 def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
-                seq_len: int = 0, expert_mesh: DeviceMesh | None = None) -> nn.Module:
+                seq_len: int = 0, expert_mesh: DeviceMesh | None = None,
+                mp_policy=None, shard_alone: bool = False) -> nn.Module:
     """Apply TP/SP, EP, CP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
     stage's model. ``ep`` = (group, rank in it) and ``expert_mesh`` the 1-D expert-data-parallel
-    mesh when plan.ep > 1; ``seq_len`` the whole sequence CP splits. Returns the module to call
-    (DDP wraps; the others change the model in place)."""
+    mesh when plan.ep > 1; ``seq_len`` the whole sequence CP splits; ``mp_policy`` FSDP2's mixed
+    precision (GPU trials); ``shard_alone``: apply FSDP2 (ZeRO-2/3) even on a 1-rank data-
+    parallel group, so a one-GPU slice of an FSDP layout gathers, casts and frees its units as
+    the full run does. Returns the module to call (DDP wraps; the others change the model in
+    place)."""
     if plan.tp > 1:
         apply_tp(model, mesh["tp"], plan.sequence_parallel)
     experts = apply_ep(model, ep[0], ep[1], plan.ep) if plan.ep > 1 else []
@@ -166,12 +176,12 @@ def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
         apply_cp(model, cp.get_group(), cp.mesh.flatten().tolist(), seq_len)
     # CP ranks hold the same weights: gradients reduce over dp x cp (torchtitan's dp_shard_cp)
     dp_mesh = mesh["dp_cp"] if plan.cp > 1 else mesh["dp"]
-    if plan.dp * plan.cp == 1:
+    if plan.dp * plan.cp == 1 and not (shard_alone and plan.zero >= 2):
         return model
     if plan.zero >= 2:
         # ZeRO-2: gathered weights stay until backward (torchtitan's ZeRO-2 setting)
         apply_fsdp(model, dp_mesh, reshard_after_forward=plan.zero == 3 and plan.reshards,
-                   expert_mesh=expert_mesh if plan.ep > 1 else None)
+                   expert_mesh=expert_mesh if plan.ep > 1 else None, mp_policy=mp_policy)
         return model
     return apply_ddp(model, dp_mesh, experts)   # ZeRO-1 = DDP gradients + a sharded optimizer
 
@@ -193,7 +203,8 @@ class Optimizers:
 
 def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str,
                    experts: tuple[list, object] | None = None):
-    """AdamW or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer over the DP group.
+    """AdamW (fused on GPUs) or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer
+    over the DP group.
     Under EP, ``experts`` = (the rank's expert parameters, the expert-data-parallel group):
     experts differ between EP ranks, so ZeRO-1 partitions them over that group with a second
     ZeroRedundancyOptimizer (Megatron-LM's expert distributed optimizer), the dense parameters
@@ -201,6 +212,10 @@ def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer
     params = [p for p in model.parameters() if p.requires_grad]
     cls = torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD
     kwargs = {"lr": 1e-3} if optimizer == "adamw" else {"lr": 1e-2, "momentum": 0.9}
+    if optimizer == "adamw" and params and params[0].device.type == "cuda":
+        # torchtitan's default optimizer.implementation = "fused" (CUDA only; pytorch/torchtitan
+        # torchtitan/config/job_config.py class Optimizer): one kernel per parameter group
+        kwargs["fused"] = True
     if plan.zero == 1 and plan.dp * plan.cp > 1:
         import torch.distributed as dist
         from torch.distributed.optim import ZeroRedundancyOptimizer

@@ -16,6 +16,8 @@ class TrialResult:
     predicted_comm: dict = field(default_factory=dict)   # rank -> dim -> op -> {bytes, count}
     error: str | None = None
     wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)      # what the trial does not cover
+    shape: str = "small"               # small (scaled down) | slice (real widths, fewer layers)
 
     def ranks(self) -> list[dict]:
         """Contract 3's ``ranks[]``."""
@@ -26,6 +28,13 @@ class TrialResult:
             measured = {k: last.get(k) for k in ("params", "grads", "optimizer")}
             measured["activations"] = last.get("activations_per_microbatch")
             measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
+            if "allocated" in last:          # a GPU rank: the three memory figures, steady peak
+                steady = [e for e in mine if e["step"] >= 1] or mine
+                for k, key in (("allocated", "allocated"), ("reserved", "reserved"),
+                               ("device", "device_memory")):
+                    values = [e[key] for e in steady if e.get(key) is not None]
+                    measured[k] = max(values) if values else None
+                measured["device_scope"] = last.get("device_scope")
             pred = self.predicted.get(r, {}) if last else {}
             out.append({"rank": r, "pp_rank": last.get("pp_rank"),
                         "step_time_s": [e["time"] for e in mine],
@@ -58,8 +67,16 @@ class TrialResult:
                       "micro_batch": self.scenario.training.micro_batch,
                       "microbatches": self.scenario.microbatches},
             "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
-            "wall_s": self.wall_s,
+            "wall_s": self.wall_s, "notes": list(self.notes), "shape": self.shape,
+            **self.device(),
         }
+
+    def device(self) -> dict:
+        """Where the ranks computed and in what precision (``device``: cpu or cuda:N of rank
+        0; on GPUs also ``device_name``, ``precision_ran``, ``torch``)."""
+        first = next((e for e in self.steps if e["rank"] == 0), None) or {}
+        keys = ("device", "device_name", "precision_ran", "torch", "capability", "sm_count")
+        return {k: first[k] for k in keys if k in first}
 
     def frames(self):
         """pandas DataFrames: per rank, per step."""

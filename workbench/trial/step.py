@@ -28,7 +28,7 @@ def step_data(s: Scenario, step: int, seed: int, dp_rank: int) -> torch.Tensor:
 def batch(rank: Rank, step: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """This rank's (tokens, labels) of step ``step``: its data-parallel rank's, and under CP one
     contiguous chunk of every sequence."""
-    data = step_data(rank.scenario, step, seed, rank.dp_rank)
+    data = step_data(rank.scenario, step, seed, rank.dp_rank).to(rank.compute.device)
     tokens, labels = data[:, :-1], data[:, 1:]
     cp = rank.scenario.parallel.cp
     if cp > 1:
@@ -51,7 +51,10 @@ def forward_backward(rank: Rank, tokens: torch.Tensor, labels: torch.Tensor) -> 
         for i in range(mbs):
             sl = slice(i * s.training.micro_batch, (i + 1) * s.training.micro_batch)
             with _sync_context(model, last=i == mbs - 1):
-                loss = loss_fn(model(tokens[sl]), labels[sl]) / mbs
+                with rank.compute.autocast():      # the forward only (PyTorch's AMP recipe)
+                    logits = model(tokens[sl])
+                loss = loss_fn(logits, labels[sl]) / mbs
+                del logits
                 loss.backward()
             losses.append(_scalar(loss) * mbs)
         return losses

@@ -3,6 +3,7 @@ K steps (``step.py``), measure them (``measure.py``) and report one event per st
 supervisor through a queue (``workbench.process_runner``'s protocol)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -45,26 +46,37 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     import torch.distributed as dist
 
     from workbench.trial.build import build
+    from workbench.trial.device import (
+        Clock, compute_for, device_facts, memory_figures, reset_peaks,
+    )
     from workbench.trial.measure import (
-        CommRecorder, StepMeter, group_dims, local_bytes, optimizer_bytes, weight_pointers,
+        BlockTimer, CommRecorder, StepMeter, group_dims, local_bytes, optimizer_bytes,
+        weight_pointers,
     )
     from workbench.trial.step import batch, finish_gradients, forward_backward
 
     s = args.scenario
     par = s.parallel
     torch.manual_seed(args.seed)
-    torch.set_num_threads(1)
+    compute = compute_for(s, args.backend, args.rank)
+    if not compute.cuda:
+        torch.set_num_threads(1)           # ranks share this machine's cores
     phase.value = "joining the process group"
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")   # the flight recorder sees every op
     dist.init_process_group(args.backend,
                             init_method=args.init_method or f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,
-                            timeout=timedelta(seconds=args.timeout_s))
+                            timeout=timedelta(seconds=args.timeout_s),
+                            **({"device_id": compute.device} if compute.cuda else {}))
     try:
-        rank = build(s, args.seed, phase)
+        rank = build(s, args.seed, phase, compute)
         recorder = CommRecorder(group_dims(rank))
         recorder.collect()                     # set-up traffic (broadcasts, mesh) is not a step
         weights = weight_pointers(rank.params)
+        # per-block forward and backward times (CUDA events on a GPU); not under PP, where
+        # several microbatches are in flight per block
+        blocks = BlockTimer(rank.modules, compute.cuda) if par.pp == 1 else None
+        facts = device_facts(compute)
         activations_mb = None                  # known from the counted step on
         p2p: dict = {}                         # point-to-point traffic, from the counted step
         for step in range(args.steps):
@@ -77,16 +89,19 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
             metered = args.measure and counted
             meter = StepMeter(weights, activations=metered,
                               p2p=metered and (par.pp > 1 or par.cp > 1))
+            reset_peaks(compute)
+            clock = Clock(compute.cuda)
             phase.value = f"step {step}: forward/backward"
-            t0 = time.perf_counter()
-            with meter.record():
+            clock.mark("start")
+            with meter.record(), (blocks.timing() if blocks and not metered
+                                  else contextlib.nullcontext()):
                 losses = forward_backward(rank, tokens, labels)
             finish_gradients(rank, phase, step)
-            t1 = time.perf_counter()
+            clock.mark("backward")
             grads = sum(local_bytes(p.grad) for p in rank.params if p.grad is not None)
             phase.value = f"step {step}: optimizer"
             rank.optimizer.step()
-            t2 = time.perf_counter()
+            clock.mark("end")
             if meter.count_p2p:
                 p2p = meter.p2p
             comm = recorder.collect() if args.measure else {}
@@ -95,18 +110,23 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
             if counted:
                 activations_mb = meter.activations / (s.microbatches * len(rank.chunks))
             queue.put({
-                "type": "step", "rank": args.rank, "step": step, "time": t2 - t0,
+                "type": "step", "rank": args.rank, "step": step,
+                "time": clock.elapsed("start", "end"),
                 "at": time.time(),            # wall clock when the step ended (live-view lag)
                 # the one step that carried the saved-tensor hooks (and, for PP/CP, the
                 # profiler): its time includes the measurement; the others' do not
                 "measured": bool(metered),
                 "comm": comm,
-                "forward_backward_s": t1 - t0, "optimizer_s": t2 - t1,
+                "forward_backward_s": clock.elapsed("start", "backward"),
+                "optimizer_s": clock.elapsed("backward", "end"),
                 "loss": sum(losses) / len(losses) if losses else None,
                 "params": sum(local_bytes(p) for p in rank.params), "grads": grads,
                 "optimizer": optimizer_bytes(rank.optimizer),
                 "activations_per_microbatch": activations_mb,
                 "pp_rank": rank.pp_rank, "chunks": list(rank.chunks),
+                "device": str(compute.device), "precision_ran": compute.label,
+                **facts, **memory_figures(compute),
+                **(blocks.read() if blocks and not metered else {}),
             })
             rank.optimizer.zero_grad(set_to_none=True)
         phase.value = "finishing"

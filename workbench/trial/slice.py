@@ -1,0 +1,160 @@
+"""A slice of the scenario's model for a trial on GPUs: the real widths, fewer layers.
+
+A CPU trial shrinks the model (``shrink.py``): it proves bytes, not time. On GPUs a trial runs
+the scenario's hidden size, heads, key/value heads, FFN width, vocabulary, sequence length and
+micro-batch, with the layout's per-rank shards, and as many layers as the GPU holds (at least
+one block per pipeline chunk, at most the model's): the time of each block, the optimizer and
+the three memory figures can then be held against the estimate of the same slice on the same
+GPU (``proof.slice_compare``).
+
+What a slice does not cover is said in ``Slice.notes`` (the dimensions the sub-layout dropped,
+recompute, FP8, offload, compile), so a one-GPU user knows what world size 1 leaves out.
+This module imports no torch: the parent reads the GPUs through NVML (no CUDA context, so the
+ranks it spawns have the GPUs to themselves).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from workbench.catalog import CATALOGS
+from workbench.catalog.gpus import catalog_key_for_device
+from workbench.catalog.types import GPU
+from workbench.errors import Problem, ScenarioError
+from workbench.scenario.schedules import schedule
+from workbench.scenario.types import Scenario
+
+# Share of the GPU's memory the slice may plan to use on nvidia-smi's figure: the estimate's
+# own error (docs/memory-model.md) and the allocator's fragmentation need room.
+FILL = 0.8
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The slice scenario that runs, the GPU it runs on, and what it leaves out."""
+
+    scenario: Scenario
+    device_name: str
+    notes: tuple[str, ...]
+
+
+def local_gpus() -> list[tuple[str, int]]:
+    """(name, total bytes) of the GPUs CUDA will number 0, 1, ... (NVML, honouring an integer
+    CUDA_VISIBLE_DEVICES); empty without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+        order = list(range(count))
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            try:
+                order = [int(x) for x in visible.split(",") if x.strip()]
+            except ValueError:       # UUIDs: NVML's order is the best guess
+                pass
+        out = []
+        for i in order:
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            out.append((name.decode() if isinstance(name, bytes) else str(name),
+                        int(pynvml.nvmlDeviceGetMemoryInfo(h).total)))
+        return out
+    except Exception:
+        return []
+
+
+def device_gpu(s: Scenario, name: str) -> tuple[GPU, str | None]:
+    """The GPU record to estimate the slice on: a calibrated GPU profile given as
+    ``hardware.gpu`` (it measured this machine), else the catalog entry the driver's name
+    matches, else the scenario's GPU with a note that says so."""
+    gpu = s.hardware.gpu
+    if gpu.profile is not None and getattr(gpu.profile, "device", "cpu") == "cuda":
+        return gpu, None
+    key = catalog_key_for_device(name)
+    if key is not None:
+        return CATALOGS["gpu"][key], None
+    return gpu, (f"{name} is not in the GPU catalogue: the slice is estimated as the "
+                 f"scenario's {gpu.name}")
+
+
+def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float) -> Slice:
+    """The sub-layout ``s`` (``trial.sub_layout``) on a slice of its model at real widths, for
+    GPUs called ``device_name`` with ``capacity_bytes`` each."""
+    from workbench.estimate.single import estimate_memory
+
+    par, tr, m = s.parallel, s.training, s.model
+    if m.mla:
+        raise ScenarioError([Problem("model", m.name, "GPU trials run multi-head attention; "
+                                     "multi-head latent attention (MLA) is estimated but not "
+                                     "run: trial a model without MLA")])
+    gpu, note = device_gpu(s, device_name)
+    notes = [note] if note else []
+    precision = tr.precision
+    if precision in ("fp16", "fp8"):
+        notes.append(f"precision {precision} runs as bf16 (the trial has no loss scaling and no "
+                     "FP8 recipe)")
+        precision = "bf16"
+    if tr.recompute != "none":
+        notes.append(f"recompute {tr.recompute} is not run: the slice keeps every activation")
+    if tr.offload != "none":
+        notes.append(f"offload {tr.offload} is not run")
+    if tr.compile or par.async_tp:
+        notes.append("torch.compile and async TP are not run (eager PyTorch)")
+    # What the trial runs is PyTorch-native training: torchtitan's conventions (eager
+    # elementwise kernels, FSDP2 MixedPrecisionPolicy), SDPA's flash kernel; ZeRO-1 runs as
+    # PyTorch's ZeroRedundancyOptimizer, which torchtitan does not offer.
+    engine = "torchtitan" if par.zero in (0, 2, 3) else "generic"
+    microbatches = max(1, par.pp, int(schedule(par.pp_schedule).min_microbatches(par.pp)))
+    training = dataclasses.replace(
+        tr, precision=precision, recompute="none", offload="none", engine=engine,
+        compile=False, fp8_recipe=None, attention="flash2",
+        global_batch=tr.micro_batch * par.dp * microbatches)
+    parallel = dataclasses.replace(par, async_tp=False, expert_tp=None)
+    hardware = dataclasses.replace(s.hardware, gpu=gpu, gpus_per_node=par.world, nodes=1)
+    chunks = par.pp * parallel.chunks_per_rank
+    dense = m.moe.dense_layers if m.moe is not None else 0
+
+    def at(layers: int) -> Scenario:
+        moe = (None if m.moe is None else
+               dataclasses.replace(m.moe, dense_layers=min(dense, max(0, layers - chunks))))
+        model = dataclasses.replace(m, layers=layers, moe=moe, name=f"{m.name} ({layers} of "
+                                    f"{m.layers} layers)")
+        doc = s.to_dict()
+        doc["training"] = {**doc.get("training", {}), **dataclasses.asdict(training)}
+        doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False}
+        doc["parallel"].pop("expert_tp", None)
+        return dataclasses.replace(s, model=model, parallel=parallel, training=training,
+                                   hardware=hardware, document=doc)
+
+    limit = FILL * capacity_bytes
+    layers = chunks
+    if estimate_memory(at(layers)).per_gpu.device > limit:
+        need = estimate_memory(at(layers)).per_gpu.device
+        raise ScenarioError([Problem("trial.world_size", par.world,
+                                     f"one block per pipeline chunk at these widths needs about "
+                                     f"{need / 2**30:.1f} GiB per GPU, more than {FILL:.0%} of "
+                                     f"the {capacity_bytes / 2**30:.1f} GiB here; use a "
+                                     f"shorter sequence, a smaller micro-batch or more TP")])
+    step = chunks
+    while layers + step <= m.layers and estimate_memory(at(layers + step)).per_gpu.device <= limit:
+        layers += step
+    if layers < m.layers:
+        notes.append(f"{layers} of the model's {m.layers} layers fit this GPU with room to "
+                     "spare; time and memory per block scale to the rest")
+    return Slice(scenario=at(layers), device_name=device_name, notes=tuple(notes))
+
+
+def dropped_dimensions(full: Scenario, ran: Scenario) -> list[str]:
+    """What the sub-layout left out of the user's layout, in words."""
+    a, b = full.parallel, ran.parallel
+    out = []
+    for dim in ("dp", "tp", "pp", "cp", "ep"):
+        if getattr(a, dim) != getattr(b, dim):
+            out.append(f"{dim} {getattr(a, dim)} -> {getattr(b, dim)}")
+    if not out:
+        return []
+    return [f"the trial runs {b.world} of the layout's {a.world} GPUs ({', '.join(out)}): "
+            "sharding over, and communication between, the ranks left out is estimated, not "
+            "measured"]

@@ -94,12 +94,12 @@ def _trial(args: argparse.Namespace) -> int:
         from workbench.proof.slice_compare import slice_rows
 
         comparison = slice_rows(result)
+    doc = result.to_dict()
+    if comparison is not None:
+        doc["comparison"] = [r.as_dict() for r in comparison]
     if args.stream:
-        print(json.dumps({"type": "result", "result": result.to_dict()}), flush=True)
+        print(json.dumps({"type": "result", "result": doc}), flush=True)
     elif args.json:
-        doc = result.to_dict()
-        if comparison is not None:
-            doc["comparison"] = [r.as_dict() for r in comparison]
         print(json.dumps(doc, indent=2))
     else:
         for r in result.ranks():

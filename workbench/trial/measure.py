@@ -139,9 +139,19 @@ class CommRecorder:
 
     def collect(self) -> dict:
         """dim -> op -> {bytes, count} of the ops recorded since the last call."""
-        try:
-            trace = pickle.loads(torch._C._distributed_c10d._dump_fr_trace())
-        except Exception:      # the recorder is off: report nothing rather than guess
+        trace = None
+        c10d = torch._C._distributed_c10d
+        # NCCL keeps its own recorder (FlightRecorder<CUDAEvent>, dumped by _dump_nccl_trace in
+        # CUDA builds); gloo's is the generic one (_dump_fr_trace)
+        dumps = ("_dump_nccl_trace", "_dump_fr_trace") if dist.get_backend() == "nccl" \
+            else ("_dump_fr_trace",)
+        for name in dumps:
+            try:
+                trace = pickle.loads(getattr(c10d, name)())
+                break
+            except Exception:      # not in this build, or the recorder is off
+                continue
+        if trace is None:          # report nothing rather than guess
             return {}
         out: dict = {}
         for e in trace.get("entries", []):

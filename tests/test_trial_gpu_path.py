@@ -167,3 +167,18 @@ def test_a_gpu_trial_exports_its_planned_step_time():
     line = next(ln for ln in live.metrics.exposition().decode().splitlines()
                 if ln.startswith("workbench_planned_step_seconds "))
     assert float(line.split()[1]) == pytest.approx(want, rel=1e-12) and want > 0
+
+
+def test_a_gpu_ranks_allocator_and_nvidia_smi_memory_reach_the_metrics():
+    from workbench.monitor.trial_metrics import TrialMetrics
+    from workbench.trial import prepare
+
+    live = TrialMetrics(prepare(_scenario(dp=1), 1))
+    live.observe({"type": "step", "rank": 0, "step": 1, "time": 0.5, "at": 1.0, "params": 10,
+                  "grads": 10, "optimizer": 20, "activations_per_microbatch": 5,
+                  "allocated": 1000, "reserved": 1200, "device_memory": 1700})
+    text = live.metrics.exposition().decode()
+    for kind, value in (("allocated", 1000), ("reserved", 1200), ("device", 1700),
+                        ("peak", 45)):
+        assert f'workbench_memory_bytes{{kind="{kind}",rank="0"}} {float(value)}' in text \
+            or f'workbench_memory_bytes{{rank="0",kind="{kind}"}} {float(value)}' in text

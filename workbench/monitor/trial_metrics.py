@@ -45,6 +45,11 @@ class TrialMetrics:
             memory["activations"] = ev.get("activations_per_microbatch")
             if all(v is not None for v in memory.values()):
                 memory["peak"] = sum(memory.values())
+            # a GPU rank: the allocator's peaks and what nvidia-smi shows (trial/device.py)
+            for kind, key in (("allocated", "allocated"), ("reserved", "reserved"),
+                              ("device", "device_memory")):
+                if ev.get(key) is not None:
+                    memory[kind] = ev[key]
             self.metrics.record_step(ev["rank"], ev["time"], ev.get("at", 0.0), memory,
                                      ev.get("comm"), ev.get("loss"))
             times = self._step_times.setdefault(ev["step"], {})

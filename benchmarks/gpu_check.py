@@ -3,8 +3,9 @@
 1. a world-size-1 slice trial of each scenario (`workbench trial SCENARIO --world-size 1 --json`):
    the real widths on the GPU, measured against the estimate of the same slice on the same GPU
    (per block, optimizer, step; allocated / reserved / nvidia-smi memory);
-2. a quick calibration (`workbench calibrate --quick --world-size 1`) and an estimate on the
-   profile it wrote (`hardware.gpu: "calibration:FILE"`);
+2. a quick calibration (`workbench calibrate --quick --world-size 1 --scenario SCENARIO`: the
+   kernel tables plus that scenario's GEMM shapes) and an estimate on the profile it wrote
+   (`hardware.gpu: "calibration:FILE"`) beside the catalogue's;
 3. `workbench monitor` scraped once (the GPU series NVML gives).
 Prints one table; raw outputs go to --out. Each part runs as its own process with a deadline,
 so one failure is reported and the rest still run.
@@ -81,13 +82,15 @@ def trial(scenario: str, steps: int, out: Path) -> list[str]:
 def calibrate(scenario: str, out: Path) -> list[str]:
     """A quick calibration at world size 1, then an estimate on the profile it wrote."""
     profile = out / "calibration.json"
-    code, stdout, secs = _workbench("calibrate", "--quick", "--world-size", "1", "--out",
-                                    str(profile), timeout=300, out=out, name="calibrate")
+    code, stdout, secs = _workbench("calibrate", "--quick", "--world-size", "1", "--scenario",
+                                    scenario, "--out", str(profile), timeout=300, out=out,
+                                    name="calibrate")
     if code != 0:
         err = (out / "calibrate.err").read_text()
         return [f"calibrate: FAILED (exit {code}, {secs:.0f} s): "
                 f"{_last_line(err) or _last_line(stdout)}"]
-    lines = [f"calibrate --quick --world-size 1 ({secs:.0f} s): wrote {profile}"]
+    lines = [f"calibrate --quick --world-size 1 --scenario {scenario} ({secs:.0f} s): wrote "
+             f"{profile}"]
     lines += [f"  {ln}" for ln in stdout.strip().splitlines()]
     code, stdout, _ = _workbench("estimate", scenario, "--set",
                                  f"hardware.gpu=calibration:{profile}", "--json", timeout=120,

@@ -47,16 +47,48 @@ def free_port() -> int:
                 return port
 
 
-def cuda_gpus() -> int:
-    """CUDA GPUs this process can use (0 without a CUDA build of torch or without a driver).
-    ``torch.cuda.is_available`` / ``device_count`` ask the driver for a count but create no
-    CUDA context, so a parent may still spawn ranks that use the GPUs (and fork ranks that do
-    not touch CUDA)."""
+def visible_gpus() -> list[tuple[str, int]]:
+    """(name, total bytes) of the CUDA GPUs this process could use, in CUDA's numbering (NVML,
+    honouring an integer CUDA_VISIBLE_DEVICES), read without initialising CUDA: empty without
+    a CUDA build of torch or without NVML (``nvidia-ml-py``) and the driver."""
     try:
         import torch
 
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except ImportError:
+        if not torch.version.cuda:
+            return []
+        import pynvml
+
+        pynvml.nvmlInit()
+        order = list(range(pynvml.nvmlDeviceGetCount()))
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            try:
+                order = [int(x) for x in visible.split(",") if x.strip()]
+            except ValueError:       # UUIDs: NVML's order is the best guess
+                pass
+        out = []
+        for i in order:
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            out.append((name.decode() if isinstance(name, bytes) else str(name),
+                        int(pynvml.nvmlDeviceGetMemoryInfo(h).total)))
+        return out
+    except Exception:
+        return []
+
+
+def cuda_gpus() -> int:
+    """CUDA GPUs this process can use (0 without a CUDA build of torch or without a driver),
+    counted without initialising CUDA: ``torch.cuda.is_available`` calls cudaGetDeviceCount,
+    which runs cuInit, and a process forked after that cannot use CUDA ("initialization
+    error"); ``torch.cuda.device_count`` asks NVML first ("This API will NOT poison fork if
+    NVML discovery succeeds", torch/cuda/__init__.py). So a parent may still fork CPU ranks and
+    spawn GPU ranks after asking."""
+    try:
+        import torch
+
+        return int(torch.cuda.device_count()) if torch.version.cuda else 0
+    except Exception:
         return 0
 
 

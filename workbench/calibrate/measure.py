@@ -100,11 +100,13 @@ def runtime_costs(gemm: dict, grid: dict, budget_s: float,
 
 
 def collective_fits(world_sizes, backend: str, quick: bool,
-                    on_event: Callable[[dict], None] | None = None) -> dict:
-    """{kind: {world: (alpha, beta)}} fitted to ``workbench bench`` rows."""
+                    on_event: Callable[[dict], None] | None = None,
+                    sizes: dict | None = None) -> dict:
+    """{kind: {world: (alpha, beta)}} fitted to ``workbench bench`` rows (``sizes``: the
+    message ladder, default the CPU's)."""
     from workbench.bench.runner import run_bench
 
-    sizes = QUICK_COLLECTIVE_SIZES if quick else COLLECTIVE_SIZES
+    sizes = sizes or (QUICK_COLLECTIVE_SIZES if quick else COLLECTIVE_SIZES)
     df = run_bench(list(world_sizes), backend=backend, on_event=on_event,
                    warmup=2 if quick else 5, iters=5 if quick else 20, **sizes)
     fits: dict = {}
@@ -139,7 +141,9 @@ def host_facts() -> dict:
 
 def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "gloo",
                     on_event: Callable[[dict], None] | None = None) -> MachineProfile:
-    """Measure everything the profile holds (``quick``: a coarser grid and fewer sizes)."""
+    """Measure everything the profile holds (``quick``: a coarser grid and fewer sizes). World
+    sizes below 2 time no collective: with none left the collectives and their in-loop
+    latency are skipped, and the estimate times collectives on the scenario's links."""
     import torch
 
     def say(what: str) -> None:
@@ -161,14 +165,17 @@ def measure_profile(quick: bool = False, world_sizes=(2, 4, 8), backend: str = "
     facts = host_facts()
     (fwd, bwd, no_grad), wrappers, raw = runtime_costs(gemm, grid, 0.15 if quick else 0.6,
                                                        processes=facts["cores"])
-    say("collectives")
-    fits = collective_fits(world_sizes, backend, quick, on_event)
-    say("collective latency inside a training loop")
-    in_loop = in_loop_latency(tuple(sorted({*world_sizes, 16})), iters=30 if quick else 80)
+    worlds = tuple(w for w in world_sizes if w >= 2)
+    fits, in_loop = {}, {}
+    if worlds:
+        say("collectives")
+        fits = collective_fits(worlds, backend, quick, on_event)
+        say("collective latency inside a training loop")
+        in_loop = in_loop_latency(tuple(sorted({*worlds, 16})), iters=30 if quick else 80)
     return MachineProfile(
         date=_dt.date.today().isoformat(), host=facts, cores=facts["cores"],
         memory_gb=facts["memory_gb"], gemm_grid=grid, gemm_seconds=gemm,
         copy_gb_per_s=copy, op_forward_s=fwd, op_backward_s=bwd, op_no_grad_s=no_grad,
         wrappers=wrappers, runtime_probe=raw, in_loop_s=in_loop,
-        collectives={backend: fits}, backend=backend,
+        collectives={backend: fits} if fits else {}, backend=backend,
         source=f"workbench calibrate{' --quick' if quick else ''} on {facts['hostname']}")

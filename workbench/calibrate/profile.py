@@ -16,6 +16,13 @@ loop); the file is JSON (``save`` / ``load_profile``). What the estimator asks:
   beta x bytes (scaled by nccl-tests' bus-bandwidth factor, ``bench/definitions.py``).
 - ``share``: ``ranks`` single-threaded processes on ``cores`` cores compute ``ranks / cores``
   times slower when they outnumber the cores.
+- ``attention``: the attention kernels' FLOPs at the best measured fp32 GEMM rate.
+- ``overlap``: nothing overlaps once the ranks occupy every core; ``covers``: the profile's
+  collective fits time every group (none measured, world size 1: the scenario's links do).
+
+A GPU's profile (``gpu_profile.GpuProfile``, ``device == "cuda"``) answers the same questions
+(``Profile``) from its own measurements; ``load_profile`` and ``profile_gpu`` read either.
+The file's ``format``: 1 = a CPU profile (no ``device`` key), 2 = ``device`` says which.
 """
 from __future__ import annotations
 
@@ -23,12 +30,14 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar, Protocol
 
 import numpy as np
 
 from workbench.bench.definitions import busbw_factor
 
-FORMAT = 1
+FORMAT = 2                 # what this workbench writes
+READABLE_FORMATS = (1, 2)  # what it reads (1: CPU profiles written before GPU profiles existed)
 
 # Ring step counts (latency terms) of the collectives, as the estimator's comm model uses them.
 _STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1,
@@ -36,9 +45,38 @@ _STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1,
           "broadcast": lambda n: n - 1, "send_recv": lambda n: 1}
 
 
+class Profile(Protocol):
+    """The questions the estimator asks a calibrated profile (``estimate/efficiency.py``,
+    ``estimate/comm.py``): one code path for a CPU machine (``MachineProfile``) and a GPU
+    (``gpu_profile.GpuProfile``)."""
+
+    device: str            # "cpu" | "cuda"
+    whole_machine: bool    # the profile is the machine and its software: the scenario's engine
+    #                        conventions, host parts, power and build checks do not apply
+    source: str
+    date: str
+
+    def with_ranks(self, ranks: int) -> "Profile": ...
+    def gemm(self, m: float, n: float, k: float, precision: str) -> float: ...
+    def peak_flops(self, precision: str) -> float: ...
+    def attention(self, flops: float, direction: str, kernel: str = "flash2",
+                  shape=None) -> float: ...
+    def stream(self, nbytes: float) -> float: ...
+    def ops(self, forward: float, backward: float = 0, no_grad: float = 0) -> float: ...
+    def wrapper(self, name: str, part: str) -> tuple[float, float]: ...
+    def overlap(self, ranks: int) -> float: ...
+    def covers(self, span) -> object: ...
+    def collective(self, kind: str, n, nbytes, back_to_back: bool = False): ...
+    def to_dict(self) -> dict: ...
+    def save(self, path: str | Path) -> Path: ...
+
+
 @dataclass(frozen=True)
 class MachineProfile:
     """Measurements of one machine and software stack (see the module docstring)."""
+
+    device: ClassVar[str] = "cpu"
+    whole_machine: ClassVar[bool] = True
 
     date: str                          # ISO date of the measurement
     host: dict                         # cpu, cores, memory_gb, torch, python, hostname
@@ -60,22 +98,20 @@ class MachineProfile:
 
     # -- persistence -----------------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The file's JSON object (``format``, ``device`` and every field but ``ranks``)."""
         d = asdict(self)
         d.pop("ranks")
-        return {"format": FORMAT, **d}
+        return {"format": FORMAT, "device": self.device, **d}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        return path
+        """Write the profile as JSON to ``path`` (its folder created if need be)."""
+        return write_json(path, self.to_dict())
 
     @classmethod
     def from_dict(cls, d: dict) -> "MachineProfile":
-        if d.get("format") != FORMAT:
-            raise ValueError(f"calibration format {d.get('format')!r}; this workbench reads "
-                             f"format {FORMAT} (run `workbench calibrate` again)")
-        d = {k: v for k, v in d.items() if k != "format"}
+        """The profile of a file's JSON object (format 1, or 2 with ``device: cpu``)."""
+        check_format(d)
+        d = {k: v for k, v in d.items() if k not in ("format", "device")}
         d["wrappers"] = {w: {k: tuple(v) for k, v in parts.items()}
                          for w, parts in d.get("wrappers", {}).items()}
         d["in_loop_s"] = {int(w): [tuple(p) for p in v] for w, v in d.get("in_loop_s", {}).items()}
@@ -101,19 +137,29 @@ class MachineProfile:
 
     def gemm(self, m: float, n: float, k: float, precision: str) -> float:
         """Seconds for one (m x k) @ (k x n) product on one rank's thread (sharing included)."""
-        grid = self.gemm_grid
-        axes = [np.log2(np.asarray(grid[a], dtype=float)) for a in ("m", "n", "k")]
-        point = [math.log2(max(v, 1.0)) for v in (m, n, k)]
-        clamped = [min(max(p, ax[0]), ax[-1]) for p, ax in zip(point, axes)]
-        table = np.log(np.asarray(self._table(precision), dtype=float)).reshape(
-            [len(a) for a in axes])
-        log_t = _interpolate(axes, table, clamped)
-        scale = 2.0 ** (sum(point) - sum(clamped))        # FLOP ratio outside the grid
-        return float(math.exp(log_t) * scale * self.share)
+        return float(grid_gemm_seconds(self.gemm_grid, self._table(precision), m, n, k)
+                     * self.share)
 
     def stream(self, nbytes: float) -> float:
         """Seconds to stream ``nbytes`` (read + written) through memory on one rank."""
         return nbytes / (self.copy_gb_per_s * 1e9) * self.share
+
+    def attention(self, flops: float, direction: str, kernel: str = "flash2",
+                  shape=None) -> float:
+        """Seconds of attention kernels executing ``flops``: the trials' precision (fp32) at
+        the best measured GEMM rate, whatever the direction, kernel or shape."""
+        return flops / self.peak_flops("fp32") * self.share
+
+    def overlap(self, ranks: int) -> float:
+        """1 when communication can hide behind compute, 0 once ``ranks`` processes occupy
+        every core (a CPU rank's collective runs on the cores its compute needs, and a rank
+        waiting for a descheduled peer has nothing to overlap with)."""
+        return 0.0 if ranks >= self.cores else 1.0
+
+    def covers(self, span) -> bool:
+        """Whether the profile times collectives (any group ``span``): it does when the
+        benchmark ran; a profile measured at world size 1 leaves them to the scenario's links."""
+        return bool(self.collectives.get(self.backend))
 
     def ops(self, forward: float, backward: float = 0, no_grad: float = 0) -> float:
         """Seconds of eager-runtime cost for ``forward`` recorded ops, ``backward`` autograd
@@ -126,27 +172,15 @@ class MachineProfile:
         latency inside a step, or the benchmark's latency when it follows another collective
         ``back_to_back`` (or the profile has no in-loop probe), plus the benchmark's per-byte
         cost."""
-        table = self.collectives.get(self.backend, {})
-        fits = table.get(kind) or table.get("all_reduce")
-        if not fits:
-            raise ValueError(f"calibration {self.date} has no {kind} measurements")
-        worlds = np.array(sorted(fits))
-        n_arr = np.maximum(np.asarray(n), 2)
-        idx = np.clip(np.searchsorted(worlds, n_arr), 0, len(worlds) - 1)
-        w = worlds[idx]
-        alpha = np.array([fits[int(x)][0] for x in np.atleast_1d(w)]).reshape(np.shape(w))
-        beta = np.array([fits[int(x)][1] for x in np.atleast_1d(w)]).reshape(np.shape(w))
-        steps = np.vectorize(lambda a, b: _STEPS[kind](a) / _STEPS[kind](b))(n_arr, w)
-        factor = np.vectorize(lambda a, b: busbw_factor(kind, a) / busbw_factor(kind, b))(n_arr, w)
+        n_arr, alpha, steps, beta, factor = fitted_terms(
+            self.collectives.get(self.backend, {}), kind, n, f"calibration {self.date}")
         if self.in_loop_s and not back_to_back:
             # inside a step: the in-loop latency of a group of n (sync.py), slowed as each of
             # its hops is when more processes than the group's share the machine
             alpha = np.vectorize(lambda a: self.in_loop(a) * self.hop_latency(self.ranks)
                                  / self.hop_latency(a))(n_arr)
             steps = 1.0
-        t = alpha * steps + beta * factor * np.asarray(nbytes, dtype=float)
-        t = np.where((np.asarray(n) <= 1) | (np.asarray(nbytes) <= 0), 0.0, t)
-        return float(t) if np.ndim(t) == 0 else t
+        return collective_seconds(alpha, steps, beta, factor, n, nbytes)
 
     def wrapper(self, name: str, part: str) -> tuple[float, float]:
         """What wrapper ``name`` (ddp, tp, fsdp, fsdp_reshard) adds to ``part``: ``layer`` or
@@ -185,6 +219,68 @@ class MachineProfile:
         return (2.0 * m * n * k).ravel()
 
 
+def grid_shapes(grid: dict) -> list[tuple[int, int, int]]:
+    """Every (m, n, k) of ``grid``, row-major (the order of a profile's ``gemm_seconds``)."""
+    return [(m, n, k) for m in grid["m"] for n in grid["n"] for k in grid["k"]]
+
+
+def grid_gemm_seconds(grid: dict, table, m: float, n: float, k: float) -> float:
+    """Seconds of an (m x k) @ (k x n) product from ``table`` (seconds over ``grid``'s
+    (m, n, k), row-major): log-linear interpolation of the seconds over (log2 m, log2 n,
+    log2 k); outside the grid the nearest grid shape's seconds times the FLOP ratio."""
+    axes = [np.log2(np.asarray(grid[a], dtype=float)) for a in ("m", "n", "k")]
+    point = [math.log2(max(v, 1.0)) for v in (m, n, k)]
+    clamped = [min(max(p, ax[0]), ax[-1]) for p, ax in zip(point, axes)]
+    log_table = np.log(np.asarray(table, dtype=float)).reshape([len(a) for a in axes])
+    log_t = _interpolate(axes, log_table, clamped)
+    scale = 2.0 ** (sum(point) - sum(clamped))        # FLOP ratio outside the grid
+    return math.exp(log_t) * scale
+
+
+def fitted_terms(table: dict, kind: str, n, what: str) -> tuple:
+    """(n, alpha, steps, beta, factor) of ``kind`` over ``n`` ranks (numbers or arrays) from
+    benchmark fits ``table`` ({kind: {world: (alpha, beta)}}; an unmeasured kind takes
+    all-reduce's): the fit of the smallest measured world >= n (else the largest), its latency
+    scaled by the ring's step count and its per-byte cost by nccl-tests' bus-bandwidth factor
+    (``bench/definitions.py``) from that world to n."""
+    fits = table.get(kind) or table.get("all_reduce")
+    if not fits:
+        raise ValueError(f"{what} has no {kind} measurements")
+    worlds = np.array(sorted(fits))
+    n_arr = np.maximum(np.asarray(n), 2)
+    idx = np.clip(np.searchsorted(worlds, n_arr), 0, len(worlds) - 1)
+    w = worlds[idx]
+    alpha = np.array([fits[int(x)][0] for x in np.atleast_1d(w)]).reshape(np.shape(w))
+    beta = np.array([fits[int(x)][1] for x in np.atleast_1d(w)]).reshape(np.shape(w))
+    steps = np.vectorize(lambda a, b: _STEPS[kind](a) / _STEPS[kind](b))(n_arr, w)
+    factor = np.vectorize(lambda a, b: busbw_factor(kind, a) / busbw_factor(kind, b))(n_arr, w)
+    return n_arr, alpha, steps, beta, factor
+
+
+def collective_seconds(alpha, steps, beta, factor, n, nbytes):
+    """alpha x steps + beta x factor x bytes; 0 for a group of one or no bytes (a float for
+    scalar inputs, else an array)."""
+    t = alpha * steps + beta * factor * np.asarray(nbytes, dtype=float)
+    t = np.where((np.asarray(n) <= 1) | (np.asarray(nbytes) <= 0), 0.0, t)
+    return float(t) if np.ndim(t) == 0 else t
+
+
+def check_format(d: dict) -> None:
+    """Raise ValueError unless ``d`` is a calibration file this workbench reads."""
+    if d.get("format") not in READABLE_FORMATS:
+        raise ValueError(f"calibration format {d.get('format')!r}; this workbench reads "
+                         f"formats {', '.join(map(str, READABLE_FORMATS))} (run `workbench "
+                         "calibrate` again)")
+
+
+def write_json(path: str | Path, doc: dict) -> Path:
+    """Write ``doc`` as indented JSON to ``path``, creating its folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
 def _interpolate(axes: list[np.ndarray], table: np.ndarray, point: list[float]) -> float:
     """Multilinear interpolation of ``table`` (one axis per coordinate) at ``point``."""
     value = table
@@ -212,16 +308,28 @@ def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
     return float(alpha), float(beta)
 
 
-def load_profile(path: str | Path) -> MachineProfile:
-    """Read a calibration file written by ``workbench calibrate``."""
-    return MachineProfile.from_dict(json.loads(Path(path).read_text()))
+def load_profile(path: str | Path) -> Profile:
+    """Read a calibration file written by ``workbench calibrate``: a ``MachineProfile`` (a CPU
+    machine) or a ``gpu_profile.GpuProfile`` (``device: cuda``)."""
+    doc = json.loads(Path(path).read_text())
+    if isinstance(doc, dict) and doc.get("device") == "cuda":
+        from workbench.calibrate.gpu_profile import GpuProfile
+
+        return GpuProfile.from_dict(doc)
+    return MachineProfile.from_dict(doc)
 
 
-def profile_gpu(profile: MachineProfile, source: str = ""):
-    """The profile as a scenario's accelerator record: one rank of this machine, its host RAM
-    as device memory, the measured peaks, and the profile attached for the estimator.
-    Board power is not measured (0 W: energy figures of such a scenario read 0)."""
+def profile_gpu(profile: Profile, source: str = ""):
+    """The profile as a scenario's accelerator record, the profile attached for the estimator.
+    A GPU's profile: ``gpu_profile.gpu_record``. A CPU machine's: one rank of this machine,
+    its host RAM as device memory, the measured peaks; board power is not measured (0 W:
+    energy figures of such a scenario read 0)."""
     from workbench.catalog.types import GPU
+
+    if profile.device == "cuda":
+        from workbench.calibrate.gpu_profile import gpu_record
+
+        return gpu_record(profile, source)
 
     cpu = profile.host.get("cpu", "this machine")
     return GPU(name=f"{cpu} ({profile.cores} cores, calibrated {profile.date})",

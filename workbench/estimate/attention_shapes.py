@@ -142,3 +142,27 @@ def tp_gather_width(m: ModelShape) -> int:
     if not m.mla:
         return m.hidden
     return (m.q_lora_rank or m.hidden) + m.kv_lora_rank + m.qk_rope_head_dim
+
+
+class AttentionKernel(NamedTuple):
+    """One rank's attention kernel call: ``batch`` sequences of ``seq`` queries (the rank's
+    share of the sequence under context parallelism), its ``heads`` and ``kv_heads`` (per TP
+    rank; a KV head is replicated when there are fewer than TP ranks), query/key head dim and
+    value head dim. What a calibrated GPU profile looks its measured attention up by."""
+
+    batch: int
+    seq: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    value_dim: int
+
+
+def attention_kernel(m: ModelShape, micro_batch: int, seq_len: int, t: int = 1,
+                     cp: int = 1) -> AttentionKernel:
+    """The attention kernel of one rank of TP degree ``t`` and CP degree ``cp``. MLA gives
+    every head its own key and value (``qkv_widths``): as many KV heads as heads."""
+    kv = m.heads if m.mla else m.kv_heads
+    return AttentionKernel(batch=int(micro_batch), seq=max(1, int(round(seq_len / cp))),
+                           heads=max(1, m.heads // t), kv_heads=max(1, kv // t),
+                           head_dim=m.qk_head_dim, value_dim=m.value_head_dim)

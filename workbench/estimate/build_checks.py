@@ -47,10 +47,11 @@ def node_power_w(s: Scenario) -> float:
 
 def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
     """Power, PCIe lanes, host memory, drives and cooling of one node to be built. None for a
-    calibrated machine: it exists already, and its processes are not GPUs in slots."""
+    calibrated CPU machine: it exists already, and its processes are not GPUs in slots (a
+    calibrated GPU is checked as a catalog one)."""
     hw = s.hardware
     out: list[Check] = []
-    if hw.gpu.profile is not None:
+    if hw.gpu.profile is not None and hw.gpu.profile.whole_machine:
         return out
 
     power = node_power_w(s)

@@ -103,12 +103,25 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: b
     """Seconds for one collective of ``nbytes`` (the full buffer: the all-reduce input, the
     all-gather output, the reduce-scatter input, the all-to-all send buffer; one message for
     send/recv) over a group placed as ``span``. Works element-wise on numpy arrays. A calibrated
-    machine profile answers from its measurements instead: the latency a collective adds inside
-    a training step (``back_to_back``: issued right after another one, the benchmark's
-    latency), plus its per-byte cost."""
-    if hw.gpu.profile is not None:
-        return hw.gpu.profile.with_ranks(hw.gpus_per_node).collective(kind, span.size, nbytes,
-                                                                       back_to_back)
+    profile answers from its measurements where it ``covers`` the group instead: a CPU
+    machine's, the latency a collective adds inside a training step (``back_to_back``: issued
+    right after another one, the benchmark's latency), plus its per-byte cost; a GPU's, its
+    nccl fits for groups inside a node. Elsewhere (a profile measured at world size 1, a group
+    across nodes) the scenario's links."""
+    prof = hw.gpu.profile
+    covered = False if prof is None else prof.covers(span)
+    if np.all(covered):
+        return prof.with_ranks(hw.gpus_per_node).collective(kind, span.size, nbytes, back_to_back)
+    linked = _link_time(kind, nbytes, span, hw)
+    if not np.any(covered):
+        return linked
+    measured = prof.with_ranks(hw.gpus_per_node).collective(kind, span.size, nbytes,
+                                                            back_to_back)
+    return plain(np.where(covered, measured, linked))
+
+
+def _link_time(kind: str, nbytes, span: Span, hw: Hardware):
+    """``collective_time`` on the scenario's links (the alpha-beta model of the docstring)."""
     intra, inter = intra_tier(hw), inter_tier(hw)
     a_bw, a_lat, e_bw, e_lat = intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s
     scalar = np.ndim(nbytes) == 0 and np.ndim(span.size) == 0

@@ -104,12 +104,15 @@ def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: flo
     return count * (max(compute, memory) / SUSTAINED_FRACTION + KERNEL_OVERHEAD_S)
 
 
-def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2") -> float:
-    """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training)."""
+def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2",
+                   shape=None) -> float:
+    """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training);
+    ``shape`` (``attention_shapes.AttentionKernel``) lets a calibrated GPU profile answer from
+    the measured point nearest it (a CPU profile: the best measured fp32 GEMM rate)."""
     if flops <= 0:
         return 0.0
-    if gpu.profile is not None:   # the trials' precision (fp32), at the best measured rate
-        return flops / gpu.profile.peak_flops("fp32") * gpu.profile.share
+    if gpu.profile is not None:
+        return gpu.profile.attention(flops, direction, kernel, shape)
     fwd_bwd = EAGER_ATTENTION if kernel == "eager" else \
         ARCH.get(gpu.arch, ARCH["hopper"])["attention"][kernel]
     return flops / (gpu.bf16_tflops * 1e12 * fwd_bwd[0 if direction == "fwd" else 1]
@@ -118,7 +121,8 @@ def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2
 
 def memory_time(nbytes: float, gpu: GPU, kernels: float = 0) -> float:
     """Seconds for streaming ``nbytes`` through HBM in ``kernels`` launches (on a calibrated
-    profile: the measured copy bandwidth; its operations are counted by ``runtime_ops``)."""
+    profile: the measured copy bandwidth; a CPU profile counts its operations in
+    ``runtime_ops``)."""
     if gpu.profile is not None:
         return gpu.profile.stream(nbytes)
     return (nbytes / (gpu.hbm_gb_per_s * 1e9 * HBM_EFFICIENCY * SUSTAINED_FRACTION)
@@ -128,15 +132,16 @@ def memory_time(nbytes: float, gpu: GPU, kernels: float = 0) -> float:
 def runtime_ops(gpu: GPU, forward: float, backward: float = 0, no_grad: float = 0) -> float:
     """Seconds the eager runtime spends dispatching ``forward`` recorded operations,
     ``backward`` autograd nodes and ``no_grad`` unrecorded ones (the optimizer's), on a
-    calibrated profile; 0 on a catalog GPU, whose launch cost is ``KERNEL_OVERHEAD_S`` per
-    kernel inside the kernel times."""
+    calibrated CPU profile; 0 on a catalog GPU, whose launch cost is ``KERNEL_OVERHEAD_S`` per
+    kernel inside the kernel times, and on a calibrated GPU, whose measured kernel times
+    include their launch."""
     if gpu.profile is None:
         return 0.0
     return gpu.profile.ops(forward, backward, no_grad)
 
 
 def wrapper_time(gpu: GPU, par, part: str) -> tuple:
-    """What PyTorch's wrappers add on a calibrated profile (0 elsewhere): DDP when ZeRO-0/1
+    """What PyTorch's wrappers add on a calibrated CPU profile (0 elsewhere): DDP when ZeRO-0/1
     replicate over dp x cp > 1 (trials refuse DDP with TP or PP), tensor parallelism when
     tp > 1, FSDP2 (with or without resharding) when ZeRO-2/3 shards over dp x cp > 1.
     ``part``: ``layer`` / ``rest`` (forward, backward seconds per microbatch) or ``tensor``
@@ -156,8 +161,9 @@ def wrapper_time(gpu: GPU, par, part: str) -> tuple:
 
 
 def overlap(hw) -> float:
-    """1 when communication can hide behind compute, 0 when it cannot: on a calibrated machine
-    whose ranks occupy every core (a CPU rank's collective runs on the cores its compute needs,
-    and a rank waiting for a descheduled peer has nothing to overlap with)."""
+    """1 when communication can hide behind compute, 0 when it cannot: on a calibrated CPU
+    machine whose ranks occupy every core (a CPU rank's collective runs on the cores its
+    compute needs, and a rank waiting for a descheduled peer has nothing to overlap with;
+    ``MachineProfile.overlap``). A catalog or calibrated GPU overlaps."""
     prof = hw.gpu.profile
-    return 0.0 if prof is not None and hw.gpus_per_node >= prof.cores else 1.0
+    return 1.0 if prof is None else prof.overlap(hw.gpus_per_node)

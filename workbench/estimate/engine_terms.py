@@ -83,10 +83,12 @@ def error_band(engine: str, moe: bool) -> dict | None:
 
 
 def conventions(s) -> RunConventions:
-    """The conventions of scenario ``s``'s engine and switches (none on a calibrated machine,
-    whose profile measured the costs of the plain PyTorch a trial runs)."""
+    """The conventions of scenario ``s``'s engine and switches (none on a calibrated CPU
+    machine, whose profile measured the costs of the plain PyTorch a trial runs; a calibrated
+    GPU measured kernels alone, as the catalog's figures are, and keeps them)."""
     tr = s.training
-    if s.hardware.gpu.profile is not None:
+    prof = s.hardware.gpu.profile
+    if prof is not None and prof.whole_machine:
         return RunConventions()
     eng = ENGINES[tr.engine]
     traffic = 1.0 if tr.compile else eng.elementwise_traffic

@@ -37,10 +37,11 @@ class RunEstimate:
 
 
 def host_power_w(s: Scenario) -> float:
-    """CPU sockets + NICs + drives of one node, at their rated power (0 for a calibrated
-    machine: its power is not measured, and the scenario's host parts are not its own)."""
+    """CPU sockets + NICs + drives of one node, at their rated power (0 for a calibrated CPU
+    machine: its power is not measured, and the scenario's host parts are not its own; a
+    calibrated GPU sits in the scenario's node like a catalog one)."""
     hw = s.hardware
-    if hw.gpu.profile is not None:
+    if hw.gpu.profile is not None and hw.gpu.profile.whole_machine:
         return 0.0
     nic = hw.inter_node.link.power_w * hw.inter_node.nics_per_node
     cpu = hw.host.cpu.tdp_w * hw.host.sockets if hw.host.cpu is not None else 0.0

@@ -25,7 +25,7 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate.attention_shapes import (
-    attention_gemm_input_width, attention_gemms, qkv_widths, tp_gather_width,
+    attention_gemm_input_width, attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
@@ -107,6 +107,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     mats = 3 if m.mlp == "swiglu" else 2
     passes = 3 if tr.recompute == "full" else 2          # forward, backward, recomputed forward
     run = conventions(s)
+    kernel_shape = attention_kernel(m, tr.micro_batch, tr.seq_len, t, cp)
 
     def layer(moe: bool) -> BlockCost:
         comm = {"tp": 0.0, "cp": 0.0, "ep": 0.0}
@@ -159,8 +160,10 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
         causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
-        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention) * run.attention_factor
-        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention) * run.attention_factor
+        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention,
+                                 kernel_shape) * run.attention_factor
+        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention,
+                                 kernel_shape) * run.attention_factor
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate import trial_prediction
-from workbench.process_runner import available_memory, check_backend
+from workbench.process_runner import available_memory, check_backend, visible_gpus
 from workbench.trial import slice as slice_mod
 from workbench.scenario.types import Scenario
 from workbench.trial.launcher import MAX_PROCESSES, stream
@@ -98,7 +98,7 @@ def prepare_trial(s: Scenario, world_size: int | None = None, backend: str = "gl
     notes = slice_mod.dropped_dimensions(full, s)
     if sliced(shape, backend):
         if backend == "nccl":
-            gpus = slice_mod.local_gpus()
+            gpus = visible_gpus()
             if not gpus:
                 raise ScenarioError([Problem("--backend", "nccl", "NVML cannot read this "
                                              "machine's GPUs (nvidia-ml-py installed? driver "

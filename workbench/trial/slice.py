@@ -9,13 +9,13 @@ GPU (``proof.slice_compare``).
 
 What a slice does not cover is said in ``Slice.notes`` (the dimensions the sub-layout dropped,
 recompute, FP8, offload, compile), so a one-GPU user knows what world size 1 leaves out.
-This module imports no torch: the parent reads the GPUs through NVML (no CUDA context, so the
-ranks it spawns have the GPUs to themselves).
+This module imports no torch: the parent reads the GPUs through NVML
+(``process_runner.visible_gpus``: no CUDA context, so the ranks it spawns have the GPUs to
+themselves).
 """
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 from workbench.catalog import CATALOGS
@@ -37,32 +37,6 @@ class Slice:
     scenario: Scenario
     device_name: str
     notes: tuple[str, ...]
-
-
-def local_gpus() -> list[tuple[str, int]]:
-    """(name, total bytes) of the GPUs CUDA will number 0, 1, ... (NVML, honouring an integer
-    CUDA_VISIBLE_DEVICES); empty without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        count = pynvml.nvmlDeviceGetCount()
-        order = list(range(count))
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is not None:
-            try:
-                order = [int(x) for x in visible.split(",") if x.strip()]
-            except ValueError:       # UUIDs: NVML's order is the best guess
-                pass
-        out = []
-        for i in order:
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            out.append((name.decode() if isinstance(name, bytes) else str(name),
-                        int(pynvml.nvmlDeviceGetMemoryInfo(h).total)))
-        return out
-    except Exception:
-        return []
 
 
 def device_gpu(s: Scenario, name: str) -> tuple[GPU, str | None]:

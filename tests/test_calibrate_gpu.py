@@ -97,7 +97,7 @@ def test_a_gpu_profile_round_trips_and_cpu_profiles_still_load(tmp_path):
     back = load_profile(path)
     assert isinstance(back, GpuProfile) and back == p
     # the committed CPU profile (format 1, no device key) loads as before
-    (committed,) = sorted((ROOT / "calibrations").glob("*.json"))
+    (committed,) = sorted((ROOT / "calibrations").glob("amd-epyc-2core-*.json"))
     assert "device" not in json.loads(committed.read_text())
     cpu = load_profile(committed)
     assert isinstance(cpu, MachineProfile) and cpu.device == "cpu"
@@ -531,3 +531,26 @@ def test_cuda_seconds_warms_up_repeats_and_bounds_long_kernels(monkeypatch):
     assert timed(1e-5) == (pytest.approx(1e-5), 2 + 5 * 100)
     # 0.4 s a call, over a third of the 0.5 s budget: one repeat
     assert timed(0.4) == (pytest.approx(0.4), 3)
+
+
+def test_the_committed_h200_profile_is_a_scenarios_gpu_and_answers_from_its_tables():
+    """calibrations/ keeps the quick profile `benchmarks/gpu_check.py` measured on a real H200
+    (2026-12-04): it loads as a GPU profile, becomes the H200's record, and the estimator's
+    GEMM time for a measured grid shape is the measured seconds."""
+    from workbench.calibrate.profile import load_profile
+    from workbench.estimate import efficiency
+    from workbench.scenario import load_scenario
+
+    path = ROOT / "calibrations/nvidia-h200-2026-12-04.json"
+    p = load_profile(path)
+    assert p.device == "cuda" and p.gpu["name"] == "NVIDIA H200" and p.gpu["sms"] == 132
+    doc = json.loads(path.read_text())
+    grid, table = doc["gemm_grid"], doc["gemm_seconds"]["bf16"]
+    m, n, k = grid["m"][1], grid["n"][2], grid["k"][3]
+    i = (grid["m"].index(m) * len(grid["n"]) + grid["n"].index(n)) * len(grid["k"]) + \
+        grid["k"].index(k)
+    s = load_scenario(ROOT / "examples/brief-8xh200-70b.yaml",
+                      [f"hardware.gpu=calibration:{path}"])
+    gpu = s.hardware.gpu
+    assert gpu.arch == "hopper" and gpu.bf16_tflops == 989.5
+    assert efficiency.gemm_time(m, n, k, gpu, "bf16") == pytest.approx(table[i], rel=1e-12)

@@ -62,9 +62,7 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     if not compute.cuda:
         torch.set_num_threads(1)           # ranks share this machine's cores
     phase.value = "joining the process group"
-    # the flight recorder sees every op (TORCH_NCCL_TRACE_BUFFER_SIZE: its older NCCL name)
     os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")
-    os.environ.setdefault("TORCH_NCCL_TRACE_BUFFER_SIZE", "20000")
     dist.init_process_group(args.backend,
                             init_method=args.init_method or f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,

@@ -182,3 +182,22 @@ def test_a_gpu_ranks_allocator_and_nvidia_smi_memory_reach_the_metrics():
                         ("peak", 45)):
         assert f'workbench_memory_bytes{{kind="{kind}",rank="0"}} {float(value)}' in text \
             or f'workbench_memory_bytes{{rank="0",kind="{kind}"}} {float(value)}' in text
+
+
+def test_the_dashboard_shows_a_gpu_slices_rows_and_notes():
+    """The Trial and Compare tabs render the H200 slice trial's own JSON (benchmarks/data)."""
+    import json
+
+    from tests.conftest import ROOT
+    from widgets.charts.trial import comparison_html
+
+    res = json.loads((ROOT / "benchmarks/data/h200-2026-12-04/trial-llama3-8b-8xh100.json")
+                     .read_text())
+    page = comparison_html(res)
+    assert "On NVIDIA H200 (bf16 (FSDP2 MixedPrecisionPolicy" in page
+    assert "<td>block forward (one block, one microbatch)</td><td>10.94 ms</td>" \
+        "<td>6.09 ms</td><td>-44.4%</td>" in page
+    assert "<td>memory device (nvidia-smi)</td><td>108.76 GiB</td><td>119.22 GiB</td>" in page
+    assert "<li>recompute selective is not run: the slice keeps every activation</li>" in page
+    small = {k: v for k, v in res.items() if k not in ("comparison", "notes")}
+    assert "wb-slice" not in comparison_html(small)

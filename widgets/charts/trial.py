@@ -107,6 +107,24 @@ def comparison_html(res: dict) -> str:
     err = res.get("error")
     head = (f"<div class='wb-error' style='color:#cf222e'>trial failed: {html.escape(err)}</div>"
             if err else "")
-    return (head + "<table class='wb-compare'><tr><th>rank</th><th>what</th><th>predicted"
-            "</th><th>measured</th><th>error</th><th>check</th></tr>" + "".join(rows)
-            + "</table>")
+    return (head + _slice_html(res) + "<table class='wb-compare'><tr><th>rank</th><th>what</th>"
+            "<th>predicted</th><th>measured</th><th>error</th><th>check</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _slice_html(res: dict) -> str:
+    """A GPU slice's time and memory against the estimate of the same slice on the same GPU
+    (``workbench.proof.slice_compare``), and what the trial does not cover; empty otherwise."""
+    from workbench.proof.slice_compare import cells, from_dict
+
+    if not res.get("comparison"):
+        return ""
+    where = html.escape(f"{res.get('device_name', res.get('device', ''))} "
+                        f"({res.get('precision_ran', '')})")
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(from_dict(d)))
+                   + "</tr>" for d in res["comparison"])
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in res.get("notes", []))
+    return (f"<div class='wb-slice'><b>On {where}: this slice against its estimate</b>"
+            "<table class='wb-compare wb-slice-rows'><tr><th>what</th><th>estimated</th>"
+            f"<th>measured</th><th>error</th></tr>{rows}</table>"
+            + (f"<ul>{notes}</ul>" if notes else "") + "</div>")

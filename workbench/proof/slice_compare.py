@@ -103,13 +103,24 @@ def slice_rows(result: TrialResult) -> list[SliceRow]:
     return rows
 
 
+def cells(r: SliceRow) -> tuple[str, str, str, str]:
+    """One row as text: component, estimated, measured, error (times in ms, memory in GiB)."""
+    scale, unit = (1e3, "ms") if r.unit == "s" else (1 / 2**30, "GiB")
+    est = f"{r.estimated * scale:,.2f} {unit}"
+    got = "-" if r.measured is None else f"{r.measured * scale:,.2f} {unit}"
+    err = "-" if r.error is None else f"{r.error:+.1%}"
+    return r.component, est, got, err
+
+
+def from_dict(d: dict) -> SliceRow:
+    """A row of the trial JSON's ``comparison``."""
+    return SliceRow(d["component"], d["estimated"], d["measured"], d["unit"])
+
+
 def render_rows(rows: list[SliceRow]) -> str:
     """The comparison as a text table (ms and GiB)."""
     lines = [f"{'component':58} {'estimated':>11} {'measured':>11} {'error':>8}"]
     for r in rows:
-        scale, unit = (1e3, "ms") if r.unit == "s" else (1 / 2**30, "GiB")
-        est = f"{r.estimated * scale:,.2f} {unit}"
-        got = "-" if r.measured is None else f"{r.measured * scale:,.2f} {unit}"
-        err = "-" if r.error is None else f"{r.error:+.1%}"
-        lines.append(f"{r.component:58} {est:>11} {got:>11} {err:>8}")
+        name, est, got, err = cells(r)
+        lines.append(f"{name:58} {est:>11} {got:>11} {err:>8}")
     return "\n".join(lines)

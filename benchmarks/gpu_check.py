@@ -18,35 +18,61 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.proof.slice_compare import cells, from_dict  # noqa: E402
 DEFAULT_SCENARIOS = ("examples/llama3-8b-8xh100.yaml",)
 PARTS = ("trial", "calibrate", "monitor")
 
 
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
 def _workbench(*args: str, timeout: float, out: Path, name: str) -> tuple[int, str, float]:
-    """Run ``python -m workbench ARGS`` from the repository; (exit code, stdout, seconds).
-    stdout and stderr are kept in ``out/name.{out,err}``."""
+    """Run ``python -m workbench ARGS`` from the repository in a session of its own; (exit
+    code, stdout, seconds). On the deadline the whole session is stopped (the ranks it
+    spawned too, which would otherwise keep their GPU memory). stdout and stderr are kept in
+    ``out/name.{out,err}``."""
     t0 = time.time()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.Popen([sys.executable, "-m", "workbench", *args], cwd=ROOT, env=_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
-        p = subprocess.run([sys.executable, "-m", "workbench", *args], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=timeout)
-        code, stdout, stderr = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout = 124, exc.stdout or ""
-        stderr = (exc.stderr or "") + f"\n(timed out after {timeout:.0f} s)"
-        stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
-        stderr = stderr.decode() if isinstance(stderr, bytes) else stderr
+        stdout, stderr = p.communicate(timeout=timeout)
+        code = p.returncode
+    except subprocess.TimeoutExpired:
+        _stop(p)
+        stdout, stderr = p.communicate()
+        code, stderr = 124, stderr + f"\n(timed out after {timeout:.0f} s)"
     (out / f"{name}.out").write_text(stdout)
     (out / f"{name}.err").write_text(stderr)
     return code, stdout, time.time() - t0
+
+
+def _stop(p: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL, to the process group ``p`` leads."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _last_line(text: str) -> str:
@@ -69,12 +95,9 @@ def trial(scenario: str, steps: int, out: Path) -> list[str]:
              f"{doc.get('precision_ran', '')}, {m['layers']} layers, hidden {m['hidden']}, "
              f"seq {m['seq_len']}, micro-batch {m['micro_batch']}, steps {steps}",
              f"  {'component':58} {'estimated':>12} {'measured':>12} {'error':>8}"]
-    for r in doc.get("comparison", []):
-        scale, unit = (1e3, "ms") if r["unit"] == "s" else (1 / 2**30, "GiB")
-        got = "-" if r["measured"] is None else f"{r['measured'] * scale:,.2f} {unit}"
-        err = "-" if r["error"] is None else f"{r['error']:+.1%}"
-        lines.append(f"  {r['component']:58} {r['estimated'] * scale:>8,.2f} {unit:3} "
-                     f"{got:>12} {err:>8}")
+    for d in doc.get("comparison", []):
+        name, est, got, err = cells(from_dict(d))
+        lines.append(f"  {name:58} {est:>12} {got:>12} {err:>8}")
     lines += [f"  note: {n}" for n in doc.get("notes", [])]
     return lines
 
@@ -110,16 +133,19 @@ def calibrate(scenario: str, out: Path) -> list[str]:
 
 def monitor(scenario: str, out: Path) -> list[str]:
     """`workbench monitor` for a few seconds, its /metrics read once."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     p = subprocess.Popen([sys.executable, "-m", "workbench", "monitor", scenario, "--port", "0",
-                          "--duration", "30", "--interval", "1"], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--duration", "30", "--interval", "1"], cwd=ROOT, env=_env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(ln) for ln in p.stderr], daemon=True).start()
     url, seen = None, []
     try:
         deadline = time.time() + 60
-        while time.time() < deadline and url is None:
-            line = p.stderr.readline()
-            if not line:
+        while url is None and time.time() < deadline:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
                 break
             seen.append(line.rstrip())
             hit = re.search(r"metrics: (http\S+)", line)
@@ -129,11 +155,7 @@ def monitor(scenario: str, out: Path) -> list[str]:
         time.sleep(3)                                   # a few telemetry samples
         text = urllib.request.urlopen(url, timeout=10).read().decode()
     finally:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        _stop(p)
     (out / "monitor.txt").write_text(text)
     gpu = [ln for ln in text.splitlines() if ln.startswith("workbench_gpu_")]
     return [f"monitor: {url}: {len(gpu)} GPU samples, e.g."] + [f"  {ln}" for ln in gpu[:6]]

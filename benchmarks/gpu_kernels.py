@@ -31,18 +31,18 @@ LAYERS = {   # hidden, heads, kv heads, ffn (Llama 3 8B and 70B, Meta's config.j
 
 
 def median_ms(fn, warm: int = 3, reps: int = 10) -> float:
-    """Median milliseconds of ``fn`` over ``reps`` CUDA-event timings after ``warm`` calls."""
+    """Median milliseconds of ``fn`` over ``reps`` CUDA-event timings after ``warm`` calls
+    (the trials' clock, ``workbench.trial.device.stamp``)."""
+    from workbench.trial.device import seconds_between, stamp
+
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
+        start = stamp(cuda=True)
         fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(seconds_between(start, stamp(cuda=True)) * 1e3)
     times.sort()
     return times[len(times) // 2]
 
@@ -53,6 +53,8 @@ def out(**row) -> None:
 
 def gemm_tp() -> None:
     """The layer's GEMMs per TP degree: forward, input-gradient and weight-gradient forms."""
+    from workbench.calibrate.gpu_profile import gemm_flops
+
     for model, (h, heads, kv, f) in LAYERS.items():
         d = h // heads
         for tp in (1, 2, 4, 8):
@@ -66,7 +68,7 @@ def gemm_tp() -> None:
                         b = torch.randn(kk, nn, device="cuda", dtype=torch.bfloat16)
                         ms = median_ms(lambda: a @ b)
                         out(kind="gemm_tp", model=model, tp=tp, gemm=name, form=form, M=mm,
-                            K=kk, N=nn, ms=ms, tflops=2 * mm * kk * nn / ms / 1e9)
+                            K=kk, N=nn, ms=ms, tflops=gemm_flops(mm, nn, kk) / ms / 1e9)
                         del a, b
 
 

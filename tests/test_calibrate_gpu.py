@@ -18,7 +18,8 @@ from tests.conftest import ROOT
 from workbench import process_runner
 from workbench.calibrate import gpu as gpu_mod
 from workbench.calibrate.gpu_profile import (
-    GpuProfile, arch_of_capability, attention_rates, causal_attention_flops, gpu_record,
+    GpuProfile, arch_of_capability, attention_rates, causal_attention_flops, gemm_flops,
+    gpu_record,
 )
 from workbench.calibrate.profile import MachineProfile, load_profile
 from workbench.errors import ScenarioError
@@ -262,7 +263,7 @@ def test_the_grid_plan_and_flop_counts():
         assert grid["m"][0] == 512 and grid["m"][-1] == 16384
         assert grid["n"][0] == grid["k"][0] == 1024 and grid["n"][-1] == grid["k"][-1] == 28672
         assert all(sorted(v) == v for v in grid.values())
-    assert gpu_mod.gemm_flops(8192, 4096, 14336) == 2.0 * 8192 * 4096 * 14336
+    assert gemm_flops(8192, 4096, 14336) == 2.0 * 8192 * 4096 * 14336
     quick = gpu_mod.make_plan(True)
     assert quick.quick and len(quick.attention) == 6 and len(quick.grouped) == 2
     assert all(b * s == gpu_mod.ATTENTION_TOKENS["quick"] for b, s, *_ in quick.attention)
@@ -403,23 +404,31 @@ def test_a_machine_without_cuda_is_not_a_gpu_machine(monkeypatch):
 
     from workbench import process_runner
 
-    assert process_runner.visible_gpus() == []          # this CPU build of torch
-    assert process_runner.cuda_gpus() == 0
-    fake = types.SimpleNamespace(          # NVML that sees one H200
-        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 1,
-        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: "NVIDIA H200",
-        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=150_754_820_096))
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-
     def initialises(*a):
         raise AssertionError("CUDA initialised in the parent")
 
+    # cudaGetDeviceCount (cuInit) is what must never run in a parent that forks
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", initialises, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", initialises)
-    monkeypatch.setattr(torch.version, "cuda", None)
+    uuids = ["GPU-aaaa", "GPU-bbbb", "GPU-cccc"]
+    fake = types.SimpleNamespace(          # NVML that sees three H200s
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 3,
+        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: f"NVIDIA H200 #{h}",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=150_754_820_096))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: uuids)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert process_runner.visible_gpus() == []          # NVML sees a GPU, torch has no CUDA
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert process_runner.visible_gpus() == []          # NVML sees GPUs, torch has no CUDA
+    assert process_runner.cuda_gpus() == 0
     monkeypatch.setattr(torch.version, "cuda", "13.0")
-    assert process_runner.visible_gpus() == [("NVIDIA H200", 150_754_820_096)]
+    names = lambda: [n for n, _ in process_runner.visible_gpus()]   # noqa: E731
+    assert names() == ["NVIDIA H200 #0", "NVIDIA H200 #1", "NVIDIA H200 #2"]
+    assert process_runner.cuda_gpus() == 3
+    for visible, want in (("2,0", [2, 0]), ("", []), ("1,-1,2", [1]), ("1,7,2", [1]),
+                          ("GPU-cccc,GPU-aaaa", [2, 0])):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert names() == [f"NVIDIA H200 #{i}" for i in want], visible
 
 
 def test_world_sizes_on_cpu_and_gpu_machines():

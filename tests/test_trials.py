@@ -176,22 +176,13 @@ def test_the_same_entry_point_runs_under_two_torchrun_agents_as_two_nodes(tmp_pa
 
 
 def test_backend_choice_nccl_only_with_a_gpu_per_rank(monkeypatch):
-    import torch
-
+    from workbench import process_runner
     from workbench.process_runner import choose_backend
 
-    def initialises():      # cudaGetDeviceCount: a parent that forks must never call it
-        raise AssertionError("torch.cuda.is_available initialises CUDA")
-
-    monkeypatch.setattr(torch.cuda, "is_available", initialises)
-    monkeypatch.setattr(torch.version, "cuda", "13.0")
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(process_runner, "visible_gpus", lambda: [("NVIDIA H200", 1)] * 4)
     assert choose_backend("auto", 4) == "nccl"
     assert choose_backend("auto", 8) == "gloo"
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    assert choose_backend("auto", 1) == "gloo"
-    monkeypatch.setattr(torch.version, "cuda", None)     # a CPU build sees no GPU
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(process_runner, "visible_gpus", lambda: [])
     assert choose_backend("auto", 1) == "gloo"
     assert choose_backend("nccl", 2) == "nccl"      # an explicit choice is kept
 

@@ -57,11 +57,12 @@ def _trial(args: argparse.Namespace) -> int:
         from workbench.monitor.exporter import Endpoint
         from workbench.monitor.trial_metrics import TrialMetrics
         from workbench.process_runner import check_backend
-        from workbench.trial import prepare_trial, sub_layout
+        from workbench.trial import prepare_trial, sliced, sub_layout
 
         backend = check_backend(args.backend, sub_layout(scenario, args.world_size).parallel.world)
         trial, _ = prepare_trial(scenario, args.world_size, backend, args.shape)
-        live = TrialMetrics(trial, on_gpu=backend == "nccl")
+        # a slice on GPUs has a step-time plan: its estimate on that GPU
+        live = TrialMetrics(trial, on_gpu=backend == "nccl" and sliced(args.shape, backend))
         endpoint = Endpoint(live.metrics, port=args.metrics_port)
         print(f"metrics: {endpoint.url}", file=sys.stderr, flush=True)
         if args.stream:
@@ -112,7 +113,7 @@ def _trial(args: argparse.Namespace) -> int:
         if comparison is not None:
             from workbench.proof.slice_compare import render_rows
 
-            m, dev = result.scenario.model, result.device()
+            m, dev = result.scenario.model, result.ran_on()
             print(f"\n{dev.get('device_name', dev.get('device', 'cpu'))} ({dev.get('precision_ran', '')}): "
                   f"{m.name}, hidden {m.hidden}, seq {result.scenario.training.seq_len}, "
                   f"micro-batch {result.scenario.training.micro_batch}; measured against the "

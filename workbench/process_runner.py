@@ -22,6 +22,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # imported by the functions that start ranks, not by this module
+    import torch
 
 HEARTBEAT_S = 0.5
 PORT_ATTEMPTS = 3
@@ -48,24 +52,29 @@ def free_port() -> int:
 
 
 def visible_gpus() -> list[tuple[str, int]]:
-    """(name, total bytes) of the CUDA GPUs this process could use, in CUDA's numbering (NVML,
-    honouring an integer CUDA_VISIBLE_DEVICES), read without initialising CUDA: empty without
-    a CUDA build of torch or without NVML (``nvidia-ml-py``) and the driver."""
+    """(name, total bytes) of the CUDA GPUs this process could use, in CUDA's numbering, read
+    through NVML without initialising CUDA. CUDA_VISIBLE_DEVICES is read as CUDA reads it,
+    with torch's own parser (indices, UUIDs, a list cut at the first invalid entry:
+    ``torch.cuda._parse_visible_devices`` / ``_transform_uuid_to_ordinals``, the mapping
+    ``torch.cuda._get_nvml_device_index`` uses). Empty without a CUDA build of torch, without
+    NVML (``nvidia-ml-py``) or the driver."""
     try:
+        import pynvml
         import torch
 
         if not torch.version.cuda:
             return []
-        import pynvml
-
         pynvml.nvmlInit()
-        order = list(range(pynvml.nvmlDeviceGetCount()))
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is not None:
-            try:
-                order = [int(x) for x in visible.split(",") if x.strip()]
-            except ValueError:       # UUIDs: NVML's order is the best guess
-                pass
+        count = pynvml.nvmlDeviceGetCount()
+        visible = torch.cuda._parse_visible_devices()
+        if visible and isinstance(visible[0], str):      # UUIDs (or MIG: not resolved)
+            uuids = torch.cuda._raw_device_uuid_nvml()
+            visible = torch.cuda._transform_uuid_to_ordinals(visible, uuids) if uuids else []
+        order = []
+        for i in visible:
+            if not 0 <= int(i) < count:      # CUDA stops at the first device it cannot use
+                break
+            order.append(int(i))
         out = []
         for i in order:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
@@ -78,18 +87,12 @@ def visible_gpus() -> list[tuple[str, int]]:
 
 
 def cuda_gpus() -> int:
-    """CUDA GPUs this process can use (0 without a CUDA build of torch or without a driver),
-    counted without initialising CUDA: ``torch.cuda.is_available`` calls cudaGetDeviceCount,
-    which runs cuInit, and a process forked after that cannot use CUDA ("initialization
-    error"); ``torch.cuda.device_count`` asks NVML first ("This API will NOT poison fork if
-    NVML discovery succeeds", torch/cuda/__init__.py). So a parent may still fork CPU ranks and
-    spawn GPU ranks after asking."""
-    try:
-        import torch
-
-        return int(torch.cuda.device_count()) if torch.version.cuda else 0
-    except Exception:
-        return 0
+    """CUDA GPUs this process can use (0 without a CUDA build of torch, NVML or a driver),
+    counted through NVML only (``visible_gpus``): ``torch.cuda.is_available`` calls
+    cudaGetDeviceCount, which runs cuInit, and a process forked after that cannot use CUDA
+    ("initialization error"); ``torch.cuda.device_count`` falls back to it when NVML discovery
+    fails. So a parent may still fork CPU ranks and spawn GPU ranks after asking."""
+    return len(visible_gpus())
 
 
 def choose_backend(requested: str, world: int) -> str:
@@ -123,7 +126,7 @@ def check_backend(requested: str, world: int, field: str = "--backend") -> str:
     return backend
 
 
-def rank_device(backend: str, rank: int):
+def rank_device(backend: str, rank: int) -> torch.device:
     """The torch device rank ``rank`` computes on: its own GPU under nccl (made the current
     device, as ``init_process_group``'s ``device_id`` and NCCL expect), the CPU under gloo.
     The one place trials, the collective benchmark and calibration choose a device."""

@@ -88,7 +88,7 @@ def summary(p) -> list[str]:
 
 def gpu_summary(p) -> list[str]:
     """What a GPU's profile says, in a few lines."""
-    from workbench.calibrate.gpu_profile import attention_rates, gpu_record
+    from workbench.calibrate.gpu_profile import attention_rates, gemm_flops, gpu_record
 
     g = p.gpu
     lines = [f"{g.get('name', '?')}: compute capability {'.'.join(map(str, g['capability']))}, "
@@ -108,7 +108,7 @@ def gpu_summary(p) -> list[str]:
                      f", backward {min(r[1] for r in rates) / 1e12:.0f}.."
                      f"{max(r[1] for r in rates) / 1e12:.0f} TFLOP/s")
     for row in p.grouped_gemm:
-        flops = 2.0 * row["tokens"] * row["hidden"] * row["expert_ffn"]
+        flops = gemm_flops(row["tokens"], row["expert_ffn"], row["hidden"])
         lines.append(f"grouped GEMM, {row['experts']} experts {row['hidden']}x"
                      f"{row['expert_ffn']}: {flops / row['grouped_s'] / 1e12:.0f} TFLOP/s "
                      f"(one dense GEMM of the same FLOPs {flops / row['dense_s'] / 1e12:.0f})")

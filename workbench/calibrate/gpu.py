@@ -81,11 +81,6 @@ class GpuPlan:
     quick: bool = False
 
 
-def gemm_flops(m: float, n: float, k: float) -> float:
-    """FLOPs of one (m x k) @ (k x n) product (a multiply and an add per MAC)."""
-    return 2.0 * m * n * k
-
-
 def attention_point(seq: int, heads: int, kv_heads: int, head_dim: int, tokens: int,
                     value_dim: int | None = None, batch: int | None = None) -> tuple:
     """One attention point of a plan: (batch, seq, heads, kv_heads, head_dim, value_dim), the
@@ -158,43 +153,12 @@ def cuda_seconds(fn: Callable[[], object], timing: dict) -> float:
 
 def _event_seconds(fn: Callable[[], object], calls: int) -> float:
     """Seconds per call of ``calls`` back-to-back calls, between two CUDA events."""
-    import torch
+    from workbench.trial.device import seconds_between, stamp
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
+    start = stamp(cuda=True)
     for _ in range(calls):
         fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / calls          # elapsed_time: milliseconds
-
-
-def device_facts() -> dict:
-    """The device's name, compute capability, SM count and total memory
-    (``torch.cuda.get_device_properties``), the GPU count, driver (NVML), CUDA runtime, torch
-    and cuDNN versions, and which SDPA backends are enabled."""
-    import torch
-
-    props = torch.cuda.get_device_properties(0)
-    driver = ""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        d = pynvml.nvmlSystemGetDriverVersion()
-        driver = d.decode() if isinstance(d, bytes) else str(d)
-    except Exception:          # NVML missing or refusing: the driver stays unnamed
-        pass
-    sdpa = {}
-    for name in ("flash", "mem_efficient", "cudnn", "math"):
-        enabled = getattr(torch.backends.cuda, f"{name}_sdp_enabled", None)
-        if enabled is not None:
-            sdpa[name] = bool(enabled())
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    return {"name": props.name, "capability": [props.major, props.minor],
-            "sms": props.multi_processor_count, "memory_bytes": int(props.total_memory),
-            "count": torch.cuda.device_count(), "driver": driver, "cuda": torch.version.cuda,
-            "torch": torch.__version__, "cudnn": cudnn, "sdpa_enabled": sdpa}
+    return seconds_between(start, stamp(cuda=True)) / calls
 
 
 def _gemm_fn(m: int, n: int, k: int, table: str):
@@ -280,16 +244,18 @@ def _line(what: str, exc: BaseException) -> str:
 
 def measure_gpu(plan: GpuPlan, say: Callable[[str], None] = lambda what: None,
                 step: Callable[[str], None] = lambda what: None) -> dict:
-    """Run ``plan`` on CUDA device 0 and return the raw results: ``gpu`` (device_facts),
+    """Run ``plan`` on CUDA device 0 and return the raw results: ``gpu`` (``gpu_facts``),
     ``gemm`` ({table: {(m, n, k): seconds}} over the grid), ``gemm_points``,
     ``attention_points``, ``grouped_gemm``, ``hbm_gb_per_s``, ``errors``, ``wall_s``. ``say``
     hears each section, ``step`` each measurement."""
     import torch
 
     t0 = time.perf_counter()
+    from workbench.process_runner import rank_device
+    from workbench.trial.device import gpu_facts
+
     say("CUDA start and device facts")
-    torch.cuda.set_device(0)
-    facts = device_facts()
+    facts = gpu_facts(rank_device("nccl", 0))
     timing = plan.timing
     errors: list[str] = []
     fp8 = (hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn")

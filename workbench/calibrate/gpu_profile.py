@@ -48,6 +48,11 @@ TF32_SLOWDOWN = 2.0
 BACKWARD_FLOPS = 2.5
 
 
+def gemm_flops(m: float, n: float, k: float) -> float:
+    """FLOPs of one (m x k) @ (k x n) product (a multiply and an add per MAC)."""
+    return 2.0 * m * n * k
+
+
 def causal_attention_flops(batch: float, seq: float, heads: float, head_dim: float,
                            value_dim: float | None = None) -> float:
     """FLOPs of one causal attention forward: QK^T and AV over half the seq x seq square."""
@@ -133,9 +138,9 @@ class GpuProfile:
     def peak_flops(self, precision: str) -> float:
         """Best measured FLOP/s of the precision's GEMMs (grid and exact shapes)."""
         table, slowdown = self._precision(precision)
-        rates = [2.0 * m * n * k / t for (m, n, k), t in zip(grid_shapes(self.gemm_grid),
-                                                             self.gemm_seconds[table])]
-        rates += [2.0 * p["m"] * p["n"] * p["k"] / p["seconds"] for p in self.gemm_points
+        rates = [gemm_flops(m, n, k) / t for (m, n, k), t in zip(grid_shapes(self.gemm_grid),
+                                                                 self.gemm_seconds[table])]
+        rates += [gemm_flops(p["m"], p["n"], p["k"]) / p["seconds"] for p in self.gemm_points
                   if p["precision"] == table]
         return max(rates) / slowdown
 

@@ -28,7 +28,8 @@ from workbench.calibrate.gpu_profile import GpuProfile
 # GBs); 1 KiB .. 256 MiB covers latency and bandwidth for the alpha-beta fit.
 NCCL_SIZES = {"min_bytes": 1 << 10, "max_bytes": 256 << 20, "step_factor": 4}
 QUICK_NCCL_SIZES = {"min_bytes": 1 << 10, "max_bytes": 64 << 20, "step_factor": 16}
-# The spawned process reports a new phase at every measurement; a minute without one is a hang.
+# The spawned process reports a new phase at every measurement; two minutes without one is a
+# hang.
 STALL_S = 120.0
 
 

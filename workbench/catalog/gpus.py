@@ -337,8 +337,8 @@ GPUS: dict[str, GPU] = {
 # What the CUDA driver and NVML call each part (``torch.cuda.get_device_name``, nvidia-smi's
 # "name"), lower-cased, against the catalog key: the longest matching prefix wins. "NVIDIA
 # H200" was read off a real H200 SXM (nvidia-smi, benchmarks/gpu_check.py, 2026-12-04); the
-# others are the driver's product names as NVIDIA and AMD print them in nvidia-smi / amd-smi.
-# A part that matches none (an H100 NVL, a GeForce not listed) is not guessed.
+# others are the driver's product names as NVIDIA prints them in nvidia-smi. A part that matches
+# none (an H100 NVL, a GeForce not listed; AMD parts, which NVML does not see) is not guessed.
 DEVICE_NAMES = {
     "nvidia h200 nvl": "h200-nvl",
     "nvidia h200": "h200-sxm",
@@ -352,7 +352,6 @@ DEVICE_NAMES = {
     "nvidia geforce rtx 4090": "rtx-4090",
     "nvidia geforce rtx 5090": "rtx-5090",
     "nvidia l40s": "l40s",
-    "amd instinct mi300x": "mi300x",
 }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from workbench.trial.result import TrialResult
+from workbench.trial.result import TrialResult, steady
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,9 @@ class SliceRow:
         return (self.measured - self.estimated) / self.estimated
 
     def as_dict(self) -> dict:
+        """The row as the trial JSON's ``comparison`` holds it."""
         return {"component": self.component, "estimated": self.estimated,
                 "measured": self.measured, "unit": self.unit, "error": self.error}
-
-
-def _steady(result: TrialResult) -> list[dict]:
-    steps = [e for e in result.steps if e["step"] >= 1 and not e.get("measured")]
-    return steps or [e for e in result.steps if not e.get("measured")] or result.steps
 
 
 def _median_of_slowest(steps: list[dict], key: str) -> float | None:
@@ -81,7 +77,7 @@ def slice_rows(result: TrialResult) -> list[SliceRow]:
     kinds = ["moe" if is_moe_layer(m, i) else "dense" for i in range(m.layers)]
     block_f = statistics.fmean(costs[k].fwd for k in kinds)
     block_b = statistics.fmean(costs[k].bwd + costs[k].recompute for k in kinds)
-    steps = _steady(result)
+    steps = steady(result.steps)
     fb_est = st.step - st.optimizer - st.offload
     fb = _median_of_slowest(steps, "forward_backward_s")
     bf = _median_of_slowest(steps, "block_forward_s")

@@ -17,6 +17,7 @@ allocator's peaks and NVML's view of the device (what nvidia-smi shows).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def compute_for(s: Scenario, backend: str, rank: int) -> Compute:
     return Compute(device=device, dtype=torch.bfloat16 if mixed else torch.float32, fsdp=fsdp)
 
 
-def stamp(cuda: bool):
+def stamp(cuda: bool) -> torch.cuda.Event | float:
     """A point in time: a CUDA event recorded on the current stream on a GPU (kernels launch
     asynchronously: a host clock would time the launches), the host clock on the CPU."""
     if cuda:
@@ -88,7 +89,7 @@ def stamp(cuda: bool):
     return time.perf_counter()
 
 
-def seconds_between(a, b) -> float:
+def seconds_between(a: torch.cuda.Event | float, b: torch.cuda.Event | float) -> float:
     """Seconds from stamp ``a`` to stamp ``b`` (waits for ``b``'s event on a GPU)."""
     if isinstance(a, float):
         return b - a
@@ -104,9 +105,11 @@ class Clock:
         self.marks: dict[str, object] = {}
 
     def mark(self, name: str) -> None:
+        """Stamp now as ``name``."""
         self.marks[name] = stamp(self.cuda)
 
     def elapsed(self, start: str, end: str) -> float:
+        """Seconds from mark ``start`` to mark ``end``."""
         return seconds_between(self.marks[start], self.marks[end])
 
 
@@ -130,9 +133,7 @@ def memory_figures(c: Compute) -> dict:
     try:
         import pynvml
 
-        pynvml.nvmlInit()
-        # NVML numbers GPUs in PCI order; CUDA_VISIBLE_DEVICES may reorder them
-        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda._get_nvml_device_index(c.device))
+        handle = _nvml_handle(c.device)
         mine = [p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
                 if p.pid == os.getpid() and p.usedGpuMemory]
         if mine:
@@ -145,11 +146,48 @@ def memory_figures(c: Compute) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _nvml_handle(device: torch.device):
+    """NVML initialised once per rank, and the handle of its GPU (NVML numbers GPUs in PCI
+    order; CUDA_VISIBLE_DEVICES may reorder them: torch's own mapping)."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml.nvmlDeviceGetHandleByIndex(torch.cuda._get_nvml_device_index(device))
+
+
+def gpu_facts(device: torch.device) -> dict:
+    """The GPU's name, compute capability, SM count and total memory
+    (``torch.cuda.get_device_properties``), the GPU count, driver (NVML), CUDA runtime, torch
+    and cuDNN versions, and which SDPA backends are enabled: what a trial and a calibration
+    record of the device they ran on."""
+    props = torch.cuda.get_device_properties(device)
+    driver = ""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        d = pynvml.nvmlSystemGetDriverVersion()
+        driver = d.decode() if isinstance(d, bytes) else str(d)
+    except Exception:          # NVML missing or refusing: the driver stays unnamed
+        pass
+    sdpa = {}
+    for name in ("flash", "mem_efficient", "cudnn", "math"):
+        enabled = getattr(torch.backends.cuda, f"{name}_sdp_enabled", None)
+        if enabled is not None:
+            sdpa[name] = bool(enabled())
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"name": props.name, "capability": [props.major, props.minor],
+            "sms": props.multi_processor_count, "memory_bytes": int(props.total_memory),
+            "count": torch.cuda.device_count(), "driver": driver, "cuda": torch.version.cuda,
+            "torch": torch.__version__, "cudnn": cudnn, "sdpa_enabled": sdpa}
+
+
 def device_facts(c: Compute) -> dict:
-    """Name, memory and SM count of the rank's GPU (empty on the CPU)."""
+    """What a trial's step events say of the rank's GPU (``gpu_facts``; empty on the CPU)."""
     if not c.cuda:
         return {}
-    p = torch.cuda.get_device_properties(c.device)
-    return {"device_name": p.name, "device_memory_bytes": int(p.total_memory),
-            "sm_count": int(p.multi_processor_count),
-            "capability": f"{p.major}.{p.minor}", "torch": torch.__version__}
+    g = gpu_facts(c.device)
+    return {"device_name": g["name"], "device_memory_bytes": g["memory_bytes"],
+            "sm_count": g["sms"], "capability": ".".join(map(str, g["capability"])),
+            "torch": g["torch"], "driver": g["driver"]}

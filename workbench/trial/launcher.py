@@ -27,7 +27,8 @@ def _preimport() -> None:
 def stream(scenario, steps: int = 3, backend: str = "auto", timeout_s: float = 30.0,
            stall_s: float = 20.0, inject: str | None = None, inject_rank: int = -1,
            inject_step: int = -1, measure: bool = True) -> Iterator[dict]:
-    """Run the trial scenario (already scaled down) in ``world`` processes and yield events:
+    """Run the trial scenario (already prepared: scaled down or sliced, ``prepare_trial``) in
+    ``world`` processes and yield events:
     ``start``, ``step`` (per rank and step) and ``end`` (with ``error``: None, or one line naming
     the rank). Closing the stream early reaps every rank."""
     world = scenario.parallel.world

@@ -146,8 +146,10 @@ class CommRecorder:
         dumps = ("_dump_nccl_trace", "_dump_fr_trace") if dist.get_backend() == "nccl" \
             else ("_dump_fr_trace",)
         for name in dumps:
-            try:
-                trace = pickle.loads(getattr(c10d, name)())
+            try:          # no stack traces: symbolising them costs more than the step
+                trace = pickle.loads(getattr(c10d, name)(includeCollectives=True,
+                                                         includeStackTraces=False,
+                                                         onlyActive=False))
                 break
             except Exception:      # not in this build, or the recorder is off
                 continue
@@ -182,7 +184,8 @@ class BlockTimer:
     ``timing()`` is on: the forward between the block's forward pre-hook and hook; the backward
     from the gradient reaching the block's output to the gradient leaving it for the block's
     input (tensor hooks; the autograd engine runs them on the stream of the op that produced
-    the tensor). Without pipeline parallelism (one microbatch in flight per block)."""
+    the tensor). Without pipeline parallelism (one microbatch in flight per block); a block
+    whose input or output is a DTensor (TP/SP) is timed forward only (``read`` counts both)."""
 
     def __init__(self, modules: list[nn.Module], cuda: bool) -> None:
         self.cuda = cuda
@@ -198,6 +201,7 @@ class BlockTimer:
 
     @contextlib.contextmanager
     def timing(self) -> Iterator[None]:
+        """Stamp the blocks while the body runs (one step)."""
         self.on = True
         try:
             yield
@@ -234,11 +238,10 @@ class BlockTimer:
     def read(self) -> dict:
         """Mean seconds per block per microbatch, forward and backward, of the timed step;
         then forget them."""
-        out = {}
+        out = {"blocks_timed": len(self.forward), "block_backwards_timed": len(self.backward)}
         for name, pairs in (("block_forward_s", self.forward),
                             ("block_backward_s", self.backward)):
             if pairs:
                 out[name] = sum(seconds_between(a, b) for a, b in pairs) / len(pairs)
-        out["blocks_timed"] = len(self.blocks)
         self.forward, self.backward = [], []
         return out

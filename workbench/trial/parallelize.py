@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.fsdp import MixedPrecisionPolicy
 
 from workbench.scenario.types import Parallel
 from workbench.trial.context_parallel import apply_cp
@@ -120,7 +121,8 @@ def finalize_tp_grads(params: list) -> None:
 
 
 def apply_fsdp(model: nn.Module, mesh: DeviceMesh, reshard_after_forward: bool,
-               expert_mesh: DeviceMesh | None = None, mp_policy=None) -> None:
+               expert_mesh: DeviceMesh | None = None,
+               mp_policy: MixedPrecisionPolicy | None = None) -> None:
     """FSDP2: one unit per transformer block, the rest at the root. Under EP each MoE layer's
     rank-local experts are a unit of their own over ``expert_mesh`` (the expert-data-parallel
     group: the ranks holding the same experts), as torchtitan's ``apply_fsdp`` does.
@@ -160,7 +162,8 @@ def apply_ddp(model: nn.Module, mesh: DeviceMesh, ignore: list[str] = ()) -> nn.
 
 def parallelize(model: nn.Module, mesh: DeviceMesh, plan: Parallel, ep=None,
                 seq_len: int = 0, expert_mesh: DeviceMesh | None = None,
-                mp_policy=None, shard_alone: bool = False) -> nn.Module:
+                mp_policy: MixedPrecisionPolicy | None = None,
+                shard_alone: bool = False) -> nn.Module:
     """Apply TP/SP, EP, CP, then DP (DDP, ZeRO-1's plain replicas, or FSDP2) to one pipeline
     stage's model. ``ep`` = (group, rank in it) and ``expert_mesh`` the 1-D expert-data-parallel
     mesh when plan.ep > 1; ``seq_len`` the whole sequence CP splits; ``mp_policy`` FSDP2's mixed

@@ -6,6 +6,14 @@ from dataclasses import dataclass, field
 from workbench.scenario.types import Scenario
 
 
+def steady(steps: list[dict]) -> list[dict]:
+    """The steady steps among ``steps``: not the first (warm-up, allocator growth, lazy
+    optimizer state) and not the one that carried the measurement hooks; all unhooked steps, or
+    all steps, when a trial is too short to have any."""
+    unhooked = [e for e in steps if not e.get("measured")]
+    return [e for e in unhooked if e["step"] >= 1] or unhooked or steps
+
+
 @dataclass
 class TrialResult:
     scenario: Scenario                 # the scaled-down scenario that ran
@@ -29,10 +37,10 @@ class TrialResult:
             measured["activations"] = last.get("activations_per_microbatch")
             measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
             if "allocated" in last:          # a GPU rank: the three memory figures, steady peak
-                steady = [e for e in mine if e["step"] >= 1] or mine
+                calm = steady(mine)
                 for k, key in (("allocated", "allocated"), ("reserved", "reserved"),
                                ("device", "device_memory")):
-                    values = [e[key] for e in steady if e.get(key) is not None]
+                    values = [e[key] for e in calm if e.get(key) is not None]
                     measured[k] = max(values) if values else None
                 measured["device_scope"] = last.get("device_scope")
             pred = self.predicted.get(r, {}) if last else {}
@@ -68,14 +76,15 @@ class TrialResult:
                       "microbatches": self.scenario.microbatches},
             "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
             "wall_s": self.wall_s, "notes": list(self.notes), "shape": self.shape,
-            **self.device(),
+            **self.ran_on(),
         }
 
-    def device(self) -> dict:
+    def ran_on(self) -> dict:
         """Where the ranks computed and in what precision (``device``: cpu or cuda:N of rank
         0; on GPUs also ``device_name``, ``precision_ran``, ``torch``)."""
         first = next((e for e in self.steps if e["rank"] == 0), None) or {}
-        keys = ("device", "device_name", "precision_ran", "torch", "capability", "sm_count")
+        keys = ("device", "device_name", "precision_ran", "torch", "capability", "sm_count",
+                "driver")
         return {k: first[k] for k in keys if k in first}
 
     def frames(self):

@@ -26,16 +26,17 @@ from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 # Share of the GPU's memory the slice may plan to use on nvidia-smi's figure: the estimate's
-# own error (docs/memory-model.md) and the allocator's fragmentation need room.
+# own error and the allocator's fragmentation need room. On an H200 (docs/gpu-check.md) the
+# three slices planned at 0.72-0.78 of the GPU used 0.82-0.87 (NVML): the estimate's
+# nvidia-smi figure was 9-13 % under.
 FILL = 0.8
 
 
 @dataclass(frozen=True)
 class Slice:
-    """The slice scenario that runs, the GPU it runs on, and what it leaves out."""
+    """The slice scenario that runs and what it leaves out."""
 
     scenario: Scenario
-    device_name: str
     notes: tuple[str, ...]
 
 
@@ -45,6 +46,10 @@ def device_gpu(s: Scenario, name: str) -> tuple[GPU, str | None]:
     matches, else the scenario's GPU with a note that says so."""
     gpu = s.hardware.gpu
     if gpu.profile is not None and getattr(gpu.profile, "device", "cpu") == "cuda":
+        measured = gpu.profile.gpu.get("name", "")
+        if catalog_key_for_device(measured) != catalog_key_for_device(name) or not measured:
+            return gpu, (f"the calibration in hardware.gpu measured {measured or 'another GPU'},"
+                         f" not this {name}: the slice is estimated on that profile")
         return gpu, None
     key = catalog_key_for_device(name)
     if key is not None:
@@ -56,6 +61,7 @@ def device_gpu(s: Scenario, name: str) -> tuple[GPU, str | None]:
 def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float) -> Slice:
     """The sub-layout ``s`` (``trial.sub_layout``) on a slice of its model at real widths, for
     GPUs called ``device_name`` with ``capacity_bytes`` each."""
+    from workbench.estimate.params import total_params
     from workbench.estimate.single import estimate_memory
 
     par, tr, m = s.parallel, s.training, s.model
@@ -103,21 +109,27 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float) -> Slic
                                    hardware=hardware, document=doc)
 
     limit = FILL * capacity_bytes
+
+    def need(sc: Scenario) -> float:
+        # every rank builds the whole slice in fp32 before it cuts its pipeline chunks and
+        # shards (trial/build.py): with TP or PP that, not the sharded run, can be the peak
+        return max(estimate_memory(sc).per_gpu.device, 4.0 * total_params(sc.model))
+
     layers = chunks
-    if estimate_memory(at(layers)).per_gpu.device > limit:
-        need = estimate_memory(at(layers)).per_gpu.device
+    if need(at(layers)) > limit:
+        needed = need(at(layers))
         raise ScenarioError([Problem("trial.world_size", par.world,
                                      f"one block per pipeline chunk at these widths needs about "
-                                     f"{need / 2**30:.1f} GiB per GPU, more than {FILL:.0%} of "
+                                     f"{needed / 2**30:.1f} GiB per GPU, more than {FILL:.0%} of "
                                      f"the {capacity_bytes / 2**30:.1f} GiB here; use a "
                                      f"shorter sequence, a smaller micro-batch or more TP")])
     step = chunks
-    while layers + step <= m.layers and estimate_memory(at(layers + step)).per_gpu.device <= limit:
+    while layers + step <= m.layers and need(at(layers + step)) <= limit:
         layers += step
     if layers < m.layers:
         notes.append(f"{layers} of the model's {m.layers} layers fit this GPU with room to "
                      "spare; time and memory per block scale to the rest")
-    return Slice(scenario=at(layers), device_name=device_name, notes=tuple(notes))
+    return Slice(scenario=at(layers), notes=tuple(notes))
 
 
 def dropped_dimensions(full: Scenario, ran: Scenario) -> list[str]:

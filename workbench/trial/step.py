@@ -85,7 +85,7 @@ def finish_gradients(rank: Rank, phase: Phase, step: int) -> None:
     (unless FSDP2 brings them), the tied embedding's copies summed across pipeline stages, the
     experts' reduction over their expert-data-parallel group (unless FSDP2 does it)."""
     par = rank.scenario.parallel
-    if par.tp > 1 and (par.zero < 2 or par.dp * par.cp == 1):
+    if par.tp > 1 and not rank.compute.fsdp:
         phase.value = f"step {step}: tensor-parallel gradient layouts"
         finalize_tp_grads(rank.params)
     if rank.tied:

@@ -17,7 +17,7 @@ class WorkerArgs:
     rank: int
     world: int
     port: int
-    scenario: object          # the trial Scenario (scaled down)
+    scenario: object          # the trial Scenario (scaled down, or a slice on GPUs)
     steps: int
     backend: str
     timeout_s: float

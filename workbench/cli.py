@@ -34,7 +34,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _trial(args: argparse.Namespace) -> int:
     from workbench.scenario import load_scenario
-    from workbench.trial import run_trial
+    from workbench.trial import prepare_for, run_trial
 
     scenario = load_scenario(args.scenario, args.set)
     if args.steps < 1:
@@ -53,16 +53,13 @@ def _trial(args: argparse.Namespace) -> int:
     if args.inject:
         inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
     live = endpoint = None
+    ready = prepare_for(scenario, args.world_size, args.backend, args.shape)
     if args.metrics_port is not None:
         from workbench.monitor.exporter import Endpoint
         from workbench.monitor.trial_metrics import TrialMetrics
-        from workbench.process_runner import check_backend
-        from workbench.trial import prepare_trial, sliced, sub_layout
 
-        backend = check_backend(args.backend, sub_layout(scenario, args.world_size).parallel.world)
-        trial, _ = prepare_trial(scenario, args.world_size, backend, args.shape)
         # a slice on GPUs has a step-time plan: its estimate on that GPU
-        live = TrialMetrics(trial, on_gpu=backend == "nccl" and sliced(args.shape, backend))
+        live = TrialMetrics(ready.scenario, on_gpu=ready.backend == "nccl" and ready.sliced)
         endpoint = Endpoint(live.metrics, port=args.metrics_port)
         print(f"metrics: {endpoint.url}", file=sys.stderr, flush=True)
         if args.stream:
@@ -84,7 +81,8 @@ def _trial(args: argparse.Namespace) -> int:
 
     try:
         result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
-                           backend=args.backend, on_event=show, shape=args.shape, **inject)
+                           backend=args.backend, on_event=show, shape=args.shape,
+                           prepared=ready, **inject)
         if endpoint is not None and args.metrics_linger:
             time.sleep(args.metrics_linger)     # a scraper sees the last values
     finally:

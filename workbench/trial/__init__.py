@@ -126,28 +126,49 @@ def prepare_trial(s: Scenario, world_size: int | None = None, backend: str = "gl
 PER_PROCESS_BYTES = 0.5e9
 
 
+@dataclasses.dataclass(frozen=True)
+class PreparedTrial:
+    """What a trial will run: the resolved backend, the trial scenario, what it does not cover
+    and whether it is a slice."""
+
+    backend: str
+    scenario: Scenario
+    notes: list[str]
+    sliced: bool
+
+
+def prepare_for(s: Scenario, world_size: int | None = None, backend: str = "auto",
+                shape: str = "auto") -> PreparedTrial:
+    """Resolve the backend for the sub-layout's ranks (``check_backend``) and prepare the trial
+    (``prepare_trial``), once: the CLI's live metrics and the run share it."""
+    layout = sub_layout(s, world_size)
+    backend = check_backend(backend, layout.parallel.world)
+    trial, notes = prepare_trial(s, world_size, backend, shape)
+    return PreparedTrial(backend, trial, notes, sliced(shape, backend))
+
+
 def stream_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
                  backend: str = "auto", shape: str = "auto", **kw) -> Iterator[dict]:
     """Yield the trial's events while it runs (for live charts)."""
-    backend = check_backend(backend, sub_layout(s, world_size).parallel.world)
-    trial, _ = prepare_trial(s, world_size, backend, shape)
-    yield from stream(trial, steps=steps, backend=backend, **kw)
+    ready = prepare_for(s, world_size, backend, shape)
+    yield from stream(ready.scenario, steps=steps, backend=ready.backend, **kw)
 
 
 def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
               backend: str = "auto", on_event=None, shape: str = "auto",
-              **kw) -> TrialResult:
+              prepared: PreparedTrial | None = None, **kw) -> TrialResult:
     """Run a trial to the end and return its result (``on_event`` sees every event);
-    ``shape`` as ``prepare_trial``."""
-    backend = check_backend(backend, sub_layout(s, world_size).parallel.world)
-    trial, notes = prepare_trial(s, world_size, backend, shape)
+    ``shape`` as ``prepare_trial``; ``prepared``: ``prepare_for``'s answer when the caller
+    already has it."""
+    ready = prepared or prepare_for(s, world_size, backend, shape)
+    trial = ready.scenario
     if kw.get("inject") and not 0 <= kw.get("inject_rank", -1) < trial.parallel.world:
         raise ScenarioError([Problem("--rank", kw.get("inject_rank"),
                                      f"must be a rank of the trial (0..{trial.parallel.world - 1})")])
     result = TrialResult(scenario=trial, backend="", world_size=trial.parallel.world,
-                         predicted=trial_prediction.predicted_bytes(trial), notes=notes,
-                         shape="slice" if sliced(shape, backend) else "small")
-    for ev in stream(trial, steps=steps, backend=backend, **kw):
+                         predicted=trial_prediction.predicted_bytes(trial), notes=ready.notes,
+                         shape="slice" if ready.sliced else "small")
+    for ev in stream(trial, steps=steps, backend=ready.backend, **kw):
         if on_event is not None:
             on_event(ev)
         if ev["type"] == "start":
@@ -161,5 +182,5 @@ def run_trial(s: Scenario, world_size: int | None = None, steps: int = 3,
     return result
 
 
-__all__ = ["TrialResult", "prepare", "prepare_trial", "run_trial", "stream_trial",
-           "sub_layout"]
+__all__ = ["PreparedTrial", "TrialResult", "prepare", "prepare_for", "prepare_trial",
+           "run_trial", "stream_trial", "sub_layout"]

@@ -37,8 +37,8 @@ vocab; ``ffn_embed_dim = 1.5 f`` with ``expansion_ratio = 1.5 f / h``, its iso-p
 convention), its shipped ``h100-sxm-80gb`` GPU config (989 TFLOPS, 3350 GB/s, 80 GB; the
 workbench says 989.5) and, for H200 (not shipped), a GPUConfig with the workbench's datasheet
 figures (141 GB, 4800 GB/s, 989.5 TFLOPS; NVLink 450 GB/s per direction as its H100 SXM file).
-``flops_efficiency`` = the workbench's sustained large-GEMM fraction (Hopper bf16 0.806 x
-SUSTAINED_FRACTION 0.913) and ``hbm_memory_efficiency`` = 0.85 x 0.913, so absolute times
+``flops_efficiency`` = the workbench's large-GEMM ceiling of the GPU (``matmul_efficiency``)
+and ``hbm_memory_efficiency`` = its memory-bound fraction (``MEMORY_BOUND_FRACTION``), so absolute times
 are on a comparable scale (both are uniform factors: they change no ranking). dtype w16a16e16,
 Adam with fp32 master (its defaults), ``flash_attn=True``, ``batch_size_per_gpu`` = micro-batch,
 ``global_batch_size`` = the scenario's batch (so gradient accumulation = batch / (dp * mb)).
@@ -116,8 +116,7 @@ def case_shape(case: dict) -> dict:
     (tp, pp, dp, micro-batch) candidates of the common sub-space."""
     s = _wb_scenario(case)
     from workbench.catalog import GPUS
-    from workbench.estimate.efficiency import (HBM_EFFICIENCY, SUSTAINED_FRACTION,
-                                               matmul_efficiency)
+    from workbench.estimate.efficiency import MEMORY_BOUND_FRACTION, matmul_efficiency
     from workbench.plan.space import candidate_rows
     from workbench.units import capacity_bytes
 
@@ -136,7 +135,7 @@ def case_shape(case: dict) -> dict:
         "world": hw.world, "gpus_per_node": hw.gpus_per_node, "seq_len": tr.seq_len,
         "global_batch": tr.global_batch, "attention": tr.attention,
         "efficiency": {"matmul": matmul_efficiency(hw.gpu, tr.precision),
-                       "sustained": SUSTAINED_FRACTION, "hbm": HBM_EFFICIENCY},
+                       "hbm": MEMORY_BOUND_FRACTION},
         "candidates": sorted({(int(c[1]), int(c[2]), int(c[0]), int(c[7]))
                               for c in cand.T.tolist()}),
     }
@@ -309,8 +308,8 @@ def la_setup(info: dict):
                        peak_fp16_TFLOPS=g["bf16_tflops"], inter_node_bandwidth_in_GB_per_sec=400)
         gpu_note = "GPUConfig from the workbench catalog"
     eff = info["efficiency"]
-    flops_eff = eff["matmul"] * eff["sustained"]
-    hbm_eff = eff["hbm"] * eff["sustained"]
+    flops_eff = eff["matmul"]
+    hbm_eff = eff["hbm"]
 
     def make(tp: int, pp: int, dp: int, sp: bool) -> LLMAnalysis:
         return LLMAnalysis(mc, gc, DtypeConfig(),

@@ -166,7 +166,7 @@ def test_moe_parallel_folding_takes_ep_from_tp_ranks():
 def test_the_estimate_carries_its_engine_error_band():
     e = estimate(parse_scenario(doc({"engine": "megatron"}, {"zero": 1})))
     band = e.error_band
-    assert band["kind"] == "leave-one-source-out" and band["runs"] > 0 and 0 < band["median"]
+    assert band["kind"] == "leave-one-organisation-out" and band["runs"] > 0 and 0 < band["median"]
     assert e.to_dict()["time"]["error_band"] == band
     from workbench.render.text import render_estimate
     assert f"+-{band['median']:.0%}" in render_estimate(e)

@@ -60,6 +60,12 @@ ENGINE = Engine(
     # residual adds 12h both. Llama-3-8B layer (h=4096, f=3.5h, k=h/4): (10+49+25+12)h /
     # (10+28+5+12)h = 96/55 = 1.75. (HF models run eager RMSNorm too: higher still.)
     elementwise_traffic=1.75,
+    # DeepSpeed-MoE's ``Experts.forward`` splits the dispatched tokens into one chunk per local
+    # expert and calls each expert in a Python loop (_DS deepspeed/moe/experts.py).
+    expert_gemms="loop",
+    # Megatron-DeepSpeed's GPT loss: vocab_parallel_cross_entropy(output.float(), labels)
+    # (_MDS megatron/model/gpt_model.py post_language_model_processing): fp32 upcast.
+    loss="upcast",
     # overlap_comm None -> stage == 3 (DS deepspeed/runtime/zero/config.py:383-386): False for
     # stages 0-2, True for stage 3. The record's stage-2 default is what most configs run; the
     # stage-3 value is True (documented, not representable per stage here).

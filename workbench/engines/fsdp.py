@@ -65,6 +65,9 @@ ENGINE = Engine(
     # (The default MPT — LayerNorm, GELU MLP without bias, learned positions — is 1.0; HF models
     # under Accelerate run eager RMSNorm and RoPE: higher.)
     elementwise_traffic=1.38,
+    # llm-foundry's causal LM: loss_fn default "fused_crossentropy" = flash-attn's
+    # CrossEntropyLoss kernel (_LF llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM).
+    loss="fused",
     # FSDP1 reduce-scatters each unit's grads asynchronously in the backward; Composer's
     # backward_prefetch default 'BACKWARD_POST' (CO composer/utils/parallelism.py:22) still
     # prefetches the next all-gather; forward_prefetch False (parallelism.py:27): "This is only

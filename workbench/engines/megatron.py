@@ -78,6 +78,10 @@ ENGINE = Engine(
     # --no-bias-dropout-fusion, --no-rope-fusion are store_false, i.e. fusions on
     # (MLM megatron/training/arguments.py:2755-2768) -> the fused reference, 1.0.
     elementwise_traffic=1.0,
+    # cross_entropy_loss_fusion = True in Megatron-Bridge's performance recipes (_MB
+    # src/megatron/bridge/recipes/*: "Kernel selections", impl "native" or "te"), Megatron-Core
+    # megatron/core/fusions/fused_cross_entropy.py.
+    loss="fused",
     # Defaults are False (MLM arguments.py:2968 --overlap-grad-reduce, :2989 --overlap-param-gather)
     # but the published recipes set both True: MB src/megatron/bridge/recipes/common.py:83-84
     # (DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)).

@@ -45,6 +45,9 @@ ENGINE = Engine(
     #   (The torch.cat + permute().contiguous() of k, v before the rotary kernel,
     #   models/llama.py:680-681, is a layout copy and not counted.)
     elementwise_traffic=1.38,
+    # sharded_cross_entropy(sharded_logits, ..., dtype=torch.float) (nanotron
+    # src/nanotron/models/llama.py Loss.forward): fp32 upcast of the logits.
+    loss="upcast",
     # DDP reducer hooks overlap the gradient all-reduce with the backward (NT
     # src/nanotron/trainer.py:1156-1161; fp32-accumulation comm hook, helpers.py:444-446).
     overlap_grad_reduce=True,

@@ -82,6 +82,9 @@ ENGINE = Engine(
     #   element fwd and 10 bwd = 20 x 1.25h = 25h; residual adds 12h -> 96h.
     #   96h / 55h = 1.75. torch.compile (compile.enable) brings it to 1.
     elementwise_traffic=1.75,
+    # cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1).float(), ...) (TT
+    # torchtitan/components/loss.py): the logits are upcast to fp32.
+    loss="upcast",
     # FSDP2 "always follows backward_prefetch=BACKWARD_PRE" and reduce-scatters in backward;
     # forward all-gathers are issued ahead implicitly (TT docs/fsdp.md).
     overlap_grad_reduce=True,

@@ -43,6 +43,15 @@ class Engine:
     # operation. ``elementwise_traffic`` is the engine's HBM traffic for that work relative to
     # fused kernels when not compiled; torch.compile (where offered) brings it to 1.
     elementwise_traffic: float = 1.0
+    # How the routed experts' GEMMs run: "grouped" (one grouped GEMM per projection over every
+    # local expert: Megatron-Core ``--moe-grouped-gemm``, torchtitan ``torch._grouped_mm``) or
+    # "loop" (a Python loop of per-expert matmuls, as eager MoE code runs them).
+    expert_gemms: str = "grouped"
+    # The loss over the vocabulary: "upcast" (``F.cross_entropy(logits.float(), y)``: the 16-bit
+    # logits are copied to fp32 and log-softmaxed in eager kernels) or "fused" (one kernel reads
+    # the logits and writes their gradient: Megatron-Core/TE fused cross-entropy, flash-attn's
+    # xentropy kernel).
+    loss: str = "fused"
     # Data-parallel gradient reduction overlapped with the backward (Megatron
     # --overlap-grad-reduce, DDP/FSDP hooks, DeepSpeed overlap_comm); parameter all-gathers
     # overlapped with the forward (Megatron --overlap-param-gather, FSDP prefetch).

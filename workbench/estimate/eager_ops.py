@@ -58,6 +58,11 @@ def layer_ops(m: ModelShape, moe: bool, local_experts: int | None = None) -> tup
     return f, b
 
 
+def expert_ops(m: ModelShape) -> int:
+    """Forward operations of one routed expert in an eager per-expert loop."""
+    return _EXPERT[m.mlp][0]
+
+
 def embedding_ops(m: ModelShape) -> tuple[int, int]:
     """(forward, backward) operations of the token embedding (and learned positions)."""
     if m.extra.get("position_embeddings"):

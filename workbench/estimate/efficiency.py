@@ -1,14 +1,23 @@
-"""How fast a GPU runs each class of operation: a roofline per operation class.
+"""The kernel model: how long each kernel of a training step runs on a GPU, from its shape.
 
-- Matrix multiplies: ``max(flops / (peak * MATMUL_EFFICIENCY), bytes / hbm) + KERNEL_OVERHEAD_S``,
-  with bytes = the three operands once. Large training GEMMs are compute-bound at the best
-  *achievable* fraction of the dense peak (measured "maximum achievable matmul FLOPS"); small
-  local shapes (high TP, small micro-batches) fall to the memory roof and the launch overhead.
-- Attention: executed FLOPs at the measured efficiency of the chosen kernel (FlashAttention-2,
-  FlashAttention-3, cuDNN fused attention) on the GPU's architecture, forward and backward.
-- Memory-bound operations (norms, activations, residual adds, RoPE, casts, softmax of the loss,
-  the optimizer step): bytes / (HBM peak x HBM_EFFICIENCY).
-Every constant below cites its measurement in benchmarks/data/published_kernels.yaml.
+- GEMM (M x K) @ (K x N): ``2 M N (K + GEMM_K0) / (ceiling x peak)`` or the HBM roof of its three
+  operands, whichever is longer, plus ``KERNEL_OVERHEAD_S``. The ceiling is the sustained
+  fraction of the datasheet dense peak a GPU's cuBLAS reaches on large shapes; ``GEMM_K0`` is
+  each output tile's fixed prologue/epilogue work in K-steps (why a GEMM of small K runs below
+  the ceiling, whatever M and N). Wave quantisation was tried and left out: cuBLAS's split-K /
+  stream-K kernels smooth it away (the form with 128 x 128 tiles fits the H200 table worse).
+- Attention (fused kernels): executed FLOPs at ``c x S / (S + a)`` of the bf16 peak, forward and
+  backward apart (short sequences pay the per-block Q load / O write and the causal diagonal).
+- Memory-bound kernels (norms, activations, residual adds, RoPE, casts, permutations, the loss
+  over the vocabulary): bytes at the fraction of the HBM peak such kernels reach; the fused
+  optimizer step at its own measured fraction.
+- Eager Python loops (an MoE layer's per-expert matmuls): the host dispatches each operation in
+  ``HOST_OP_S``; a loop takes the longer of its kernels and its dispatches.
+
+Every constant is a measurement: ``benchmarks/kernel_model.py`` derives the fitted forms from
+the H200 table (benchmarks/data/h200-reference/kernels.jsonl: one NVIDIA H200 SXM, PyTorch 2.11,
+2026-12-04) and the published kernel records (benchmarks/data/published_kernels.yaml), and
+prints the error of the form on every measured shape.
 """
 from __future__ import annotations
 
@@ -19,55 +28,76 @@ import numpy as np
 from workbench.catalog.types import GPU
 from workbench.estimate.arrays import plain
 
-# Measured figures, by GPU architecture. Each is a measurement divided by the datasheet dense
-# peak; the record ids are in benchmarks/data/published_kernels.yaml.
-#   matmul: a large square GEMM through cuBLAS(Lt), 8192^3 — the shape class of LLM layers,
-#     not the best shape a search finds: A100 fp16 253.7/312 (azure-cublaslt-a100-sxm-80gb-
-#     fp16-8192x8192x8192), H100 bf16 797.8/989.5 (fastcu-h100-bf16-cublas-8192), H100 fp8
-#     1290.1/1979 (azure-cublaslt-h100-sxm-fp8-8192x8192x8192). B200 has no such record: its
-#     maximum achievable figures, bf16 1745/2250 and fp8 3432.5/4500 (mamf-b200-*), are used.
-#   attention, (forward, backward) per kernel, causal, head_dim 128, 8k tokens:
-#     H100 FlashAttention-2 333/318, FlashAttention-3 602/559, cuDNN 529/518 TFLOP/s
-#     (fa3paper-h100-*-s8192, Shah et al. 2024 Fig. 5-7); A100 FlashAttention-2 forward+backward
-#     179.5 (azure-fa2-a100-sxm-80gb-fwdbwd); GB200 FlashAttention-2 373.9 of 2,500
-#     (azure-fa2-gb200-fwdbwd: FA2 does not use Blackwell's tensor-core path).
-# Where no measurement exists the nearest architecture's fraction is used, and it says so.
-ARCH = {
-    "ampere": {"matmul": {"bf16": 0.813, "fp8": 0.813},
-               "attention": {"flash2": (0.575, 0.575), "flash3": (0.575, 0.575),
-                             "cudnn": (0.575, 0.575)}},      # FA3 is Hopper-only; cuDNN ~ FA2
-    "hopper": {"matmul": {"bf16": 0.806, "fp8": 0.652},
-               "attention": {"flash2": (0.337, 0.321), "flash3": (0.608, 0.565),
-                             "cudnn": (0.535, 0.523)}},
-    "blackwell": {"matmul": {"bf16": 0.776, "fp8": 0.763},
-                  "attention": {"flash2": (0.150, 0.150), "flash3": (0.535, 0.523),
-                                "cudnn": (0.535, 0.523)}},   # cuDNN/FA3: Hopper's fractions
+# GEMM form fitted on the 76 bf16 shapes of the H200 table longer than 0.2 ms (shorter ones
+# carry the table's host dispatch, not kernel time): K0 = 566 K-steps per output tile,
+# ceiling 0.708 of 989.5 TFLOP/s; median |error| 6 % over those shapes (benchmarks/
+# kernel_model.py). K0 is carried over to every GPU (tile work relative to the main loop).
+GEMM_K0 = 566.0
+# Sustained large-GEMM ceiling, fraction of the dense datasheet peak, by (GPU or architecture,
+# precision): each GPU's own by-shape measurements where they exist, converted through the form
+# above (value / peak x (K + K0) / K, median over shapes of M, N, K >= 2048):
+#   H200 SXM bf16 0.708, fp8 0.658 (tensorwise _scaled_mm; rowwise 0.640): the H200 table.
+#   Hopper (H100) bf16 0.855: cuBLAS 6144-12288 cubes, fastcu-h100-bf16-cublas-* (0.862) and
+#     zzc-h100-bf16-* (0.847); fp8 0.705: azure-cublaslt-h100-sxm-fp8-* (H200 rows 0.700).
+#   Ampere (A100) bf16 0.851: azure-cublaslt-a100-sxm-80gb-fp16-* (2048-16384 cubes).
+#   Blackwell (B200) bf16 0.704: torchao-b200-bf16-* (2048-8192 cubes); fp8 0.90: the best
+#     shape of a search, mamf-b200-fp8 (3432.5 at K 3072) — an upper bound, the only record.
+# Ada, CDNA3 and an inline GPU without ``arch`` take Hopper's (no measurement: an assumption).
+GEMM_CEILING = {
+    "hopper": {"bf16": 0.855, "fp8": 0.705},
+    "ampere": {"bf16": 0.851, "fp8": 0.851},
+    "blackwell": {"bf16": 0.704, "fp8": 0.90},
+    "NVIDIA H200 SXM 141GB": {"bf16": 0.708, "fp8": 0.658},
 }
-ARCH["ada"] = ARCH["hopper"]       # no measurement: Hopper's fractions (stated assumption)
-ARCH["cdna3"] = ARCH["hopper"]
-ARCH[""] = ARCH["hopper"]          # an inline GPU without ``arch``
-# Eager attention (no fused kernel) runs the scores as batched GEMMs and a softmax pass: an
-# assumption (no measurement in published_kernels.yaml), half of the dense peak.
+# Fused attention, (c, a) forward and backward: efficiency c x S / (S + a) of the bf16 peak,
+# S = the sequence each kernel call sees. Fitted on the H200 table's 24 causal SDPA points
+# (head dim 128, S 1024-32768, 8-64 heads; PyTorch's Hopper default, a FlashAttention-3/cuDNN-
+# class kernel: 598 TFLOP/s forward at 8k against FA3's published 602 on H100): forward
+# (0.644, 635), backward (0.561, 1221); median |error| 4.6 % / 2.9 %. Other kernels and GPUs
+# keep ``a`` and take c from their published 8k-token figure (c = f x (8192 + a) / 8192):
+#   Hopper FlashAttention-2 333/318 TFLOP/s (fa3paper-h100-fa2-*); cuDNN 529/518
+#   (fa3paper-h100-cudnn-*); A100 FlashAttention-2 179.5 forward+backward
+#   (azure-fa2-a100-sxm-80gb-fwdbwd); GB200 FlashAttention-2 373.9 of 2,500 (azure-fa2-gb200-
+#   fwdbwd); Blackwell FA3/cuDNN: Hopper's fractions (no record).
+ATTENTION_A = (635.0, 1221.0)
+
+
+def _at8k(fwd: float, bwd: float) -> tuple[float, float]:
+    return (fwd * (8192 + ATTENTION_A[0]) / 8192, bwd * (8192 + ATTENTION_A[1]) / 8192)
+
+
+ATTENTION_C = {
+    "hopper": {"flash3": (0.644, 0.561), "cudnn": _at8k(0.535, 0.523),
+               "flash2": _at8k(0.337, 0.321)},
+    "ampere": {k: _at8k(0.575, 0.575) for k in ("flash2", "flash3", "cudnn")},
+    "blackwell": {"flash2": _at8k(0.150, 0.150), "flash3": (0.644, 0.561),
+                  "cudnn": _at8k(0.535, 0.523)},
+}
+# Eager attention (no fused kernel): the scores and AV run as batched GEMMs (timed by the GEMM
+# form) and the softmax as memory traffic (step_time); the FLOPs here take half the peak, an
+# assumption (no measurement).
 EAGER_ATTENTION = (0.5, 0.5)
-# Sustained fraction of the HBM peak for streaming kernels: BabelStream triad H100 2,970 of
-# 3,350 GB/s, H200 4,150 of 4,800, A100 1,700 of 2,039 (azure-babelstream-*-triad).
-HBM_EFFICIENCY = 0.85
-# Kernels in a training step run slower than the same kernels benchmarked alone: sustained clocks
-# under the board power limit over hours, NCCL kernels sharing SMs with overlapped compute, and
-# launch gaps between dependent kernels. One factor covers them, calibrated once on a single
-# source — NVIDIA's DGX Cloud benchmark tables (NVIDIA/dgxc-benchmarking, 70 measured step times,
-# Megatron/NeMo on H100 and B200, records dgxc-* in benchmarks/data/published_runs.yaml): the
-# factor that makes the median step-time error of those 70 runs zero. Every other published run
-# is out of sample (docs/step-time-model.md reports both).
-SUSTAINED_FRACTION = 0.913
-# Launch and tail cost of one kernel (CUDA launch latency plus the partial last wave); an
-# assumption of the order of published launch latencies, not a measurement here.
+# Memory-bound kernels on the H200 table: RMSNorm 2,099 / 2,400 GB/s, SwiGLU eager 2,330 /
+# 2,454, compiled 2,643 / 2,580 -> median 2,427 of 4,800 = 0.506 of the HBM peak. The fused
+# AdamW step: 3,353 GB/s = 0.699. Carried over to other GPUs as fractions of their HBM peak.
+MEMORY_BOUND_FRACTION = 0.506
+OPTIMIZER_FRACTION = 0.699
+# Launch and tail of one kernel inside a step whose host runs ahead (an assumption of the order
+# of published launch latencies; the table's own floor, ~40 us for a lone matmul, is host time).
 KERNEL_OVERHEAD_S = 4e-6
+# One eager PyTorch operation dispatched from Python while the GPU waits: the H200 table's MoE
+# loop of 128 experts (2048 -> 768, 512 rows each) took 3.38 ms, 26.4 us per expert for two
+# operations (index, matmul) -> 13.2 us per operation (the grouped GEMM took 0.34 ms).
+HOST_OP_S = 13.2e-6
+
+
+def _arch(gpu: GPU) -> str:
+    return gpu.arch if gpu.arch in ATTENTION_C else "hopper"
 
 
 def matmul_efficiency(gpu: GPU, precision: str) -> float:
-    """Best achievable fraction of the dense peak for large GEMMs of this GPU and precision."""
-    table = ARCH.get(gpu.arch, ARCH["hopper"])["matmul"]
+    """The large-GEMM ceiling of this GPU and precision (fraction of the dense peak)."""
+    table = GEMM_CEILING.get(gpu.name) or GEMM_CEILING[_arch(gpu)]
     return table["fp8"] if precision == "fp8" else table["bf16"]
 
 
@@ -96,12 +126,22 @@ def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: flo
         return 0.0
     if gpu.profile is not None:
         return count * gpu.profile.gemm(m, n, k, precision)
-    flops = 2.0 * m * n * k
+    work = 2.0 * m * n * (k + GEMM_K0)
     elem = 1 if precision == "fp8" else (4 if precision == "fp32" else 2)
     nbytes = elem * (m * k + k * n) + 2 * m * n   # fp8 inputs, 16-bit output
-    compute = flops / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
-    memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * HBM_EFFICIENCY)
-    return count * (max(compute, memory) / SUSTAINED_FRACTION + KERNEL_OVERHEAD_S)
+    compute = work / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
+    memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
+    return count * (max(compute, memory) + KERNEL_OVERHEAD_S)
+
+
+def looped_gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: float,
+                     host_ops: float) -> float:
+    """Seconds for ``count`` GEMMs issued one by one from a Python loop that dispatches
+    ``host_ops`` operations in all: the GPU waits on the host when the kernels are short."""
+    kernels = gemm_time(m, n, k, gpu, precision, count)
+    if gpu.profile is not None:
+        return kernels
+    return max(kernels, host_ops * HOST_OP_S)
 
 
 def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2",
@@ -113,20 +153,22 @@ def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2
         return 0.0
     if gpu.profile is not None:
         return gpu.profile.attention(flops, direction, kernel, shape)
-    fwd_bwd = EAGER_ATTENTION if kernel == "eager" else \
-        ARCH.get(gpu.arch, ARCH["hopper"])["attention"][kernel]
-    return flops / (gpu.bf16_tflops * 1e12 * fwd_bwd[0 if direction == "fwd" else 1]
-                    * SUSTAINED_FRACTION)
+    i = 0 if direction == "fwd" else 1
+    if kernel == "eager":
+        return flops / (gpu.bf16_tflops * 1e12 * EAGER_ATTENTION[i])
+    c = ATTENTION_C[_arch(gpu)][kernel][i]
+    seq = shape.seq if shape is not None else 4096
+    return flops / (gpu.bf16_tflops * 1e12 * c * seq / (seq + ATTENTION_A[i]))
 
 
-def memory_time(nbytes: float, gpu: GPU, kernels: float = 0) -> float:
-    """Seconds for streaming ``nbytes`` through HBM in ``kernels`` launches (on a calibrated
-    profile: the measured copy bandwidth; a CPU profile counts its operations in
-    ``runtime_ops``)."""
+def memory_time(nbytes: float, gpu: GPU, kernels: float = 0, kind: str = "elementwise") -> float:
+    """Seconds for streaming ``nbytes`` through HBM in ``kernels`` launches; ``kind``
+    ``optimizer`` runs at the fused optimizer's measured rate (on a calibrated profile: the
+    measured copy bandwidth; a CPU profile counts its operations in ``runtime_ops``)."""
     if gpu.profile is not None:
         return gpu.profile.stream(nbytes)
-    return (nbytes / (gpu.hbm_gb_per_s * 1e9 * HBM_EFFICIENCY * SUSTAINED_FRACTION)
-            + kernels * KERNEL_OVERHEAD_S)
+    fraction = OPTIMIZER_FRACTION if kind == "optimizer" else MEMORY_BOUND_FRACTION
+    return nbytes / (gpu.hbm_gb_per_s * 1e9 * fraction) + kernels * KERNEL_OVERHEAD_S
 
 
 def runtime_ops(gpu: GPU, forward: float, backward: float = 0, no_grad: float = 0) -> float:

@@ -6,27 +6,23 @@ formulas multiply or add (``step_time.block_costs``):
   ``training.compile`` (Inductor fuses the elementwise chains into one kernel each).
 - ``fp8_gemm_rate`` / ``fp8_cast_passes``: the FP8 recipe's GEMM rate against the tensorwise
   GEMMs the kernel table measures, and its scaling/cast passes (``Engine.fp8_recipes``).
-- ``time_factor``, ``attention_factor`` and ``moe_layer_s``: the constants that cannot be
-  derived — how much slower an engine's kernels run in a real step than the idealised stack
-  (sustained efficiency, per engine), how much slower the fused attention kernels run inside a
-  training step than in their published benchmarks (one factor for every engine), and the
-  fixed cost of one MoE layer's routing and dispatch per pass (one for every engine). They are
-  *fitted* on measured runs by ``benchmarks/fit_engines.py`` into
-  ``workbench/engines/fitted.json``, which also holds their leave-one-source-out error (the
-  band every estimate carries). ``generic`` keeps 1, 1 and 0: its estimates are those of the
-  idealised stack.
+- ``loss``: how the loss over the vocabulary runs (``Engine.loss``: fp32 upcast or fused).
+- ``expert_loop``: the routed experts run as a Python loop of per-expert matmuls (eager MoE
+  code), not as grouped GEMMs (``Engine.expert_gemms``).
+Nothing here is fitted: what an engine changes is the mechanism its source shows.
+``error_band`` reads the leave-one-organisation-out error ``benchmarks/accuracy.py`` measured
+on published runs (``workbench/engines/accuracy.json``), the band every estimate carries.
 """
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from workbench.engines import ENGINES
 
-FITTED = Path(__file__).resolve().parent.parent / "engines" / "fitted.json"
+ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 
 
 @dataclass(frozen=True)
@@ -34,51 +30,20 @@ class RunConventions:
     elementwise_traffic: float = 1.0
     fp8_gemm_rate: float = 1.0
     fp8_cast_passes: float = 1.0
-    time_factor: float = 1.0
-    attention_factor: float = 1.0
-    moe_layer_s: float = 0.0
+    expert_loop: bool = False
+    loss: str = "fused"
 
 
 @lru_cache(maxsize=1)
-def _committed() -> dict:
-    return json.loads(FITTED.read_text()) if FITTED.exists() else {}
-
-
-_override: list[dict] = []
-
-
-def fitted() -> dict:
-    """The fitted constants and their cross-validated errors (the committed fit, or the one
-    ``trying`` put in place; empty before the first fit)."""
-    return _override[-1] if _override else _committed()
-
-
-@contextmanager
-def trying(constants: dict):
-    """Estimate with ``constants`` in place of the committed fit (the fitting benchmark's
-    candidates and its leave-one-source-out refits)."""
-    _override.append(constants)
-    try:
-        yield
-    finally:
-        _override.pop()
-
-
-def fitted_constants(engine: str) -> tuple[float, float, float]:
-    """(time_factor, attention_factor, moe_layer_s) of ``engine``: its own time factor, else
-    the one pooled over every engine with runs; generic is the unfitted reference (1, 1, 0)."""
-    if engine == "generic":
-        return 1.0, 1.0, 0.0
-    c = fitted()
-    per = c.get("engines", {}).get(engine) or c.get("pooled") or {}
-    return (float(per.get("time_factor", 1.0)), float(c.get("attention_factor", 1.0)),
-            float(c.get("moe_layer_s", 0.0)))
+def measured_accuracy() -> dict:
+    """The committed validation (``benchmarks/accuracy.py --write``); empty before the first."""
+    return json.loads(ACCURACY.read_text()) if ACCURACY.exists() else {}
 
 
 def error_band(engine: str, moe: bool) -> dict | None:
-    """The cross-validated step-time error of ``engine`` in its regime (dense or MoE):
-    {"median": fraction, "runs": n, "kind": "leave-one-source-out" | "in-sample"}, or None."""
-    bands = fitted().get("bands", {}).get(engine, {})
+    """The measured step-time error of ``engine`` in its regime (dense or MoE) on published
+    runs: {"median": fraction, "runs": n, "kind": "leave-one-organisation-out"}, or None."""
+    bands = measured_accuracy().get("bands", {}).get(engine, {})
     return bands.get("moe" if moe else "dense") or bands.get("all")
 
 
@@ -97,5 +62,4 @@ def conventions(s) -> RunConventions:
         recipe = eng.fp8_recipes.get(tr.fp8_recipe or eng.fp8_default or "")
         if recipe is not None:
             rate, passes = recipe.gemm_rate, recipe.cast_passes
-    k, attn, moe_s = fitted_constants(tr.engine)
-    return RunConventions(traffic, rate, passes, k, attn, moe_s)
+    return RunConventions(traffic, rate, passes, eng.expert_gemms == "loop", eng.loss)

@@ -27,8 +27,9 @@ class Estimate:
 
     @property
     def error_band(self) -> dict | None:
-        """The leave-one-source-out step-time error of this engine in this regime (dense or
-        MoE): {"median", "runs", "kind"} from workbench/engines/fitted.json."""
+        """The leave-one-organisation-out step-time error of this engine in this regime (dense
+        or MoE) on published runs: {"median", "runs", "kind"} from
+        workbench/engines/accuracy.json (benchmarks/accuracy.py --write)."""
         return error_band(self.scenario.training.engine, self.scenario.model.moe is not None)
 
     @property

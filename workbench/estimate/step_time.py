@@ -35,6 +35,14 @@ from workbench.estimate.params import sequence_parallel_replicated
 from workbench.scenario.types import Scenario
 
 DIMS = ("dp", "tp", "pp", "cp", "ep")
+# The loss over the vocabulary, bytes per logit (forward, backward) at the memory-bound rate
+# (``Engine.loss``). "upcast": cross-entropy on fp32-upcast 16-bit logits
+# (``F.cross_entropy(logits.float(), y)``) measured on the H200 table at 14.2-14.4 ps per logit
+# forward+backward (8192-16384 tokens x 32,000-128,256) = 34 B at 2,427 GB/s; split as the
+# passes move data: forward upcast (2 + 4) and log-softmax (4 + 4) = 14, backward 20.
+# "fused": one kernel reads the 16-bit logits and writes their gradient in the forward (2 + 2),
+# the backward scales that gradient (2 + 2) — bytes counted, not measured here.
+LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0)}
 
 
 @dataclass
@@ -132,8 +140,20 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
             fe = mo.expert_ffn_hidden / et
             g += eff.gemm_time(tokens, mo.experts, h, gpu, prec)
-            ge = (eff.gemm_time(rows, (mats - 1) * fe, h, gpu, prec, local_experts)
-                  + eff.gemm_time(rows, h, fe, gpu, prec, local_experts))
+            if run.expert_loop:
+                # One matmul chain per local expert from a Python loop: the host dispatches the
+                # expert's forward operations (eager_ops._EXPERT) while the GPU waits on short
+                # kernels; the backward runs in autograd's C++ engine (GEMM time only).
+                host = local_experts * eager_ops.expert_ops(m)
+                ge = (eff.looped_gemm_time(rows, (mats - 1) * fe, h, gpu, prec, local_experts,
+                                           host)
+                      + eff.gemm_time(rows, h, fe, gpu, prec, local_experts))
+            else:
+                # Grouped GEMMs: one kernel per projection over every local expert, as fast as
+                # one dense GEMM of the same FLOPs (H200 table: 128 experts 2048 -> 768 at
+                # 603 TFLOP/s grouped vs 564 dense); timed as count x the per-expert shape.
+                ge = (eff.gemm_time(rows * local_experts, (mats - 1) * fe, h, gpu, prec)
+                      + eff.gemm_time(rows * local_experts, h, fe, gpu, prec))
             g += ge
             if mo.shared_experts:
                 sf = mo.shared_experts * mo.expert_ffn_hidden / t
@@ -160,10 +180,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
         causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
-        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention,
-                                 kernel_shape) * run.attention_factor
-        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention,
-                                 kernel_shape) * run.attention_factor
+        a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention, kernel_shape)
+        a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention, kernel_shape)
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         mem_t = eff.memory_time(mem, gpu, kernels=12)
@@ -205,20 +223,17 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
         mem_t += eff.runtime_ops(gpu, ops_f)
         mem_b += eff.runtime_ops(gpu, 0, ops_b)
-        fwd, bwd = g + a_f + mem_t, 2 * g + a_b + mem_b
-        if moe:   # routing, permutation bookkeeping and the dispatcher's token-count sync
-            fwd, bwd = fwd + run.moe_layer_s, bwd + run.moe_layer_s
-            recompute += run.moe_layer_s if tr.recompute in ("full", "op") else 0.0
-        k = run.time_factor
-        return BlockCost(fwd=k * fwd, bwd=k * bwd, wgrad=k * g, recompute=k * recompute,
-                         comm=tuple(comm.items()), volume=tuple(volume))
+        return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
+                         recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
     g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
-    mem_t = eff.memory_time(3 * tokens * m.vocab / t * 4, gpu, kernels=4)
+    logits = tokens * m.vocab / t
+    loss_f, loss_b = LOSS_BYTES[run.loss]
     ops_f, ops_b = eager_ops.head_ops(m)
-    k = run.time_factor
-    head = BlockCost(fwd=k * (g + mem_t + eff.runtime_ops(gpu, ops_f)),
-                     bwd=k * (2 * g + mem_t + eff.runtime_ops(gpu, 0, ops_b)), wgrad=k * g)
+    head = BlockCost(
+        fwd=g + eff.memory_time(loss_f * logits, gpu, kernels=4) + eff.runtime_ops(gpu, ops_f),
+        bwd=2 * g + eff.memory_time(loss_b * logits, gpu, kernels=4)
+        + eff.runtime_ops(gpu, 0, ops_b), wgrad=g)
     ops_f, ops_b = eager_ops.embedding_ops(m)
     embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f), bwd=eff.runtime_ops(gpu, 0, ops_b))
     if t > 1:
@@ -399,7 +414,8 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
     on the NVMe drives. The 80 % and 70 % are assumptions, not measurements."""
     moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
-        return plain(eff.memory_time(moved, eff.on_hardware(hw), kernels=4)), 0.0
+        return plain(eff.memory_time(moved, eff.on_hardware(hw), kernels=4,
+                                     kind="optimizer")), 0.0
     pcie = hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
     t_pcie = 2 * 2 * np.asarray(local_params) / pcie
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)

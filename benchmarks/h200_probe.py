@@ -1,0 +1,87 @@
+"""The estimate against a real H200 training Hugging Face's Llama (1B / 3B / 8B, one GPU).
+
+benchmarks/data/h200-reference/training_probe.jsonl was measured on one NVIDIA H200 SXM
+(PyTorch 2.11, 2026-12-04) by benchmarks/data/h200-reference/train_probe.py:
+``LlamaForCausalLM`` (SDPA attention, fp32-upcast loss, eager), fused AdamW, either FSDP2 on a
+one-GPU mesh (torchtitan's recipe: bf16 parameters, fp32 reduce) or fp32 weights under
+autocast. Each row is estimated as the scenario that describes it — catalog H200 SXM, one GPU,
+engine torchtitan (FSDP2, eager, upcast loss) for ``fsdp2`` and ``amp`` alike, ZeRO-3 for
+FSDP2, ZeRO-0 for AMP (fp32 weights and grads and Adam: the same 16 B per parameter as bf16 training with fp32 master weights) — and the step time, peak allocated, peak reserved and
+nvidia-smi figures are compared. Nothing here is fitted: the kernel model's constants come from
+the kernel table, not from these rows.
+
+    .venv/bin/python benchmarks/h200_probe.py
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from workbench.estimate import estimate  # noqa: E402
+from workbench.scenario import parse_scenario  # noqa: E402
+
+PROBE = ROOT / "benchmarks" / "data" / "h200-reference" / "training_probe.jsonl"
+GIB = 2 ** 30
+# The probe's model shapes (train_probe.py SHAPES), as scenario model fields.
+SHAPES = {
+    "llama3.2-1b": dict(layers=16, hidden=2048, heads=32, kv_heads=8, ffn_hidden=8192,
+                        vocab=128256, tied_embeddings=True),
+    "llama3.2-3b": dict(layers=28, hidden=3072, heads=24, kv_heads=8, ffn_hidden=8192,
+                        vocab=128256, tied_embeddings=True),
+    "llama3-8b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336,
+                      vocab=128256, tied_embeddings=False),
+}
+
+
+def scenario(row: dict) -> dict:
+    """The scenario document one probe row ran."""
+    fsdp = row["recipe"] == "fsdp2"
+    return {
+        "hardware": {"gpu": "h200-sxm", "gpus_per_node": 1, "nodes": 1},
+        "model": {"name": row["shape"], "mlp": "swiglu", "norm": "rmsnorm",
+                  **SHAPES[row["shape"]]},
+        "parallel": {"dp": 1, "zero": 3 if fsdp else 0},
+        "training": {"seq_len": row["seq"], "micro_batch": row["micro_batch"],
+                     "global_batch": row["micro_batch"], "precision": "bf16",
+                     "recompute": row["recompute"], "engine": "torchtitan",
+                     "attention": "flash3"},
+    }
+
+
+def compare(row: dict) -> dict:
+    """Measured and estimated figures of one probe row, and their ratios."""
+    est = estimate(parse_scenario(scenario(row)))
+    mem = est.memory.per_gpu
+    out = {"config": f"{row['shape']} {row['recipe']} seq {row['seq']} mb {row['micro_batch']} "
+                     f"recompute {row['recompute']}"}
+    for key, ours, theirs in (("step", est.time.step, row["step_s_median"]),
+                              ("allocated", mem.total / GIB, row["allocated_gib"]),
+                              ("reserved", mem.reserved / GIB, row["reserved_gib"]),
+                              ("nvidia-smi", mem.device / GIB, row["smi_used_gib"])):
+        out[key] = (theirs, ours, ours / theirs - 1)
+    return out
+
+
+def main() -> int:
+    rows = [json.loads(line) for line in PROBE.read_text().splitlines() if line.strip()]
+    results = [compare(r) for r in rows if "error" not in r]
+    keys = ("step", "allocated", "reserved", "nvidia-smi")
+    print(f"{'config':52} " + " ".join(f"{k:>24}" for k in keys))
+    for r in results:
+        print(f"{r['config']:52} " + " ".join(
+            f"{r[k][0]:8.3f} {r[k][1]:8.3f} {r[k][2]:+6.1%}" for k in keys))
+    print()
+    for k in keys:
+        errs = [abs(r[k][2]) for r in results]
+        print(f"{k:11} median |error| {statistics.median(errs):5.1%}  max {max(errs):5.1%}  "
+              f"({len(errs)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

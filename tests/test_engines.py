@@ -70,12 +70,21 @@ def test_generic_attention_default_and_engine_attention_default():
     assert s.training.attention == "flash2"
 
 
-def test_compile_removes_the_eager_elementwise_traffic_and_nothing_else():
-    eager = estimate(parse_scenario(doc({"engine": "torchtitan"})))
-    compiled = estimate(parse_scenario(doc({"engine": "torchtitan", "compile": True})))
-    assert compiled.time.step < eager.time.step
-    assert compiled.memory.per_gpu.total == eager.memory.per_gpu.total
-    assert ENGINES["torchtitan"].elementwise_traffic > 1
+def test_compile_fuses_the_eager_elementwise_work_and_its_saved_activations():
+    for recompute in ("none", "op"):
+        tr = {"engine": "torchtitan", "recompute": recompute}
+        eager = estimate(parse_scenario(doc(tr)))
+        compiled = estimate(parse_scenario(doc({**tr, "compile": True})))
+        assert compiled.time.step < eager.time.step
+        e, c = eager.memory.per_gpu, compiled.memory.per_gpu
+        # fewer saved activations (the silu output, the norms' fp32 copies ...), nothing else
+        assert c.activations < e.activations
+        assert (c.params, c.grads, c.optimizer, c.buffers) == (e.params, e.grads, e.optimizer,
+                                                                e.buffers)
+    assert ENGINES["torchtitan"].elementwise_traffic > 1 and ENGINES["torchtitan"].eager_activations
+    terms_e = eager.to_dict()["memory"]["activation_terms_per_layer"]
+    terms_c = compiled.to_dict()["memory"]["activation_terms_per_layer"]
+    assert sum(terms_c.values()) < sum(terms_e.values())
 
 
 def test_async_tp_hides_tp_collectives_behind_the_gemms():

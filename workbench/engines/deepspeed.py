@@ -87,8 +87,6 @@ ENGINE = Engine(
     # allgather_bucket_size 5e8 elements (zero/config.py:132) is a chunking limit of the param
     # all-gather after the step, not a resident buffer.
     dp_bucket_bytes=1.0e9,
-    # No published DeepSpeed measurement with peak reserved and allocated for one run -> 1.0.
-    reserved_over_allocated=1.0,
     flags={
         "recompute": "--recompute-granularity {selective,full} (Megatron-DeepSpeed); "
                      "activation_checkpointing.* (DeepSpeed JSON)",

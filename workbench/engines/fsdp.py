@@ -81,8 +81,6 @@ ENGINE = Engine(
     unsharded_grad_bytes=0.0,
     # FSDP1 communicates per flat parameter (counted with the unit's buffers) -> 0.
     dp_bucket_bytes=0.0,
-    # No published llm-foundry/Composer run with peak reserved and peak allocated -> 1.0.
-    reserved_over_allocated=1.0,
     flags={
         "recompute": "fsdp_config.activation_checkpointing",
         "fp8_recipe": "precision: amp_fp8 (with model.fc_type: te)",

@@ -96,8 +96,6 @@ ENGINE = Engine(
     # megatron/core/distributed/distributed_data_parallel_config.py:48) are views into the grad
     # buffer: reduction in place -> 0.
     dp_bucket_bytes=0.0,
-    # No published Megatron run giving peak reserved and peak allocated together was found -> 1.0.
-    reserved_over_allocated=1.0,
     flags={
         "recompute": "--recompute-granularity {selective,full} (+ --recompute-modules for "
                      "selective; --recompute-method uniform for full)",

@@ -64,8 +64,6 @@ ENGINE = Engine(
     # The DDP buckets (ddp_bucket_cap_mb = 25, NT config/config.py:313) are that full copy,
     # already counted above -> 0 here.
     dp_bucket_bytes=0.0,
-    # No published nanotron run with peak reserved and peak allocated found -> 1.0.
-    reserved_over_allocated=1.0,
     flags={
         "recompute": "parallelism.recompute_layer",
         "async_tp": "parallelism.tp_linear_async_communication (with parallelism.tp_mode "

@@ -85,6 +85,9 @@ ENGINE = Engine(
     # cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1).float(), ...) (TT
     # torchtitan/components/loss.py): the logits are upcast to fp32.
     loss="upcast",
+    # Llama blocks of plain nn.Modules (TT torchtitan/models/llama3/model/model.py): eager
+    # activations unless compile.enable.
+    eager_activations=True,
     # FSDP2 "always follows backward_prefetch=BACKWARD_PRE" and reduce-scatters in backward;
     # forward all-gathers are issued ahead implicitly (TT docs/fsdp.md).
     overlap_grad_reduce=True,
@@ -94,10 +97,10 @@ ENGINE = Engine(
     unsharded_grad_bytes=0.0,
     # FSDP2 all-gathers / reduce-scatters per fully_shard unit (counted in buffers) -> 0.
     dp_bucket_bytes=0.0,
-    # torchtitan logs memory/max_active(GiB) and memory/max_reserved(GiB) (TT
-    # torchtitan/components/metrics.py:447-450; run_train.sh sets expandable_segments:True), but
-    # no published run with both numbers was found -> 1.0.
-    reserved_over_allocated=1.0,
+    # run_train.sh: PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" (TT run_train.sh); it
+    # logs memory/max_active(GiB) and memory/max_reserved(GiB) (TT
+    # torchtitan/components/metrics.py:447-450).
+    expandable_segments=True,
     flags={
         "recompute": "activation_checkpoint.mode {none,full,selective}; op = mode selective + "
                      "activation_checkpoint.selective_ac_option \"op\"",

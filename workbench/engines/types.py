@@ -47,6 +47,11 @@ class Engine:
     # local expert: Megatron-Core ``--moe-grouped-gemm``, torchtitan ``torch._grouped_mm``) or
     # "loop" (a Python loop of per-expert matmuls, as eager MoE code runs them).
     expert_gemms: str = "grouped"
+    # The model code runs eager PyTorch modules (no fused kernels of its own): without
+    # ``training.compile`` autograd saves what eager PyTorch saves (the SwiGLU's silu input and
+    # output, the norms' fp32 copies...; ``estimate.activations`` ``pytorch_eager``); compiled,
+    # Inductor's partitioner recomputes those cheap elementwise results instead of saving them.
+    eager_activations: bool = False
     # The loss over the vocabulary: "upcast" (``F.cross_entropy(logits.float(), y)``: the 16-bit
     # logits are copied to fp32 and log-softmaxed in eager kernels) or "fused" (one kernel reads
     # the logits and writes their gradient: Megatron-Core/TE fused cross-entropy, flash-attn's
@@ -74,9 +79,9 @@ class Engine:
     # top of the gradients (DeepSpeed's reduce/all-gather buckets); 0 where the reduction works
     # in place in the gradient buffer.
     dp_bucket_bytes: float = 0.0
-    # The caching allocator's peak reserved over peak allocated, as the engine configures it
-    # (expandable segments or not); sourced per engine.
-    reserved_over_allocated: float = 1.0
+    # The engine's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (reserved
+    # memory then follows estimate.buffers.reserved_bytes's one-stream ratio).
+    expandable_segments: bool = False
     # generic only: the estimate's total keeps the 5 % allocator allowance it always had
     # (estimate.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
     allowance_in_total: bool = False

@@ -15,12 +15,16 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
   input and the pre-reduce-scatter output (2·s·b·h) — Korthikanti et al. 2022 Sec. 4.2.2.
 - CP (ring attention): the K/V block being sent and the one being received (2 × 2·s/cp·kv/t).
 - EP: all-to-all send and receive buffers of the dispatched tokens (2 × k·s·b·h).
-- Loss: the logits in the compute dtype and their fp32 gradient on the stage holding the head.
+- Loss: on the stage holding the head, while the loss runs its backward: the logits in the
+  compute dtype, and the gradient(s) the loss makes. A fused loss kernel writes one fp32
+  gradient (4 B per logit); the fp32-upcast loss (``Engine.loss`` "upcast":
+  ``F.cross_entropy(logits.float(), y)``) holds the gradient of its log-probabilities and of its
+  fp32 input at once (4 + 4 B), beside the fp32 log-probabilities the head saved (activations).
 - FP8: the FP8 copies of the current unit's weights (1 B/param, two units in flight).
-- Allocator allowance: ``ALLOCATOR_FRACTION`` of everything else, for the caching allocator's
-  rounding and fragmentation (an assumption, not a measurement: PyTorch rounds blocks to 512 B
-  and splits 2 MiB/20 MiB segments; reserved exceeds allocated by a few percent in steady LLM
-  training). The CUDA context (~0.5 GB, outside PyTorch's statistics) is not counted.
+- Allocator allowance (``generic`` only, which keeps its first estimates): ``ALLOCATOR_FRACTION``
+  of everything else. The other engines split peak allocated from peak reserved
+  (``reserved_bytes``, measured ratios). The CUDA context (outside PyTorch's statistics) is in
+  ``device_memory``.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import numpy as np
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.activations import ActivationShape
+from workbench.estimate.arrays import plain
 from workbench.estimate.attention_shapes import qkv_widths
 from workbench.scenario.types import Parallel
 
@@ -40,7 +45,7 @@ def compute_dtype_bytes(precision: str) -> int:
 
 
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
-                 stage_params, unit, has_head, has_moe_layer) -> dict:
+                 stage_params, unit, has_head, has_moe_layer, loss: str = "fused") -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present, zero where it does not apply)."""
@@ -59,7 +64,8 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
-        "logits": np.where(has_head, sb * -(-model.vocab // tp) * (x.elem + 4), 0),
+        "logits": np.where(has_head, sb * -(-model.vocab // tp)
+                           * (x.elem + (8 if loss == "upcast" else 4)), 0),
         "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
@@ -67,12 +73,27 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     return terms
 
 
-def reserved_bytes(engine, allocated):
-    """The caching allocator's peak reserved bytes for peak ``allocated`` (arrays allowed): the
-    engine's sourced reserved/allocated ratio, else ``1 + ALLOCATOR_FRACTION`` (the same stated
-    assumption). For ``generic`` the total already carries that allowance: reserved = total."""
+# The caching allocator's peak reserved over peak allocated, measured on one H200 (PyTorch 2.11,
+# default allocator; benchmarks/data/h200-reference/training_probe.jsonl, Llama 1B-8B):
+# - under FSDP2 the unsharded parameters are gathered on the all-gather stream and gradients
+#   reduce-scattered on their own, and the allocator caches freed blocks per stream, so blocks
+#   one stream freed stay reserved while another reaches its peak: 1.109-1.226 over six runs,
+#   median 1.19 (the 8B row at the GPU's capacity included);
+# - one stream (fp32 weights under autocast, no wrapper): 1.014.
+# ``expandable_segments:True`` (torchtitan's run_train.sh) lets each stream's segment grow and
+# shrink by pages instead of caching whole blocks; it was not measured here, and is taken as the
+# one-stream figure.
+RESERVED_OVER_ALLOCATED = {"side_streams": 1.19, "one_stream": 1.014}
+
+
+def reserved_bytes(engine, allocated, gathers=False, expandable=None):
+    """The caching allocator's peak reserved bytes for peak ``allocated`` (arrays allowed):
+    ``gathers`` (arrays allowed) where FSDP gathers parameters on its own stream (ZeRO-3);
+    ``expandable`` overrides the engine's allocator setting. For ``generic`` the total already
+    carries the 5 % allowance: reserved = total."""
     if engine.allowance_in_total:
         return allocated
-    ratio = engine.reserved_over_allocated if engine.reserved_over_allocated > 1 else \
-        1 + ALLOCATOR_FRACTION
-    return allocated * ratio
+    expandable = engine.expandable_segments if expandable is None else expandable
+    side = np.asarray(gathers) & (not expandable)
+    return plain(allocated * np.where(side, RESERVED_OVER_ALLOCATED["side_streams"],
+                                      RESERVED_OVER_ALLOCATED["one_stream"]))

@@ -86,6 +86,7 @@ class Evaluation:
     rank_index: np.ndarray
     buffers: dict[str, np.ndarray] = field(default_factory=dict)
     volume: Volume | None = None
+    pytorch_eager: bool = False   # the activations counted are those eager PyTorch saves
 
 
 def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
@@ -230,8 +231,9 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
                                    np.where(nm > 0, col("moe", "ws"), 0))
     x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
                             sp=G.sp)
-    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0)
     eng = ENGINES[tr.engine]
+    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
+                        eng.loss)
     if eng.unsharded_grad_bytes:
         bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * (pdense + pexpert)
     if eng.dp_bucket_bytes:
@@ -246,7 +248,8 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": ms.params + ms.grads + ms.optimizer + activ + buffers,
-           "reserved": reserved_bytes(eng, ms.params + ms.grads + ms.optimizer + activ + buffers),
+           "reserved": reserved_bytes(eng, ms.params + ms.grads + ms.optimizer + activ + buffers,
+                                      gathers=np.asarray(G.zero) == 3),
            "host": ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
            "nvme": ms.nvme}
     return out, bufs
@@ -407,9 +410,13 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     rule table) on the pipeline ranks ``pipeline_ranks.rank_rows`` picks (``every_rank``: all).
     ``volume``: also the traffic per rank (always computed where no communication overlaps,
     as on a calibrated CPU machine). ``cache`` keeps block costs per (tp, cp, ep, micro-batch,
-    sequence parallelism, recompute) between calls on the same model, hardware and training."""
+    sequence parallelism, recompute) between calls on the same model, hardware and training.
+    ``pytorch_eager``: count the activations eager PyTorch saves (the trial model's), as an
+    engine whose model runs eager modules does unless ``training.compile`` fuses them."""
     gpu = eff.on_hardware(base.hardware)
     overlaps = bool(eff.overlap(base.hardware))
+    eng = ENGINES[base.training.engine]
+    pytorch_eager = pytorch_eager or (eng.eager_activations and not base.training.compile)
     rows = Rows(base, g, every_rank, {} if cache is None else cache, pytorch_eager)
     vol = Volume(rows.n) if volume or not overlaps else None
     mem, bufs = _memory(base, rows)
@@ -423,7 +430,8 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
             **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
             **{f"serial_{dim}": v for dim, v in serial.items()}}
     return Evaluation(layout=layout, rank=rank, row_layout=rows.layout_of,
-                      rank_index=rows.rank, buffers=bufs, volume=vol)
+                      rank_index=rows.rank, buffers=bufs, volume=vol,
+                      pytorch_eager=pytorch_eager)
 
 
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:

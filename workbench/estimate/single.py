@@ -38,7 +38,7 @@ def memory_of(s: Scenario, ev: Evaluation) -> MemoryEstimate:
             host=float(rk["host"][i]), nvme=float(rk["nvme"][i]), buffers=bufs,
             dense_params=float(rk["dense_params"][i]),
             expert_params=float(rk["expert_params"][i])))
-    x = act.activation_shape(s.training, s.parallel)
+    x = act.activation_shape(s.training, s.parallel, ev.pytorch_eager)
     est = MemoryEstimate(
         per_stage=stages, worst=stages[int(ev.layout["worst_memory_rank"][0])],
         capacity=hbm_bytes(hw.gpu.memory_gb),

@@ -414,11 +414,15 @@ def test_four_students_at_once(tmp_path):
             browser = _launch(p)
             try:
                 pages = [_offline_page(browser) for _ in range(4)]
+                # Each page is opened once the previous one's kernel is connected (its memory
+                # chart drawn): the server culls a kernel idle for 10 s, and on a loaded 2-core
+                # machine a page opened beside three others can take longer than that to
+                # connect its websocket (seen: "The model for kernel id ... does not exist").
                 for page in pages:
                     page.goto(url + "/", wait_until="commit", timeout=90_000)
-                for page in pages:
                     _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5,
                                "the memory bars", 180)
+                for page in pages:
                     _open_tab(page, "Trial")
                     page.locator(".wb-trial-world select").select_option("2")
                 for page in pages:

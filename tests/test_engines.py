@@ -260,3 +260,51 @@ def test_torchtitan_layouts_are_ones_torchtitan_runs():
     text = str(export(z2, "torchtitan"))
     assert 'fsdp_reshard_after_forward = "never"' in text
     assert "data_parallel_shard_degree = 8" in text
+
+
+def test_layer_checkpointing_keeps_one_block_in_k_as_its_input():
+    """torchtitan's selective_ac_option = k: every k-th block checkpointed whole, the others
+    keep everything; memory and recompute time lie between none and full in proportion."""
+    est = {r: estimate(parse_scenario(doc({"engine": "torchtitan", "recompute": r})))
+           for r in ("none", "full")}
+    for k in (1, 2, 4):
+        lay = estimate(parse_scenario(doc({"engine": "torchtitan", "recompute": "layer",
+                                           "recompute_every": k})))
+        a = {r: e.memory.per_gpu.activations for r, e in est.items()}
+        # full's working set (one layer rebuilt in its backward) is held under layer too
+        assert a["full"] <= lay.memory.per_gpu.activations <= a["none"]
+        rc = {r: e.time.recompute for r, e in est.items()}
+        # Llama 3 8B: 32 layers, floor(32 / k) checkpointed (k = 1, 2, 4 divide 32)
+        assert lay.time.recompute == pytest.approx(rc["full"] / k, rel=1e-9)
+    from workbench.estimate.activations import checkpointed_fraction
+    assert checkpointed_fraction(parse_scenario(doc()).model, 3) == 10 / 32
+    one = estimate(parse_scenario(doc({"engine": "torchtitan", "recompute": "layer",
+                                       "recompute_every": 1})))
+    assert one.memory.per_gpu.activations == pytest.approx(
+        est["full"].memory.per_gpu.activations, rel=1e-9)
+
+
+def test_layer_checkpointing_is_offered_where_the_engine_has_it_and_bounded_by_the_layers():
+    assert problems(doc({"engine": "nanotron", "recompute": "layer"}, {"zero": 1})) == [
+        "training.recompute: engine nanotron offers none, full (layer: one block in "
+        "training.recompute_every checkpointed whole)"]
+    msgs = problems(doc({"engine": "torchtitan", "recompute": "layer",
+                         "recompute_every": 1000}))
+    assert msgs and msgs[0].startswith("training.recompute_every: checkpoints every k-th block")
+
+
+def test_layer_checkpointing_exports_as_torchtitans_integer_option():
+    from workbench.export import export
+    s = parse_scenario(doc({"engine": "torchtitan", "recompute": "layer",
+                            "recompute_every": 3}))
+    text = export(s, "torchtitan")
+    assert 'mode = "selective"' in text and 'selective_ac_option = "3"' in text
+    meg = parse_scenario(doc({"engine": "megatron", "recompute": "layer", "recompute_every": 4},
+                             {"zero": 1}))
+    args = export(meg, "megatron")
+    assert "--recompute-method block" in args and "--recompute-num-layers 8" in args
+
+
+def test_deepspeed_refuses_zero3_with_pipelining():
+    msgs = problems(doc({"engine": "deepspeed"}, {"zero": 3, "pp": 2, "dp": 4}))
+    assert any(m.startswith("parallel.zero: DeepSpeed's PipelineEngine refuses it") for m in msgs)

@@ -1,4 +1,5 @@
-"""Training: sequence length, micro and global batch, tokens, precision, recompute, optimizer,
+"""Training: sequence length, micro and global batch, tokens, precision, recompute (and, for
+layer-wise checkpointing, one block in how many), optimizer,
 offload, attention kernel; the engine that runs the layout and its switches (torch.compile,
 FP8 recipe, async TP, expert TP), only those the chosen engine offers."""
 from __future__ import annotations
@@ -34,6 +35,7 @@ class TrainingPanel(Panel):
         self.tokens = float_box("Tokens to train", 1, 1e16)
         self.precision = dropdown("Precision", list(PRECISIONS))
         self.recompute = dropdown("Recompute", list(RECOMPUTE))
+        self.recompute_every = int_box("Checkpoint 1 block in every", 1, 1_000_000)
         self.optimizer = dropdown("Optimizer", list(OPTIMIZERS))
         self.offload = dropdown("Offload", list(OFFLOAD))
         self.attention = dropdown("Attention kernel", list(ATTENTION_KERNELS))
@@ -51,6 +53,8 @@ class TrainingPanel(Panel):
                                   to_doc=lambda v: v or None),
             "expert_tp": self.bind("parallel.expert_tp", self.expert_tp),
         }
+        # only with recompute "layer" (torchtitan's every-k-th-block checkpointing)
+        self.recompute_every_row = self.bind("training.recompute_every", self.recompute_every)
         self.about = w.HTML(layout=w.Layout(width="400px", max_width="100%"))
         self.switches = w.VBox([w.HTML("<i>Engine switches</i>"), *self.rows.values()])
         self.box = w.VBox([
@@ -64,6 +68,7 @@ class TrainingPanel(Panel):
             self.about,
             self.switches,
             self.bind("training.recompute", self.recompute),
+            self.recompute_every_row,
             self.bind("training.optimizer", self.optimizer),
             self.bind("training.offload", self.offload),
             self.bind("training.attention", self.attention),
@@ -111,6 +116,8 @@ class TrainingPanel(Panel):
                             f"margin:0 0 4px 8px'>"
                             f"{html.escape(eng.about)}</div>")
         self.recompute.options = list(eng.recompute)
+        self.recompute_every_row.layout.display = (
+            "" if self.current("training.recompute") == "layer" else "none")
         default = f"engine default ({eng.fp8_default})" if eng.fp8_default else "engine default"
         self.fp8_recipe.options = [(default, None)] + [(r, r) for r in eng.fp8_recipes]
         s = self.state.scenario

@@ -33,11 +33,15 @@ ENGINE = Engine(
     # fp8_recipe: precision amp_fp8 -> TE fp8_autocast (CO composer/core/precision.py:87-98),
     # requires te layers (LF llmfoundry/command_utils/train.py:99-104). No async TP / expert TP.
     switches=("compile", "fp8_recipe"),
-    # fsdp_config.activation_checkpointing: whole-block checkpoint wrapper
-    # (CO composer/utils/parallelism.py:16); no Korthikanti selective mode.
+    # fsdp_config.activation_checkpointing: checkpoint wrappers applied where the model's
+    # activation_checkpointing_fn says (CO composer/distributed/dist_strategy.py:508-579); MPT's
+    # model.activation_checkpointing_target selects blocks by index ({mptblock: [k-1, 2k-1,
+    # ...]}, LF llmfoundry/models/utils/act_ckpt.py:101-104; modeling_mpt.py:1306-1365) ->
+    # full and layer (Hugging Face models checkpoint every block only, LF
+    # llmfoundry/models/hf/hf_fsdp.py:216-221); no Korthikanti selective mode.
     # llm-foundry / Composer train without activation checkpointing unless asked
     recompute_default="none",
-    recompute=("none", "full"),
+    recompute=("none", "full", "layer"),
     # sharding_strategy default FULL_SHARD (CO parallelism.py:38); SHARD_GRAD_OP = ZeRO-2,
     # NO_SHARD = DDP (FSDP1 docs ShardingStrategy).
     zero=(0, 2, 3),
@@ -82,10 +86,12 @@ ENGINE = Engine(
     # FSDP1 communicates per flat parameter (counted with the unit's buffers) -> 0.
     dp_bucket_bytes=0.0,
     flags={
-        "recompute": "fsdp_config.activation_checkpointing",
+        "recompute": "fsdp_config.activation_checkpointing (layer: + "
+                     "model.activation_checkpointing_target {mptblock: [k-1, 2k-1, ...]})",
         "fp8_recipe": "precision: amp_fp8 (with model.fc_type: te)",
         "compile": "compile_config",
-        "zero": "fsdp_config.sharding_strategy {NO_SHARD,SHARD_GRAD_OP,FULL_SHARD}",
+        "zero": "fsdp_config.sharding_strategy {NO_SHARD,SHARD_GRAD_OP,FULL_SHARD} "
+                "(HYBRID_SHARD / _HYBRID_SHARD_ZERO2 with HSDP replicas)",
         "mixed_precision": "fsdp_config.mixed_precision {DEFAULT,PURE,FULL}",
         "overlap_param_gather": "fsdp_config.backward_prefetch / fsdp_config.forward_prefetch",
         "tp": "tp_config.tensor_parallel_degree",

@@ -37,8 +37,12 @@ ENGINE = Engine(
     async_tp_needs_sp=True,
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
     # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
-    # transformer_config.py:546.
-    recompute=("none", "selective", "full"),
+    # transformer_config.py:546. layer: --recompute-granularity full --recompute-method block
+    # --recompute-num-layers N checkpoints the first N layers of each model chunk and keeps
+    # the others (MLM transformer_config.py:529-541; megatron/core/recompute.py:167-181:
+    # "use_checkpoint = layer_idx < recompute_num_layers"): with N = chunk layers / k, as many
+    # blocks checkpointed as one in every k.
+    recompute=("none", "selective", "full", "layer"),
     # 0: DDP; 1: --use-distributed-optimizer (MLM megatron/training/arguments.py:2997);
     # 2/3: --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads /
     # optim_grads_params (MLM arguments.py:3023; megatron/training/config/common_config.py:92);
@@ -98,7 +102,8 @@ ENGINE = Engine(
     dp_bucket_bytes=0.0,
     flags={
         "recompute": "--recompute-granularity {selective,full} (+ --recompute-modules for "
-                     "selective; --recompute-method uniform for full)",
+                     "selective; --recompute-method uniform for full; layer = full + "
+                     "--recompute-method block --recompute-num-layers N)",
         "fp8_recipe": "--fp8-recipe {delayed,tensorwise,mxfp8,blockwise}",
         "fp8_format": "--fp8-format {e4m3,hybrid}",
         "async_tp": "--tp-comm-overlap",

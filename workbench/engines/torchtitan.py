@@ -5,8 +5,9 @@ Conventions in words: TOML/CLI job config (release v0.2.2). torch.compile is opt
 for async TP and for fused float8 casts; without it the model runs eagerly, where RMSNorm is
 PyTorch's fused ``nn.RMSNorm`` kernel but SwiGLU and the complex-number RoPE run one kernel per
 op. Attention is SDPA with cuDNN given priority. FSDP2 prefetches implicitly (backward always
-BACKWARD_PRE) and reduce-scatters in the backward. Per-op selective AC (``op``) and full AC are
-modelled; layer-wise selective AC (``selective_ac_option = "2"``) is not.
+BACKWARD_PRE) and reduce-scatters in the backward. Per-op selective AC (``op``), layer-wise selective AC (``layer``:
+``selective_ac_option = "k"``, every k-th block, ``training.recompute_every``) and full AC are
+modelled.
 
 Citations: TT = pytorch/torchtitan @ v0.2.2 = 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce;
 AO = pytorch/ao @ 36027d82d1ad9949597ea16002ff4940374b1b94;
@@ -32,9 +33,16 @@ ENGINE = Engine(
     # activation_checkpoint.mode Literal["selective", "full", "memory_budget", "none"], default
     # "selective" with selective_ac_option "2"; "op" = per-op SAC (TT job_config.py
     # class ActivationCheckpoint). No Korthikanti (core-attention) selective mode.
-    # torchtitan's default: activation_checkpoint.mode selective, selective_ac_option "op"
+    # Default "op": what torchtitan's Llama 3 8B train config sets (TT
+    # torchtitan/models/llama3/train_configs/llama3_8b.toml: mode selective, selective_ac_option
+    # "op"; the 70B/405B configs set mode "full"); job_config.py's own default, used without an
+    # [activation_checkpoint] section, is selective "2" (layer, k = 2; job_config.py:652-655).
+    # mode "memory_budget" (compile only) sets Inductor's activation budget, not a block
+    # policy: not offered. selective_ac_option = an integer k checkpoints every k-th
+    # block whole (TT torchtitan/distributed/activation_checkpoint.py _apply_layer_sac:
+    # "if not ac_freq or _layer_sac_count % ac_freq == 0: return ptd_checkpoint_wrapper(...)").
     recompute_default="op",
-    recompute=("none", "full", "op"),
+    recompute=("none", "full", "op", "layer"),
     # 0: data_parallel_replicate_degree only (DDP); 2: fsdp_reshard_after_forward = "never"
     # (reshard_after_forward=False = ZeRO-2, TT docs/fsdp.md table); 3: fully_shard default.
     zero=(0, 2, 3),
@@ -103,7 +111,8 @@ ENGINE = Engine(
     expandable_segments=True,
     flags={
         "recompute": "activation_checkpoint.mode {none,full,selective}; op = mode selective + "
-                     "activation_checkpoint.selective_ac_option \"op\"",
+                     "activation_checkpoint.selective_ac_option \"op\"; layer = mode selective + "
+                     "selective_ac_option \"k\" (training.recompute_every)",
         "fp8_recipe": "model.converters [\"quantize.linear.float8\"] + "
                       "quantize.linear.float8.recipe_name {tensorwise,rowwise,rowwise_with_gw_hp}; "
                       "mxfp8: model.converters [\"quantize.linear.mx\"] + "

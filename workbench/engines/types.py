@@ -32,7 +32,7 @@ class Engine:
     label: str                  # what a person calls it
     about: str                  # one sentence: what it is, which products run it
     switches: tuple[str, ...]   # the SWITCHES this engine offers
-    recompute: tuple[str, ...]  # training.recompute values offered (of none|selective|full|op)
+    recompute: tuple[str, ...]  # training.recompute values offered (scenario.types.RECOMPUTE)
     zero: tuple[int, ...]       # parallel.zero stages offered
     recompute_default: str = "selective"   # training.recompute when the scenario leaves it out
     fp8_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)   # recipe -> how it runs

@@ -20,7 +20,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   linear layer without bias (the q/k/v, first MLP and head inputs; not under SP), a
   sequence-parallel RMSNorm's sharded output, and the int64 token ids and targets.
 - Context parallelism divides the sequence by cp (ring attention).
-- Recompute: ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
+- Recompute: ``layer`` (torchtitan's layer SAC) checkpoints every ``recompute_every``-th block
+  whole and keeps everything of the others. ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
   selective recomputation, ``sbh·34/t`` with SP); ``full`` stores only each layer's input
   (2·sbh, /t with SP) and recomputes the rest; one layer's full set is alive during recompute.
 Small terms are kept (norm statistics in fp32) so trials can be matched; Korthikanti omits them.
@@ -48,6 +49,7 @@ class ActivationShape:
     flash: bool
     recompute: str
     pytorch_eager: bool = False
+    recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
 
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
@@ -56,7 +58,7 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
-        recompute=tr.recompute, pytorch_eager=pytorch_eager)
+        recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every)
 
 
 def _copies(x: ActivationShape, bias: bool = False) -> int:
@@ -190,6 +192,13 @@ def layer_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[
     return out
 
 
+def checkpointed_fraction(model: ModelShape, every: int) -> float:
+    """The share of blocks recompute "layer" checkpoints: one in ``every``, counted from the
+    ``every``-th (torchtitan's ``_layer_sac_count % ac_freq == 0``): floor(layers / k) of the
+    layers."""
+    return (model.layers // max(1, every)) / model.layers
+
+
 def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
     """Bytes one layer keeps for backward for one microbatch, under the recompute policy."""
     if x.recompute == "full":
@@ -197,6 +206,14 @@ def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float
         return x.s * x.b * model.hidden / r * x.elem   # the layer's input (checkpoint)
     if x.recompute == "op":
         return sum(op_saved_terms(model, x, moe_layer).values())
+    if x.recompute == "layer":
+        # torchtitan's layer SAC wraps every k-th block in a checkpoint (the block's input is
+        # kept) and leaves the others as they are: per layer, the average of the two
+        f = checkpointed_fraction(model, x.recompute_every)
+        full = layer_bytes(model, x.__class__(**{**x.__dict__, "recompute": "full"}), moe_layer)
+        none = sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
+                               moe_layer).values())
+        return full * f + none * (1 - f)
     return sum(layer_terms(model, x, moe_layer).values())
 
 
@@ -228,9 +245,9 @@ def op_saved_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> di
 
 
 def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
-    """Under full (or per-op) recompute, one layer's complete activations are rebuilt during its
-    backward."""
-    if x.recompute not in ("full", "op"):
+    """Under full, per-op or layer recompute, one layer's complete activations are rebuilt during
+    its backward."""
+    if x.recompute not in ("full", "op", "layer"):
         return 0.0
     return sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
                            moe_layer).values())

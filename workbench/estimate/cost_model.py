@@ -141,7 +141,8 @@ class Rows:
             rest, mb = divmod(c, 1024)
             rest, ep = divmod(rest, 65536)
             tp, cp = divmod(rest, 1024)
-            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, pytorch_eager,
+            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, tr.recompute_every,
+                   pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
                    base.parallel.expert_tp)
             if key not in cache:
@@ -226,7 +227,7 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
     activ = layer_act * inflight / cpr
     activ = activ + rows.has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
     activ = activ + rows.has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
-    if tr.recompute in ("full", "op"):
+    if tr.recompute in ("full", "op", "layer"):
         activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
                                    np.where(nm > 0, col("moe", "ws"), 0))
     x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,

@@ -59,6 +59,10 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
     recompute_flops = 0.0
     if tr.recompute == "full":
         recompute_flops = model_flops / 3
+    elif tr.recompute == "layer":
+        from workbench.estimate.activations import checkpointed_fraction
+        recompute_flops = model_flops / 3 * checkpointed_fraction(s.model,
+                                                                  tr.recompute_every)
     elif tr.recompute == "selective" and not tr.flash:
         from workbench.estimate.flops import layer_flops
         recompute_flops = s.model.layers * layer_flops(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from workbench.estimate.activations import checkpointed_fraction
 from workbench.estimate.arrays import plain
 
 from workbench.estimate import eager_ops
@@ -113,7 +114,10 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     et = par.etp                                          # the experts' TP degree
     ep_span = group_span(par.ep, et, gpn)
     mats = 3 if m.mlp == "swiglu" else 2
-    passes = 3 if tr.recompute == "full" else 2          # forward, backward, recomputed forward
+    # forward, backward, recomputed forward (layer: the checkpointed share of the blocks)
+    layer_share = checkpointed_fraction(m, tr.recompute_every)
+    passes = 3 if tr.recompute == "full" else (
+        2 + layer_share if tr.recompute == "layer" else 2)
     run = conventions(s)
     kernel_shape = attention_kernel(m, tr.micro_batch, tr.seq_len, t, cp)
 
@@ -189,6 +193,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         recompute = 0.0
         if tr.recompute == "full":
             recompute = g + a_f + mem_t
+        elif tr.recompute == "layer":     # every k-th block's whole forward again
+            recompute = (g + a_f + mem_t) * layer_share
         elif tr.recompute == "selective" and not tr.flash:
             recompute = a_f
         elif tr.recompute == "op":

@@ -120,6 +120,10 @@ def _notes(s: Scenario) -> list[str]:
     if tr.compile:
         n.add("training.compile", True, "no config switch: call model_engine.compile() after "
               "deepspeed.initialize (DeepSpeedEngine.compile)")
+    if tr.recompute == "layer":
+        n.add("training.recompute", "layer", f"checkpoint one block in every {tr.recompute_every} "
+              "where the model calls checkpoint(); the config only sets up "
+              "deepspeed.checkpointing")
     if tr.recompute == "op":
         n.add("training.recompute", "op", "torchtitan's per-op SAC: pass a selective "
               "checkpoint policy where the model calls checkpoint(); the config only sets up "

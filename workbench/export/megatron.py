@@ -113,6 +113,10 @@ def _notes(s: Scenario) -> Notes:
     if fp8_recipe(s) == "rowwise":
         n.add("training.fp8_recipe", "rowwise", "Megatron-LM has no rowwise scaling; exported "
               "--fp8-recipe blockwise (1x128 tiles), the closest")
+    if tr.recompute == "layer":
+        n.add("training.recompute", "layer", "Megatron-LM checkpoints whole layers only as the "
+              "first N of each stage (--recompute-method block); exported with N = the stage's "
+              f"layers / {tr.recompute_every}, the same number of recomputed blocks")
     if tr.recompute == "op":
         n.add("training.recompute", "op", "Megatron-LM has no per-op selective checkpointing; "
               "exported --recompute-granularity selective (core attention), which keeps more "
@@ -272,6 +276,11 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--recompute-granularity", "full")
         add("--recompute-method", "uniform")
         add("--recompute-num-layers", 1)
+    elif tr.recompute == "layer":
+        stage_layers = m.layers // (par.pp * par.chunks_per_rank)
+        add("--recompute-granularity", "full")
+        add("--recompute-method", "block")
+        add("--recompute-num-layers", max(1, stage_layers // tr.recompute_every))
     elif tr.recompute in ("selective", "op"):   # op: the closest, with a note (_notes)
         add("--recompute-granularity", "selective")
 

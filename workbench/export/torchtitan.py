@@ -275,7 +275,7 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
     ac = Section("activation_checkpoint")
     # job_config.py ActivationCheckpoint: mode none|selective|full|memory_budget,
     # selective_ac_option 'op' (per-op SAC) or an int (every n-th layer)
-    ac.set("mode", "selective" if tr.recompute == "op" else tr.recompute)
+    ac.set("mode", "selective" if tr.recompute in ("op", "layer") else tr.recompute)
     if tr.recompute == "selective":
         # torchtitan has no attention-only recompute; per-op SAC is its closest selective mode
         ac.set("selective_ac_option", "op", "op-level SAC: recomputes about half the matmuls, "
@@ -283,6 +283,10 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
     elif tr.recompute == "op":
         ac.set("selective_ac_option", "op", "per-op selective checkpointing (training.recompute "
                "op)")
+    elif tr.recompute == "layer":
+        ac.set("selective_ac_option", str(tr.recompute_every),
+               f"one block in every {tr.recompute_every} checkpointed whole (training.recompute "
+               "layer)")
 
     opt = Section("optimizer")
     opt.set("name", "AdamW")

@@ -212,8 +212,10 @@ def _nics(s: Scenario):
 # -- the engine and its switches --------------------------------------------------------
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
       "parallel.expert_tp) and a training.recompute policy must be one the training.engine "
-      "offers (docs/engines.md); fp8_recipe needs precision fp8",
+      "offers (docs/engines.md); fp8_recipe needs precision fp8; recompute_every at most the "
+      "layers",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
+      "training.recompute_every",
       "parallel.async_tp", "parallel.expert_tp", layout=False)
 def _engine_switches(s: Scenario):
     tr, par = s.training, s.parallel
@@ -231,7 +233,13 @@ def _engine_switches(s: Scenario):
         yield Problem("training.recompute", tr.recompute,
                       f"engine {eng.name} offers {', '.join(eng.recompute)}"
                       + (" (op is torchtitan's per-op selective checkpointing)"
-                         if tr.recompute == "op" else ""))
+                         if tr.recompute == "op" else "")
+                      + (" (layer: one block in training.recompute_every checkpointed whole)"
+                         if tr.recompute == "layer" else ""))
+    if tr.recompute == "layer" and tr.recompute_every > s.model.layers:
+        yield Problem("training.recompute_every", tr.recompute_every,
+                      f"checkpoints every k-th block: at most the model's {s.model.layers} "
+                      "layers")
     if tr.fp8_recipe is not None and eng.offers("fp8_recipe"):
         if tr.precision != "fp8":
             yield Problem("training.fp8_recipe", tr.fp8_recipe,
@@ -300,6 +308,15 @@ layout_rule(
                          "(DeepSpeed's PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed "
                          "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "
                          "reshard_after_forward false")))
+
+layout_rule(
+    "deepspeed_zero3_pp", "engine deepspeed: ZeRO-3 does not combine with pipeline parallelism",
+    Condition(P + "zero", (P + "zero", P + "pp", "training.engine"),
+              lambda v: np.logical_not((v.tr.engine == "deepspeed") & (v.par.zero == 3)
+                                       & (v.par.pp > 1)),
+              lambda v: ("DeepSpeed's PipelineEngine refuses it: 'ZeRO-2 and ZeRO-3 are "
+                         "incompatible with pipeline parallelism' (deepspeedai/DeepSpeed@edaa722 "
+                         "deepspeed/runtime/pipe/engine.py:76-77); use zero 1")))
 
 layout_rule(
     "engine_sp", "parallel.sequence_parallel false with tp > 1 only where the training.engine "

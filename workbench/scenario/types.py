@@ -12,7 +12,8 @@ from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShap
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
-RECOMPUTE = ("none", "selective", "op", "full")   # least recomputed first; op: torchtitan per-op
+RECOMPUTE = ("none", "selective", "op", "layer", "full")   # least recomputed first; op:
+# torchtitan per-op; layer: every ``recompute_every``-th block fully (torchtitan layer SAC)
 #                                                  selective activation checkpointing
 OPTIMIZERS = ("adamw", "sgd")
 OFFLOAD = ("none", "cpu", "nvme")
@@ -146,6 +147,7 @@ class Training:
     global_batch: int = 256   # sequences per optimizer step
     precision: str = "bf16"   # compute precision (mixed precision with fp32 master weights)
     recompute: str = "selective"     # activation recomputation (Korthikanti et al. 2022)
+    recompute_every: int = 2  # recompute "layer": every k-th block is checkpointed whole
     optimizer: str = "adamw"  # adamw (two fp32 moments) or sgd (momentum)
     offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)
     tokens: float = 1e12      # tokens to train on, for time to train and energy

@@ -536,6 +536,8 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         "tokens": c.number(d, "tokens", p, dfl.tokens),
         "engine": c.choice(d, "engine", p, ENGINE_NAMES, dfl.engine),
         "compile": c.boolean(d, "compile", p, dfl.compile),
+        "recompute_every": c.integer(d, "recompute_every", p, dfl.recompute_every,
+                                     hi=1_000_000),
     }
     # The attention kernel and the recompute policy default to the engine's (generic: flash2,
     # selective).

@@ -50,12 +50,26 @@ class Refusals:
             raise ExportError(self.target, self.problems)
 
 
+class Expand(str):
+    """A word of an exported command whose ``$NAME`` references the script means to expand:
+    the launcher's own variables (``$MASTER_ADDR``, ``$SLURM_JOB_ID``), written by the
+    exporter, never by a scenario. Double-quoted; every other word is data."""
+
+
 def shell_word(arg: str) -> str:
-    """Quote one argument for bash. Words with ``$`` keep their expansion (double quotes):
-    the exported commands refer to ``$MASTER_ADDR`` and ``$SLURM_JOB_ID`` on purpose."""
-    if "$" in arg:
-        return '"' + arg.replace('"', '\\"') + '"'
+    """Quote one argument for bash. Data (scenario paths, ``--set`` values, names) is
+    single-quoted with ``shlex.quote``, so ``$(...)``, backticks or ``;`` in it never run;
+    only an :class:`Expand` word keeps its ``$`` expansion."""
+    if isinstance(arg, Expand):
+        return '"' + "".join("\\" + c if c in '"\\`' else c for c in arg) + '"'
     return shlex.quote(arg)
+
+
+def one_line(text: object) -> str:
+    """``text`` for a comment or a one-line field of an exported file: control characters
+    (a newline above all, which would start a line of its own in a script) written as
+    escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def shell_command(args: list[str], indent: str = "  ") -> str:
@@ -89,7 +103,8 @@ def layout_summary(s: Scenario) -> str:
 def model_label(s: Scenario) -> str:
     """The model's name with its catalog key when it came from a preset."""
     preset = s.document.get("model", {}).get("preset")
-    return f"{s.model.name} (preset {preset})" if preset else s.model.name
+    name = one_line(s.model.name)
+    return f"{name} (preset {one_line(preset)})" if preset else name
 
 
 def preset_key(s: Scenario) -> str | None:
@@ -168,4 +183,4 @@ class Notes:
                 f"training.engine={engine})")
 
     def add(self, path: str, value: object, why: str) -> None:
-        self.items.append(f"{path} = {_word(value)}: {why}")
+        self.items.append(one_line(f"{path} = {_word(value)}: {why}"))

@@ -41,7 +41,8 @@ from __future__ import annotations
 from workbench.engines import ENGINES
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
-    Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, shell_command,
+    Expand, Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label,
+    shell_command,
     shell_word, spelling, train_samples,
 )
 from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
@@ -337,7 +338,7 @@ def to_megatron(s: Scenario, source: Source = Source()) -> Exported:
     lines.append("  " + " ".join(line))
     lines.append(")")
     launch = ["torchrun", f"--nnodes={hw.nodes}", f"--nproc-per-node={hw.gpus_per_node}",
-              "--rdzv-backend=c10d", f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}",
+              "--rdzv-backend=c10d", Expand(f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}"),
               "--rdzv-id=megatron", "pretrain_gpt.py"]
     lines.append(shell_command(launch) + ' "${MEGATRON_ARGS[@]}"')
     return Exported("\n".join(lines) + "\n", notes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from workbench.export.common import Source, layout_summary, model_label, shell_command
+from workbench.export.common import Expand, Source, layout_summary, model_label, shell_command
 from workbench.export.torchrun import nccl_env, torchrun_args
 from workbench.scenario.types import Scenario
 
@@ -50,5 +50,5 @@ def to_slurm(s: Scenario, source: Source = Source(), *, time: str = DEFAULT_TIME
     ]
     lines += [e.line() for e in nccl_env(s)]
     # the job id makes the rendezvous id unique per job (torchrun's --rdzv-id)
-    lines.append("srun " + shell_command(torchrun_args(s, source, rdzv_id="$SLURM_JOB_ID")))
+    lines.append("srun " + shell_command(torchrun_args(s, source, rdzv_id=Expand("$SLURM_JOB_ID"))))
     return "\n".join(lines) + "\n"

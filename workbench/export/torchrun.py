@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.export.common import Source, layout_summary, model_label, shell_command
+from workbench.export.common import Expand, Source, layout_summary, model_label, shell_command
 from workbench.scenario.types import Scenario
 
 MASTER_PORT = 29500
@@ -97,8 +97,8 @@ def torchrun_args(s: Scenario, source: Source = Source(), *, rdzv_id: str = "wor
             f"--nnodes={hw.nodes}",
             f"--nproc-per-node={hw.gpus_per_node}",
             "--rdzv-backend=c10d",
-            f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}",
-            f"--rdzv-id={rdzv_id}",
+            Expand(f"--rdzv-endpoint=$MASTER_ADDR:{MASTER_PORT}"),
+            (Expand if isinstance(rdzv_id, Expand) else str)(f"--rdzv-id={rdzv_id}"),
             "--max-restarts=0",   # a failed rank ends the trial: the workbench reports it
             "-m", TRIAL_MODULE,
             *source.args(), "--steps", str(steps), "--backend", "nccl"]

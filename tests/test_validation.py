@@ -163,7 +163,7 @@ def test_cli_missing_file_and_bad_yaml(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("hardware: [unclosed\n")
     r = _cli("estimate", str(bad))
-    assert r.returncode == 2 and "not valid YAML/JSON at line" in r.stderr
+    assert r.returncode == 2 and "is not valid YAML at line 2" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import ipywidgets as w
 import yaml
 
+from workbench.scenario.document import DocumentError, load_text
+
 from widgets.charts.labels import band_words
 from widgets.charts.memory import MemoryChart
 from widgets.charts.mesh import MeshChart
@@ -228,12 +230,11 @@ class App:
     def load_text(self, text: str) -> None:
         """A YAML/JSON scenario from text (upload or the YAML tab); bad text shows a message."""
         try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>The scenario is "
-                                  f"not valid YAML{where}.</div>")
+            doc = load_text(text, "The scenario")
+        except DocumentError as exc:
+            p = exc.problems[0]
+            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>"
+                                  f"{html.escape(p.path)} {html.escape(p.message)}.</div>")
             return
         if not isinstance(doc, dict):
             self.verdict.value = ("<div class='wb-error' style='color:#cf222e'>A scenario is a "

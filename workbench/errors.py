@@ -1,6 +1,7 @@
 """The one error type every invalid scenario raises."""
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 
@@ -15,7 +16,17 @@ class Problem:
     def __str__(self) -> str:
         if self.value is None:   # a missing field: nothing was given to show
             return f"{self.path}: {self.message}"
-        return f"{self.path}: {self.message} (got {self.value!r})"
+        return f"{self.path}: {self.message} (got {shown(self.value)})"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value as a message quotes it: its repr (control characters escaped), cut to ``limit``
+    characters so a huge or self-repeating value never fills a terminal or a page. Containers
+    are walked only as far as the limit needs."""
+    r = reprlib.Repr()
+    r.maxlevel, r.maxdict, r.maxlist, r.maxstring, r.maxother = 3, 6, 6, limit, limit
+    text = r.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class ScenarioError(ValueError):

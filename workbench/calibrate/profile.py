@@ -311,7 +311,12 @@ def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
 def load_profile(path: str | Path) -> Profile:
     """Read a calibration file written by ``workbench calibrate``: a ``MachineProfile`` (a CPU
     machine) or a ``gpu_profile.GpuProfile`` (``device: cuda``)."""
-    doc = json.loads(Path(path).read_text())
+    from workbench.scenario.document import load_text
+    from workbench.scenario.io import read_text_file
+
+    # a regular file under the document size limit, parsed within the document limits
+    doc = load_text(read_text_file(path, "calibration file"), "calibration file",
+                    json_text=True)
     if isinstance(doc, dict) and doc.get("device") == "cuda":
         from workbench.calibrate.gpu_profile import GpuProfile
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -10,37 +11,57 @@ from workbench.scenario.types import Scenario
 from workbench.scenario.validate import parse_scenario
 
 
-def read_document(path: str | Path) -> dict:
-    """Load a YAML or JSON scenario file into a dict (no validation yet)."""
-    import yaml  # local: keeps `import workbench` light
+def read_text_file(path: str | Path, what: str = "scenario") -> str:
+    """The UTF-8 text of a regular file no larger than the document limit: a FIFO, a device
+    (``/dev/zero``) or a directory is refused before it is opened for reading."""
+    from workbench.scenario.document import MAX_BYTES
 
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        st = p.stat()
     except OSError as exc:
-        raise ScenarioError([Problem("scenario", str(p), f"cannot read file: {exc.strerror}")])
-    except UnicodeDecodeError:
-        raise ScenarioError([Problem("scenario", str(p), "is not UTF-8 text")]) from None
+        raise ScenarioError([Problem(what, str(p), f"cannot read file: {exc.strerror}")])
+    if not stat.S_ISREG(st.st_mode):
+        raise ScenarioError([Problem(what, str(p), "is not a regular file")])
+    if st.st_size > MAX_BYTES:
+        raise ScenarioError([Problem(what, str(p), f"is larger than {MAX_BYTES:,} bytes")])
     try:
-        doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}" if where is not None else ""
-        raise ScenarioError([Problem("scenario", str(p), f"is not valid YAML/JSON{at}")])
+        with open(p, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([Problem(what, str(p), f"cannot read file: {exc.strerror}")])
+    if len(data) > MAX_BYTES:
+        raise ScenarioError([Problem(what, str(p), f"is larger than {MAX_BYTES:,} bytes")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError([Problem(what, str(p), "is not UTF-8 text")]) from None
+
+
+def read_document(path: str | Path) -> dict:
+    """Load a YAML or JSON scenario file into a dict (no validation yet), within the limits
+    of ``workbench.scenario.document``."""
+    from workbench.scenario.document import load_text
+
+    p = Path(path)
+    doc = load_text(read_text_file(p), f"scenario {p}", json_text=p.suffix.lower() == ".json")
     if not isinstance(doc, dict):
         raise ScenarioError([Problem("scenario", str(p), "must hold a table with hardware, model, "
                                                          "parallel and training sections")])
     return doc
 
 
-def parse_value(text: str) -> Any:
-    """Turn the right-hand side of ``--set key=value`` into a YAML scalar or table."""
-    import yaml
+def parse_value(text: str, where: str = "--set") -> Any:
+    """Turn the right-hand side of ``--set key=value`` into a YAML scalar or table (text that
+    is not YAML stays text; one over the document limits is refused)."""
+    from workbench.scenario.document import DocumentError, load_text
 
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+        return load_text(text, where)
+    except DocumentError as exc:
+        if exc.syntax:
+            return text
+        raise
 
 
 def apply_overrides(doc: dict, overrides: list[str]) -> dict:
@@ -74,7 +95,10 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
                 break
             node = nxt
         if node is not None:
-            node[parts[-1]] = parse_value(value)
+            try:
+                node[parts[-1]] = parse_value(value, f"--set {key}")
+            except ScenarioError as exc:
+                problems.extend(exc.problems)
     if problems:
         raise ScenarioError(problems)
     return out

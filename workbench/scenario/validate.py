@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import re
 from typing import Any
 
 from workbench.catalog import CATALOGS
 from workbench.engines import ENGINE_NAMES, ENGINES, FP8_RECIPES
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
-from workbench.errors import Problem, ScenarioError
+from workbench.errors import Problem, ScenarioError, shown
 from workbench.scenario.rules import check_rules
 from workbench.scenario.types import (
     ATTENTION_KERNELS, MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
@@ -21,6 +23,7 @@ from workbench.scenario.types import (
 )
 
 _MISSING = object()
+_ASCII_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 
 # Defaults for the optional hardware parts, so a scenario may name only GPUs and counts.
 HARDWARE_DEFAULTS = {
@@ -124,11 +127,10 @@ class _Checker:
         if value is _MISSING:
             self.add(where, None, "is required")
             return None
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                pass
+        # YAML 1.1 reads "1e12" (no dot) as text: such text is a number, written in ASCII
+        # digits only ("８０" and "inf" are not)
+        if isinstance(value, str) and _ASCII_NUMBER.fullmatch(value.strip()):
+            value = float(value)
         try:
             finite = not isinstance(value, bool) and isinstance(value, (int, float)) and \
                 math.isfinite(value)
@@ -180,13 +182,17 @@ class _Checker:
         from workbench.calibrate.profile import load_profile, profile_gpu
 
         file = value[len(CALIBRATION_PREFIX):].strip()
+        if not os.path.exists(file):
+            self.add(path, value, f"no calibration file at {shown(file)}; write one with "
+                                  f"`workbench calibrate --out FILE`")
+            return None, value
         try:
             return profile_gpu(load_profile(file), source=f"calibration file {file}"), value
-        except FileNotFoundError:
-            self.add(path, value, f"no calibration file at {file!r}; write one with "
-                                  f"`workbench calibrate --out {file}`")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.add(path, value, f"{file!r} is not a calibration file: {exc}")
+        except ScenarioError as exc:      # not a regular file, too large, malformed text
+            self.add(path, value, exc.problems[0].message)
+        except Exception:                 # noqa: BLE001 - any malformed record: one message
+            # (the record's own error text would quote the file's keys back)
+            self.add(path, value, "is not a calibration file written by `workbench calibrate`")
         return None, value
 
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:
@@ -242,7 +248,7 @@ def parse_scenario(doc: Any, *, layout_required: bool = True) -> Scenario:
     if not isinstance(doc, dict):
         raise ScenarioError(c.problems or [Problem("scenario", doc, "must be a table")])
     for section in ("hardware", "model"):
-        if section not in top:
+        if top.get(section) is None:     # absent, or given as null
             c.add(section, None, "is required")
     hardware, hw_doc = _hardware(c, top.get("hardware", _MISSING))
     model, model_doc = _model(c, top.get("model", _MISSING))

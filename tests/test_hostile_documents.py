@@ -110,3 +110,10 @@ def test_calibration_paths_read_only_regular_calibration_files(tmp_path):
     for path, expected in cases.items():
         line = _message(EXAMPLE, [f"hardware.gpu=calibration:{path}"])
         assert expected in line and "secret_key_name" not in line, line
+
+
+@pytest.mark.parametrize("value", ["true", "3.0"])
+def test_a_boolean_or_a_float_is_not_a_zero_stage(value):
+    """``True == 1`` and ``3.0 == 3`` in Python; the DeepSpeed export once wrote them as given."""
+    assert "parallel.zero: must be one of 0, 1, 2, 3" in _message(
+        EXAMPLE, [f"parallel.zero={value}"])

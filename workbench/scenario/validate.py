@@ -154,7 +154,10 @@ class _Checker:
     def choice(self, d: dict, key: str, path: str, allowed: tuple, default: Any) -> Any:
         value = d.get(key, default)
         norm = value.strip().lower() if isinstance(value, str) else value
-        if norm not in allowed:
+        # ``True == 1`` and ``3.0 == 3`` in Python: a choice among numbers takes integers only
+        wrong_type = (isinstance(norm, (bool, float))
+                      and not any(isinstance(a, type(norm)) for a in allowed))
+        if wrong_type or norm not in allowed:
             self.add(f"{path}.{key}", value, f"must be one of {', '.join(map(str, allowed))}")
             return None
         return norm

@@ -31,3 +31,27 @@ def scenario_doc(**sections) -> dict:
 @pytest.fixture
 def doc():
     return copy.deepcopy(BASE)
+
+
+@pytest.fixture
+def calibration_folder(tmp_path, monkeypatch) -> Path:
+    """The test's tmp_path as a calibration folder (beside the project's calibrations/):
+    scenarios read profiles from the calibration folders only (workbench/calibrate/locate.py)."""
+    import os
+
+    from workbench.calibrate.locate import ENV, PROJECT_FOLDER
+
+    monkeypatch.setenv(ENV, os.pathsep.join([str(tmp_path), str(PROJECT_FOLDER)]))
+    return tmp_path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_trial_queue(tmp_path_factory):
+    """The suite's trials (CLI and dashboard) queue among themselves, not behind a trial a
+    person runs on this machine meanwhile (workbench/trial/slots.py)."""
+    import os
+
+    folder = tmp_path_factory.mktemp("trial-slots")
+    folder.chmod(0o700)
+    os.environ.setdefault("WORKBENCH_TRIAL_SLOTS_DIR", str(folder))
+    yield

@@ -58,6 +58,11 @@ LLAMA_POINTS = [(8192, 6144, 4096, 2 * 8192 * 6144 * 4096 / 700e12),
                 (8192, 128256, 4096, 13.383711814880371e-3)]
 
 
+@pytest.fixture(autouse=True)
+def _profiles_in_tmp_path(calibration_folder):
+    """Profiles these tests write to tmp_path are read from there."""
+
+
 def _table(sweep: dict, rate: float) -> list[float]:
     return [sweep.get((m, n, k), 2.0 * m * n * k / rate) for m, n, k in
             gpu_mod.grid_shapes(GRID)]

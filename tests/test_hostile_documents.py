@@ -3,6 +3,7 @@ a hang or a runaway: alias bombs, deep nesting, duplicate keys, FIFOs, devices, 
 huge or binary files, dates, 5000-digit integers, full-width digits, null sections."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,20 +97,44 @@ def test_the_command_line_exits_2_with_one_line(tmp_path):
         parse_scenario({"hardware": None, "model": {"preset": "llama3-8b"}})
 
 
-def test_calibration_paths_read_only_regular_calibration_files(tmp_path):
-    """``hardware.gpu: calibration:PATH`` opens no FIFO or device, and a malformed record is
-    refused without quoting the file's keys back."""
-    bad = tmp_path / "cal.json"
-    bad.write_text('{"cores": 0, "secret_key_name": 1}')
-    fifo = tmp_path / "fifo.json"
-    os.mkfifo(fifo)
-    cases = {bad: "is not a calibration file written by `workbench calibrate`",
-             fifo: "is not a regular file", "/dev/zero": "is not a regular file",
-             tmp_path: "is not a regular file",
-             tmp_path / "nope.json": "no calibration file at"}
-    for path, expected in cases.items():
-        line = _message(EXAMPLE, [f"hardware.gpu=calibration:{path}"])
-        assert expected in line and "secret_key_name" not in line, line
+def test_calibration_profiles_come_from_the_calibration_folders_only(tmp_path, monkeypatch):
+    """``hardware.gpu: calibration:X`` opens nothing outside the calibration folders (no
+    /dev/zero, no FIFO, no other file: the message is the same whether it exists or not), and
+    inside them only regular files whose every field is in range."""
+    from workbench.calibrate.locate import ENV
+
+    folder = tmp_path / "cal"
+    folder.mkdir()
+    monkeypatch.setenv(ENV, str(folder))
+    good = json.loads((ROOT / "calibrations" / "amd-epyc-2core-2026-12-02.json").read_text())
+    (folder / "zero-cores.json").write_text(json.dumps({**good, "cores": 0}))
+    (folder / "slow.json").write_text(json.dumps({**good, "copy_gb_per_s": 1e-320}))
+    (folder / "short.json").write_text(json.dumps(
+        {**good, "gemm_seconds": {"fp32": good["gemm_seconds"]["fp32"][:-1]}}))
+    (folder / "extra.json").write_text(json.dumps({**good, "secret_key_name": 1}))
+    os.mkfifo(folder / "fifo.json")
+    (tmp_path / "outside.json").write_text(json.dumps(good))
+    outside = "is outside the calibration folders"
+    cases = {
+        "zero-cores": "its cores must be a whole number 1..100,000 (got 0)",
+        "slow": "its copy_gb_per_s must be a number from 0.001 to 1e+06 (got 1e-320)",
+        "short": "its gemm_seconds.fp32 must hold one time per grid shape: 80",
+        "extra": "its secret_key_name is not a field of a calibration file",
+        str(folder / "fifo.json"): "is not a regular file",
+        "fifo": "no calibration named 'fifo'",     # a name lists regular files only
+        "/dev/zero": outside, str(tmp_path / "outside.json"): outside,
+        str(tmp_path / "missing.json"): outside, str(folder / ".." / "outside.json"): outside,
+        "nope": "no calibration named 'nope'",
+    }
+    for spec, expected in cases.items():
+        line = _message(EXAMPLE, [f"hardware.gpu=calibration:{spec}"])
+        assert expected in line, line
+    (folder / "good.json").write_text(json.dumps(good))
+    assert load_scenario(EXAMPLE, ["hardware.gpu=calibration:good"]).hardware.gpu.profile
+    # the dashboard names profiles, never paths
+    with pytest.raises(ScenarioError, match="takes a calibration by its name"):
+        parse_scenario({"hardware": {"gpu": f"calibration:{folder / 'good.json'}"},
+                        "model": {"preset": "llama3-8b"}}, calibration_names_only=True)
 
 
 @pytest.mark.parametrize("value", ["true", "3.0"])

@@ -1,7 +1,8 @@
 """`workbench monitor`, the NVML telemetry mapping and the step reporter.
 
 Without a GPU: the monitor runs for real (a subprocess: it warns once, serves the plan, stops on
-SIGINT and SIGTERM, refuses a port in use, binds 127.0.0.1 only); the NVML mapping is checked
+SIGINT and SIGTERM, refuses a port in use, binds 127.0.0.1 only); its endpoint serves GET/HEAD
+/metrics only and drops silent, trickling and surplus connections; the NVML mapping is checked
 against a fake ``pynvml`` module, and the real "library not found" path on this machine. No
 test asserts a duration: step times are read back from the registry and compared with what
 was derived from them.
@@ -9,12 +10,15 @@ was derived from them.
 from __future__ import annotations
 
 import ctypes
+import gzip
+import http.client
 import io
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 import types
 import urllib.error
 import urllib.request
@@ -151,13 +155,21 @@ def test_monitor_port_in_use_is_one_line_exit_2():
 
 @pytest.mark.parametrize("args, option", [(["--interval", "0"], "--interval"),
                                           (["--duration", "-1"], "--duration"),
-                                          (["--port", "70000"], "--port")])
+                                          (["--port", "70000"], "--port"),
+                                          (["--host", ""], "--host"),
+                                          (["--host", "  "], "--host")])
 def test_monitor_bad_option_is_one_line_exit_2(capsys, args, option):
     from workbench.cli import main
 
-    assert main(["monitor", str(SCENARIO), *args]) == 2
+    try:
+        rc = main(["monitor", str(SCENARIO), *args])
+    except SystemExit as exc:      # refused by the parser's own range check (argparse exits)
+        rc = exc.code
+    assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("workbench: ") and option in err[0]
+    # "workbench: ..." from the command, "workbench monitor: error: ..." from the parser
+    assert len(err) == 1 and err[0].startswith("workbench") and option in err[0]
+    assert "Traceback" not in err[0]
 
 
 def test_run_monitor_leaves_no_thread_and_restores_signals():
@@ -174,6 +186,177 @@ def test_run_monitor_leaves_no_thread_and_restores_signals():
     url = [ln for ln in err.getvalue().splitlines() if ln.startswith("metrics: ")][0]
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url.removeprefix("metrics: "), timeout=5)
+
+
+# -- the endpoint against hostile clients ----------------------------------------------------
+
+def _endpoint():
+    from workbench.monitor.exporter import Endpoint
+
+    metrics = MetricSet()
+    metrics.set_plan(_plan())
+    return Endpoint(metrics)
+
+
+def _request(port: int, method: str, path: str) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path)
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+def _read_until_closed(sock: socket.socket, within: float) -> bytes | None:
+    """What the server sent before it closed ``sock`` (EOF or a reset), or None if it had not
+    closed it within ``within`` seconds of silence."""
+    sock.settimeout(within)
+    got = b""
+    try:
+        while chunk := sock.recv(4096):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return None
+    return got
+
+
+@pytest.mark.slow
+def test_endpoint_drops_silent_connections_and_keeps_serving():
+    from workbench.monitor.exporter import REQUEST_TIMEOUT_S
+
+    with _endpoint() as ep:
+        silent = socket.create_connection(("127.0.0.1", ep.port), timeout=30)
+        partial = socket.create_connection(("127.0.0.1", ep.port), timeout=30)
+        try:
+            partial.sendall(b"GET /metr")               # half a request line, then nothing
+            # while both hold a server thread, a scrape still answers
+            assert "workbench_planned_step_seconds" in {n for n, _ in _scrape(ep.url)}
+            for sock in (silent, partial):          # dropped without an answer
+                assert _read_until_closed(sock, REQUEST_TIMEOUT_S + 20) == b""
+        finally:
+            silent.close()
+            partial.close()
+        assert "workbench_planned_step_seconds" in {n for n, _ in _scrape(ep.url)}
+
+
+def test_endpoint_cuts_a_trickling_connection(monkeypatch):
+    from workbench.monitor import exporter
+
+    # a byte every 0.2 s never trips the per-read timeout; the whole-connection limit cuts it
+    monkeypatch.setattr(exporter, "CONNECTION_LIMIT_S", 1.0)
+    with _endpoint() as ep, socket.create_connection(("127.0.0.1", ep.port), timeout=30) as s:
+        cut = False
+        for byte in b"GET /metrics" * WAIT_S:
+            try:
+                s.sendall(bytes([byte]))
+                s.settimeout(0.2)
+                cut = s.recv(4096) == b""    # EOF: cut (no answer to half a request line)
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                cut = True
+            break
+        assert cut
+        assert "workbench_planned_step_seconds" in {n for n, _ in _scrape(ep.url)}
+
+
+def test_endpoint_serves_only_get_and_head_of_metrics():
+    with _endpoint() as ep:
+        status, headers, body = _request(ep.port, "GET", "/metrics?x=1")
+        assert status == 200
+        names = {f.name for f in text_string_to_metric_families(body.decode())}
+        assert {"workbench_planned_step_seconds", "workbench_gpu_capacity_bytes"} <= names
+        status, headers, body = _request(ep.port, "HEAD", "/metrics")
+        assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
+        for path in ("/other", "/", "/metrics/", "/favicon.ico", "/metricsx?y=2"):
+            status, _, body = _request(ep.port, "GET", path)
+            assert (status, body) == (404, b"not found; the metrics are at /metrics\n"), path
+        for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+            status, headers, body = _request(ep.port, method, "/metrics")
+            assert status == 405 and headers["Allow"] == "GET, HEAD", method
+            assert body == b"method not allowed; use GET /metrics\n"
+        # prometheus_client's content negotiation is kept: gzip, and OpenMetrics on request
+        req = urllib.request.Request(ep.url, headers={
+            "Accept-Encoding": "gzip", "Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.headers["Content-Encoding"] == "gzip"
+            assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+            assert gzip.decompress(r.read()).endswith(b"# EOF\n")
+
+
+def test_endpoint_caps_connections_and_close_cuts_them():
+    from workbench.monitor.exporter import MAX_CONNECTIONS
+
+    before = set(threading.enumerate())
+    ep = _endpoint()
+    idle = [socket.create_connection(("127.0.0.1", ep.port), timeout=30)
+            for _ in range(MAX_CONNECTIONS)]
+    try:
+        # every slot is held: the next connection is closed unanswered, not given a thread
+        with socket.create_connection(("127.0.0.1", ep.port), timeout=30) as extra:
+            try:
+                extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            except ConnectionError:         # closed before the request went out: refused too
+                pass
+            assert _read_until_closed(extra, WAIT_S) == b""
+        idle.pop().close()          # a slot frees once the server has seen that EOF
+        status = None
+        for _ in range(WAIT_S * 10):
+            try:
+                status, _, _ = _request(ep.port, "GET", "/metrics")
+                break
+            except ConnectionError:            # still full: http.client.RemoteDisconnected
+                time.sleep(0.1)
+        assert status == 200
+        ep.close()                  # cuts the idle connections still open, ends their threads
+        assert all(_read_until_closed(sock, WAIT_S) == b"" for sock in idle)
+        assert set(threading.enumerate()) == before
+    finally:
+        for sock in idle:
+            sock.close()
+        ep.close()
+
+
+@pytest.mark.parametrize("host, says", [
+    ("", "an address to listen on is needed"),
+    (" \t", "an address to listen on is needed"),
+    ("192.0.2.1", "is not an address of this machine"),        # TEST-NET-1: never local
+    ("x" * 70, "is not a valid host name"),
+])
+def test_endpoint_bad_host_is_one_clear_problem(host, says):
+    from workbench.errors import ScenarioError
+    from workbench.monitor.exporter import Endpoint
+
+    with pytest.raises(ScenarioError) as exc:
+        Endpoint(MetricSet(), host, 0)
+    line = exc.value.one_line()
+    assert line.startswith("--host: ") and says in line
+    assert "127.0.0.1 for this machine only, or 0.0.0.0 for every interface" in line
+
+
+def test_check_options_refuses_an_empty_host():
+    from workbench.errors import ScenarioError
+    from workbench.monitor.monitor import check_options
+
+    check_options(0, 1.0, None, "127.0.0.1")
+    with pytest.raises(ScenarioError) as exc:
+        check_options(0, 1.0, None, "")
+    assert exc.value.problems[0].path == "--host"
+    assert "give 127.0.0.1 for this machine only, or 0.0.0.0 for every interface" in str(exc.value)
+
+
+def test_run_monitor_non_local_host_is_one_line_exit_2():
+    from workbench.monitor.monitor import run_monitor
+    from workbench.scenario import load_scenario
+
+    err = io.StringIO()
+    assert run_monitor(load_scenario(SCENARIO), host="192.0.2.1", port=0, duration=0,
+                       err=err) == 2
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("workbench: cannot serve metrics: --host: ")
 
 
 # -- NVML --------------------------------------------------------------------------------------

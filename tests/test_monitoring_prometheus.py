@@ -70,20 +70,24 @@ def test_prometheus_scrapes_every_rank_of_a_trial_and_the_plan(tmp_path):
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
         ranks: set[str] = set()
-        for _ in range(120):            # a bounded wait: scrapes come every second
+        memory: list = []
+        # a bounded wait for what the test reads: every rank's step time, and a peak memory
+        # series (step 0 reports none: its activations are not known until step 1's)
+        for _ in range(120):
             try:
                 ranks = {r["metric"]["rank"] for r in _query(base, "workbench_step_seconds")}
+                memory = _query(base, 'workbench_memory_bytes{kind="peak"}')
             except OSError:
-                ranks = set()
-            if len(ranks) == 4:
+                ranks, memory = set(), []
+            if len(ranks) == 4 and memory:
                 break
             time.sleep(0.5)
-        assert ranks == {"0", "1", "2", "3"}
+        assert ranks == {"0", "1", "2", "3"}, f"ranks scraped after 60 s: {sorted(ranks)}"
+        assert memory, "no workbench_memory_bytes{kind=\"peak\"} series scraped after 60 s"
         planned = {r["metric"]["kind"] for r in _query(base, "workbench_planned_memory_bytes")}
         assert {"params", "grads", "optimizer", "activations", "total"} <= planned
         assert _query(base, "workbench_planned_comm_bytes_per_step")
-        memory = _query(base, 'workbench_memory_bytes{kind="peak"}')
-        assert {r["metric"]["rank"] for r in memory} <= ranks and memory
+        assert {r["metric"]["rank"] for r in memory} <= ranks
     finally:
         for proc in (server, trial):
             if proc is not None:

@@ -90,8 +90,9 @@ def test_report_command_prints_the_matrix_and_its_summary(profile_file):
 
 @pytest.mark.parametrize("args,message", [
     (["--only", "no such trial"], "unknown trial 'no such trial'"),
-    (["--steps", "3"], "--steps must be at least 4"),
-    (["--calibration", "/nonexistent.json"], "--calibration /nonexistent.json"),
+    (["--steps", "3"], "argument --steps: expected a whole number 4..1,000 (a warm-up step"),
+    (["--calibration", "/nonexistent.json"],
+     "--calibration '/nonexistent.json': calibration file: cannot read"),
 ])
 def test_report_names_a_bad_option(args, message):
     run = subprocess.run([sys.executable, "-m", "workbench", "report", *args], cwd=ROOT,

@@ -73,7 +73,8 @@ class PlannerPanel:
         if self._thread is not None and self._thread.is_alive():
             return
         try:   # the current layout is only a starting point: an invalid one is planned too
-            scenario = parse_scenario(self.state.doc, layout_required=False)
+            scenario = parse_scenario(self.state.doc, layout_required=False,
+                                      calibration_names_only=True)
         except ScenarioError as exc:
             self._refuse("fix the scenario first: " + exc.one_line())
             return

@@ -95,7 +95,8 @@ class ScenarioState:
 
     def _apply(self) -> None:
         try:
-            scenario = parse_scenario(self.doc)
+            # a page names a calibration profile by name, never a path on this machine
+            scenario = parse_scenario(self.doc, calibration_names_only=True)
             est = estimate(scenario)
         except ScenarioError as exc:
             self.problems = exc.problems

@@ -11,12 +11,13 @@ import os
 import sys
 import time
 
-from workbench.errors import Problem, ScenarioError
+from workbench.errors import Problem, ScenarioError, printable
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # argparse quotes some values raw ("unrecognized arguments: ..."): escape them
+        self.exit(2, f"{self.prog}: error: {printable(message, 400)}\n")
 
 
 def _estimate(args: argparse.Namespace) -> int:
@@ -35,20 +36,12 @@ def _estimate(args: argparse.Namespace) -> int:
 def _trial(args: argparse.Namespace) -> int:
     from workbench.scenario import load_scenario
     from workbench.trial import prepare_for, run_trial
+    from workbench.trial.slots import hold_for_cli
 
     scenario = load_scenario(args.scenario, args.set)
-    if args.steps < 1:
-        raise ScenarioError([Problem("--steps", args.steps, "must be >= 1")])
-    if args.world_size is not None and args.world_size < 1:
-        raise ScenarioError([Problem("--world-size", args.world_size, "must be >= 1")])
     if args.inject and not 0 <= args.step < args.steps:
         raise ScenarioError([Problem("--step", args.step,
                                      f"must be a step of the trial (0..{args.steps - 1})")])
-    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
-        raise ScenarioError([Problem("--metrics-port", args.metrics_port,
-                                     "a TCP port 1..65535, or 0 for a free one")])
-    if args.metrics_linger < 0:
-        raise ScenarioError([Problem("--metrics-linger", args.metrics_linger, "must be >= 0")])
     inject = {}
     if args.inject:
         inject = {"inject": args.inject, "inject_rank": args.rank, "inject_step": args.step}
@@ -80,9 +73,10 @@ def _trial(args: argparse.Namespace) -> int:
                   flush=True)
 
     try:
-        result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
-                           backend=args.backend, on_event=show, shape=args.shape,
-                           prepared=ready, **inject)
+        with hold_for_cli():     # the machine-wide trial queue (workbench/trial/slots.py)
+            result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
+                               backend=args.backend, on_event=show, shape=args.shape,
+                               prepared=ready, **inject)
         if endpoint is not None and args.metrics_linger:
             time.sleep(args.metrics_linger)     # a scraper sees the last values
     finally:
@@ -131,8 +125,6 @@ def _plan(args: argparse.Namespace) -> int:
     from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
-    if args.top < 1:
-        raise ScenarioError([Problem("--top", args.top, "must be >= 1")])
     c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines)
     c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
                     gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines)
@@ -229,7 +221,14 @@ def _monitor(args: argparse.Namespace) -> int:
                        duration=args.duration)
 
 
+# A trial proves a layout in a few steps on this machine: more processes than this, or more
+# steps, is a mistake (or a run that would never end), not a proof.
+MAX_TRIAL_RANKS = 256
+MAX_TRIAL_STEPS = 1000
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from workbench.cli_options import PORT, integer, number
     from workbench.export import TARGETS   # light: each exporter module loads on use
 
     p = _Parser(prog="workbench", description="Plan distributed training before renting GPUs.")
@@ -244,9 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("scenario", help="scenario file (YAML or JSON)")
     t.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")
-    t.add_argument("--world-size", type=int, default=None,
+    t.add_argument("--world-size", type=integer(1, MAX_TRIAL_RANKS, " processes on this machine"),
+                   default=None,
                    help="run a sub-layout with this many processes (default: the layout's)")
-    t.add_argument("--steps", type=int, default=3, help="training steps to run and measure")
+    t.add_argument("--steps", type=integer(1, MAX_TRIAL_STEPS), default=3,
+                   help=f"training steps to run and measure (1..{MAX_TRIAL_STEPS})")
     t.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
                    help="process-group backend (auto: nccl when every rank has a CUDA GPU)")
     t.add_argument("--shape", choices=["auto", "slice", "small"], default="auto",
@@ -255,16 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "GPUs, small on the CPU")
     t.add_argument("--inject", choices=["kill", "raise", "hang"], default=None,
                    help="fault injection: what rank --rank does at step --step")
-    t.add_argument("--rank", type=int, default=0, help="the rank --inject acts on")
-    t.add_argument("--step", type=int, default=1, help="the step at which --inject acts")
+    t.add_argument("--rank", type=integer(0, MAX_TRIAL_RANKS - 1), default=0,
+                   help="the rank --inject acts on")
+    t.add_argument("--step", type=integer(0, MAX_TRIAL_STEPS - 1), default=1,
+                   help="the step at which --inject acts")
     t.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     t.add_argument("--stream", action="store_true",
                    help="print every event as one JSON line, then the result (for live views)")
-    t.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+    t.add_argument("--metrics-port", type=PORT, default=None, metavar="PORT",
                    help="serve every rank's figures and the plan for Prometheus on "
                    "127.0.0.1:PORT while the trial runs (0: a free port; the URL goes to "
                    "stderr as 'metrics: URL')")
-    t.add_argument("--metrics-linger", type=float, default=0.0, metavar="SECONDS",
+    t.add_argument("--metrics-linger", type=number(0, 3600), default=0.0, metavar="SECONDS",
                    help="keep the metrics endpoint up this long after the trial ends")
     t.set_defaults(run=_trial)
     pl = sub.add_parser("plan", help="rank every parallel layout of the scenario's hardware")
@@ -272,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "starting point)")
     pl.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                     help="override a field, e.g. --set training.seq_len=8192 (repeatable)")
-    pl.add_argument("--top", type=int, default=10, help="layouts shown (default 10)")
+    pl.add_argument("--top", type=integer(1, 100_000), default=10, help="layouts shown (default 10)")
     pl.add_argument("--fix", action="append", default=[], metavar="FIELD=VALUE",
                     help="fix a layout field, e.g. --fix tp=8 --fix recompute=none; "
                     "--fix shard_group=8 pins an HSDP group, shard_group=0 none")
@@ -282,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="search these engines instead of the scenario's training.engine: a "
                     "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "
                     "nanotron, or all (every one but generic, the idealised stack)")
-    pl.add_argument("--gpu-counts", type=int, nargs="*", metavar="N",
+    pl.add_argument("--gpu-counts", type=integer(1, 10_000_000), nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     pl.set_defaults(run=_plan)
@@ -312,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="every entry with its figures and source")
     c.set_defaults(run=_catalog)
     d = sub.add_parser("dashboard", help="serve notebooks/dashboard.ipynb with Voila on 127.0.0.1")
-    d.add_argument("--port", type=int, default=0, help="port (0 = a free one)")
+    d.add_argument("--port", type=PORT, default=0, help="port (0 = a free one)")
     d.set_defaults(run=_dashboard)
     from workbench.monitor.monitor import DEFAULT_INTERVAL_S, DEFAULT_PORT   # light
 
@@ -321,14 +324,16 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("scenario", help="scenario file (YAML or JSON) of the run being watched")
     mo.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                     help="override a field, e.g. --set parallel.tp=8 (repeatable)")
-    mo.add_argument("--port", type=int, default=DEFAULT_PORT,
+    mo.add_argument("--port", type=PORT, default=DEFAULT_PORT,
                     help="port of /metrics (0 = a free one; 9400 is left to dcgm-exporter)")
     mo.add_argument("--host", default="127.0.0.1",
                     help="address to listen on (127.0.0.1: this machine only; 0.0.0.0 for a "
-                    "Prometheus elsewhere, no authentication)")
-    mo.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
+                    "Prometheus elsewhere, no authentication; an empty one is refused)")
+    mo.add_argument("--interval", type=number(0.05, 86_400), default=DEFAULT_INTERVAL_S,
+                    metavar="SECONDS",
                     help="seconds between GPU telemetry samples")
-    mo.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+    mo.add_argument("--duration", type=number(0, 31_536_000, why=" (a year)"), default=None,
+                    metavar="SECONDS",
                     help="stop after this many seconds (default: until SIGINT or SIGTERM)")
     mo.set_defaults(run=_monitor)
     return p
@@ -339,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except ScenarioError as exc:
-        print(f"workbench: invalid scenario: {exc.one_line()}", file=sys.stderr)
+        what = "option" if exc.problems[0].path.startswith("--") else "scenario"
+        print(f"workbench: invalid {what}: {exc.one_line()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -1,6 +1,7 @@
 """The one error type every invalid scenario raises."""
 from __future__ import annotations
 
+import re
 import reprlib
 from dataclasses import dataclass
 
@@ -14,9 +15,20 @@ class Problem:
     message: str    # what is allowed / why it is wrong
 
     def __str__(self) -> str:
+        path = printable(self.path)    # a document's own key names are part of the path
         if self.value is None:   # a missing field: nothing was given to show
-            return f"{self.path}: {self.message}"
-        return f"{self.path}: {self.message} (got {shown(self.value)})"
+            return f"{path}: {self.message}"
+        return f"{path}: {self.message} (got {shown(self.value)})"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, limit: int = 120) -> str:
+    """``text`` with control characters escaped (``\x1b`` for ESC: nothing a terminal acts
+    on) and cut to ``limit`` characters."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -7,17 +7,22 @@ docs/platform.md), ``spawn`` for nccl (fork is unsafe with CUDA). Each rank runs
 non-zero exit. The parent's supervisor turns a rank that raises, dies or hangs (no phase change
 for ``stall_s``) into one line naming it; every outcome — success, error, hang, the caller
 closing the stream or an interrupt — ends with every child reaped. A rendezvous port that
-another program takes before rank 0 binds it is retried on a new one.
+another program takes before rank 0 binds it is retried on a new one. A parent killed outright
+(SIGKILL: no ``finally`` runs) takes its ranks with it: each rank asks Linux for SIGKILL when
+its parent dies (``die_with_parent``), and ranks stay in their parent's process group, so a
+signal to that group reaches them too.
 
 This module imports torch only when it starts ranks.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import queue as queue_mod
 import signal
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -157,6 +162,34 @@ def available_memory() -> float | None:
 
 # --- inside a rank ---------------------------------------------------------------------------
 
+_PR_SET_PDEATHSIG = 1     # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have Linux SIGKILL this process when its parent ``parent_pid`` dies (prctl
+    PR_SET_PDEATHSIG). Without it a rank whose launcher was SIGKILLed is reparented and, if it
+    hangs in a collective, lives forever. If the parent died before the call, the signal would
+    never come: this process kills itself instead. The signal follows the parent *thread* that
+    started this process, so start ranks from a thread that outlives them (``run_ranks``' caller
+    does: it reaps them before it returns). Elsewhere than Linux, nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)      # the C library the interpreter runs on
+        libc.prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+                   ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    except (OSError, AttributeError):     # no prctl to call: an orphan is all we can be
+        return
+    if os.getppid() != parent_pid:        # reparented already: the signal will not come
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _rank_main(target: Callable, parent_pid: int, *args) -> None:
+    """A rank process's entry point: tie its life to its parent's, then run ``target``."""
+    die_with_parent(parent_pid)
+    target(*args)
+
+
 class Phase:
     """What this rank is doing now, as the heartbeat reports it."""
 
@@ -240,7 +273,9 @@ def _attempt(ctx, target: Callable, args: Sequence[tuple],
     error, reported = None, False
     try:
         for entry in args:
-            p = ctx.Process(target=target, args=(*entry, q), daemon=True)
+            # no new session or group for a rank: a signal to ours must reach it
+            p = ctx.Process(target=_rank_main, args=(target, os.getpid(), *entry, q),
+                            daemon=True)
             p.start()
             procs.append(p)
         for ev in _supervise(q, procs, stall_s):

@@ -15,6 +15,15 @@ def _choices(kind: str) -> list[tuple[str, str]]:
     return [(f"{rec.name} ({key})", key) for key, rec in CATALOGS[kind].items()]
 
 
+def _gpu_choices() -> list[tuple[str, str]]:
+    """The catalog's GPUs, then this machine's measured profiles by name (the calibration
+    folders: the page never takes a path)."""
+    from workbench.calibrate.locate import available
+
+    return _choices("gpu") + [(f"measured: {name}", f"calibration:{name}")
+                              for name in available()]
+
+
 def refill_dp(state, world: int) -> dict:
     """Data parallelism fills whatever GPUs the other degrees leave (when they divide it)."""
     d = state.scenario.document["parallel"] if state.scenario else state.doc.get("parallel", {})
@@ -27,7 +36,7 @@ class HardwarePanel(Panel):
 
     def __init__(self, state) -> None:
         super().__init__(state)
-        self.gpu = dropdown("GPU", _choices("gpu"))
+        self.gpu = dropdown("GPU", _gpu_choices())
         self.gpus_per_node = int_box("GPUs per node", 1, 1024)
         self.nodes = int_box("Nodes", 1, 100_000)
         self.intra = dropdown("Intra-node link", _choices("link"))

@@ -76,7 +76,7 @@ class TrialPanel:
         """Start the trial (returns at once; events arrive from a background thread)."""
         from workbench.trial import prepare
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
-        from workbench.trial.slots import TrialSlots
+        from workbench.trial.slots import QueueDirectoryError, TrialSlots
 
         if self._thread is not None and self._thread.is_alive():
             return
@@ -121,7 +121,11 @@ class TrialPanel:
             self.status.value = text
             self.charts.widget.show_message(text)
 
-        slots = TrialSlots()
+        try:
+            slots = TrialSlots()
+        except (QueueDirectoryError, ValueError) as exc:   # an unsafe queue folder, a bad
+            self.status.value = error_html(str(exc))         # WORKBENCH_TRIAL_SLOTS
+            return
         self._thread = run_in_background(start, self._on_event, slots,
                                          keep_waiting=lambda: not self._queued.is_set(),
                                          on_wait=on_wait)

@@ -20,7 +20,8 @@ SKIPPED = "collectives: skipped (world size 1): the estimate uses the scenario's
 def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--out", default=DEFAULT_OUT, metavar="FILE",
                    help=f"where to write the profile (default {DEFAULT_OUT}); use it as "
-                        "hardware.gpu: \"calibration:FILE\"")
+                        "hardware.gpu: \"calibration:NAME\" (the file name without .json) "
+                        "when it is in calibrations/ or the working directory")
     c.add_argument("--quick", action="store_true",
                    help="a coarser GEMM grid, fewer sizes and repeats: 38 s instead of 110 s "
                         "on a 2-core CPU machine; on a GPU a 4x4x4 grid and 6 attention points")
@@ -173,5 +174,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     profile.save(out)
     print("\n".join(lines))
-    print(f"# written to {out}; use it with hardware.gpu: \"calibration:{out}\"")
+    from workbench.calibrate.locate import ENV, inside_folders, reference
+
+    print(f"# written to {out}; use it with hardware.gpu: \"{reference(Path(out))}\"")
+    if not inside_folders(Path(out)):     # scenarios read profiles from those folders only
+        print(f"# (its folder is not a calibration folder: set {ENV}="
+              f"{Path(out).resolve().parent} first)")
     return 0

@@ -266,11 +266,15 @@ def collective_seconds(alpha, steps, beta, factor, n, nbytes):
 
 
 def check_format(d: dict) -> None:
-    """Raise ValueError unless ``d`` is a calibration file this workbench reads."""
+    """Raise a ``ScenarioError`` (a ValueError) unless ``d`` is a calibration file this
+    workbench reads."""
+    from workbench.errors import Problem, ScenarioError
+
     if d.get("format") not in READABLE_FORMATS:
-        raise ValueError(f"calibration format {d.get('format')!r}; this workbench reads "
-                         f"formats {', '.join(map(str, READABLE_FORMATS))} (run `workbench "
-                         "calibrate` again)")
+        raise ScenarioError([Problem("format", d.get("format"), "this workbench reads "
+                                     "calibration formats " + " and ".join(
+                                         map(str, READABLE_FORMATS)) + " (run `workbench "
+                                     "calibrate` again)")])
 
 
 def write_json(path: str | Path, doc: dict) -> Path:
@@ -311,12 +315,14 @@ def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
 def load_profile(path: str | Path) -> Profile:
     """Read a calibration file written by ``workbench calibrate``: a ``MachineProfile`` (a CPU
     machine) or a ``gpu_profile.GpuProfile`` (``device: cuda``)."""
+    from workbench.calibrate.record import check_record
     from workbench.scenario.document import load_text
     from workbench.scenario.io import read_text_file
 
     # a regular file under the document size limit, parsed within the document limits
     doc = load_text(read_text_file(path, "calibration file"), "calibration file",
                     json_text=True)
+    check_record(doc)         # every field in range before any arithmetic reads it
     if isinstance(doc, dict) and doc.get("device") == "cuda":
         from workbench.calibrate.gpu_profile import GpuProfile
 

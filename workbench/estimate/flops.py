@@ -56,11 +56,11 @@ def logits_flops(model: ModelShape, tokens: float) -> float:
 def model_flops_per_step(model: ModelShape, seq_len: int, global_batch: int) -> float:
     """Model FLOPs of one optimizer step (forward + backward = 3 x forward, no recompute,
     full attention): the numerator of MFU."""
-    from workbench.estimate.params import is_moe_layer
+    from workbench.estimate.params import layer_kinds
 
     tokens = seq_len * global_batch
     fwd = logits_flops(model, tokens)
-    for i in range(model.layers):
-        lf = layer_flops(model, tokens, seq_len, is_moe_layer(model, i))
-        fwd += lf.gemm + lf.attention
+    for moe, n in layer_kinds(model):
+        lf = layer_flops(model, tokens, seq_len, moe)
+        fwd += n * (lf.gemm + lf.attention)
     return 3 * fwd

@@ -75,6 +75,18 @@ def is_moe_layer(model: ModelShape, index: int) -> bool:
     return model.moe is not None and index >= model.moe.dense_layers
 
 
+def layer_kinds(model: ModelShape) -> tuple[tuple[bool, int], ...]:
+    """(is MoE, how many layers) for each kind of layer present: the layers of one kind are
+    identical, so a whole-model sum is a product per kind, not a loop over every layer."""
+    moe = 0 if model.moe is None else max(0, model.layers - model.moe.dense_layers)
+    return tuple((kind, n) for kind, n in ((False, model.layers - moe), (True, moe)) if n)
+
+
+def _first_of(model: ModelShape, moe: bool) -> int:
+    """Index of the first layer of that kind."""
+    return model.moe.dense_layers if moe else 0
+
+
 def layer_params(model: ModelShape, index: int, tp: int = 1, ep: int = 1,
                  etp: int | None = None) -> LayerParams:
     """Parameters of layer ``index`` held by one GPU of a (tp, ep) layout whose routed experts
@@ -129,7 +141,8 @@ def sequence_parallel_replicated(model: ModelShape, layers, has_head):
 
 def total_params(model: ModelShape) -> int:
     """All parameters of the model (unsharded; tied embeddings counted once)."""
-    layers = sum(layer_params(model, i).total for i in range(model.layers))
+    layers = sum(n * layer_params(model, _first_of(model, moe)).total
+                 for moe, n in layer_kinds(model))
     return layers + embedding_params(model) + head_params(model)
 
 
@@ -140,7 +153,7 @@ def active_params(model: ModelShape) -> int:
         return total
     m = model.moe
     s, r = _mlp(model, m.expert_ffn_hidden, 1)
-    moe_layers = sum(1 for i in range(model.layers) if is_moe_layer(model, i))
+    moe_layers = sum(n for moe, n in layer_kinds(model) if moe)
     return total - moe_layers * (m.experts - m.top_k) * (s + r)
 
 

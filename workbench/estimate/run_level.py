@@ -69,10 +69,10 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
             s.model, tokens_step, tr.seq_len, False).attention
     elif tr.recompute == "op":   # every second matmul and the routed experts (step_time)
         from workbench.estimate.flops import layer_flops
-        from workbench.estimate.params import is_moe_layer
-        for i in range(s.model.layers):
-            lf = layer_flops(s.model, tokens_step, tr.seq_len, is_moe_layer(s.model, i))
-            recompute_flops += (lf.gemm - lf.expert_gemm) / 2 + lf.expert_gemm
+        from workbench.estimate.params import layer_kinds
+        for moe, n in layer_kinds(s.model):
+            lf = layer_flops(s.model, tokens_step, tr.seq_len, moe)
+            recompute_flops += n * ((lf.gemm - lf.expert_gemm) / 2 + lf.expert_gemm)
     hfu = (model_flops + recompute_flops) / (t.step * world * peak)
     busy = min(1.0, (t.compute + t.recompute) / t.step) if t.step else 0.0
     gpu_w = hw.gpu.power_w * busy

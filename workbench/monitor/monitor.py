@@ -23,9 +23,16 @@ DEFAULT_PORT = 9464
 DEFAULT_INTERVAL_S = 5.0
 
 
-def check_options(port: int, interval: float, duration: float | None) -> None:
-    """Raise a ``ScenarioError`` naming the option when a value cannot be used."""
+def check_options(port: int, interval: float, duration: float | None,
+                  host: str = "127.0.0.1") -> None:
+    """Raise a ``ScenarioError`` naming the option when a value cannot be used. The host is only
+    checked for being given here (an empty one would bind every interface); whether it resolves
+    to an address of this machine is found when the endpoint opens."""
+    from workbench.monitor.exporter import host_problem   # here: it imports prometheus_client
+
     problems = []
+    if (problem := host_problem(host, "--host")) is not None:
+        problems.append(problem)
     if not 0 <= port <= 65535:
         problems.append(Problem("--port", port, "must be 0..65535 (0 = a free port)"))
     if not interval > 0:
@@ -50,7 +57,7 @@ def run_monitor(scenario, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     from workbench.monitor.nvml import open_telemetry
 
     err = err or sys.stderr
-    check_options(port, interval, duration)
+    check_options(port, interval, duration, host)
     metrics = MetricSet()
     metrics.set_plan(estimate(scenario))
     try:      # the endpoint before NVML: a port in use is then the only line printed

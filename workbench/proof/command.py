@@ -7,6 +7,8 @@ import sys
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
+    from workbench.cli_options import integer
+
     r.add_argument("--calibration", default=None, metavar="FILE",
                    help="this machine's profile (workbench calibrate); default: measure a "
                         "quick one first (38 s here)")
@@ -14,7 +16,9 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                    help="the CI subset: one trial per technique and composition depth")
     r.add_argument("--only", default=None, metavar="LABEL[;LABEL...]",
                    help="run only these trials of the matrix (labels as printed)")
-    r.add_argument("--steps", type=int, default=8, metavar="N",
+    r.add_argument("--steps", type=integer(4, 1000, " (a warm-up step, the measured step and "
+                                                  "two timed ones at least)"),
+                   default=8, metavar="N",
                    help="steps per trial (default 8; step time is the median of every step but "
                         "the first and the measured one)")
     r.add_argument("--detail", action="store_true",
@@ -25,6 +29,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.calibrate.profile import load_profile
+    from workbench.errors import ScenarioError, shown
     from workbench.proof.matrix import MATRIX, QUICK, run_matrix
     from workbench.proof.render import HEADER, matrix_line, summary, trial_rows
 
@@ -37,16 +42,13 @@ def run(args: argparse.Namespace) -> int:
                   + "; ".join(c.label for c in MATRIX), file=sys.stderr)
             return 2
         cases = tuple(c for c in MATRIX if c.label in wanted)
-    if args.steps < 4:
-        print("workbench report: --steps must be at least 4 (a warm-up step, the measured "
-              "step and two timed ones)", file=sys.stderr)
-        return 2
     text = not args.json
     if args.calibration:
         try:
             profile = load_profile(args.calibration)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"workbench report: --calibration {args.calibration}: {exc}", file=sys.stderr)
+        except ScenarioError as exc:   # not a regular file, malformed text, a field out of range
+            print(f"workbench report: --calibration {shown(args.calibration)}: "
+                  f"{exc.one_line()}", file=sys.stderr)
             return 2
         source = args.calibration
     else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 from typing import Any
 
@@ -78,9 +77,10 @@ _INLINE_DEFAULTS = {
 class _Checker:
     """Collects problems while reading one document."""
 
-    def __init__(self) -> None:
+    def __init__(self, calibration_names_only: bool = False) -> None:
         self.problems: list[Problem] = []
         self.assumptions: list[str] = []    # defaults worth saying, for the estimate
+        self.calibration_names_only = calibration_names_only
 
     def add(self, path: str, value: Any, message: str) -> None:
         self.problems.append(Problem(path, value, message))
@@ -181,21 +181,24 @@ class _Checker:
         return None, value
 
     def _calibration(self, value: str, path: str) -> tuple[Any, Any]:
-        """``calibration:FILE``: a machine profile written by ``workbench calibrate``."""
+        """``calibration:NAME``: a machine profile written by ``workbench calibrate``, found in
+        the calibration folders only (``calibrate/locate.py``) and checked field by field
+        (``calibrate/record.py``)."""
+        from workbench.calibrate.locate import NotAllowed, locate
         from workbench.calibrate.profile import load_profile, profile_gpu
 
-        file = value[len(CALIBRATION_PREFIX):].strip()
-        if not os.path.exists(file):
-            self.add(path, value, f"no calibration file at {shown(file)}; write one with "
-                                  f"`workbench calibrate --out FILE`")
-            return None, value
+        spec = value[len(CALIBRATION_PREFIX):]
         try:
+            file = locate(spec, names_only=self.calibration_names_only)
             return profile_gpu(load_profile(file), source=f"calibration file {file}"), value
-        except ScenarioError as exc:      # not a regular file, too large, malformed text
-            self.add(path, value, exc.problems[0].message)
-        except Exception:                 # noqa: BLE001 - any malformed record: one message
-            # (the record's own error text would quote the file's keys back)
-            self.add(path, value, "is not a calibration file written by `workbench calibrate`")
+        except NotAllowed as exc:
+            self.add(path, value, str(exc))
+        except ScenarioError as exc:      # not a regular file, too large, malformed text/record
+            p = exc.problems[0]
+            field = "" if p.path.startswith(("calibration file", "scenario")) else \
+                f"its {p.path} "
+            got = "" if p.value is None else f" (got {shown(p.value, 40)})"
+            self.add(path, value, f"calibration {shown(spec.strip(), 60)}: {field}{p.message}{got}")
         return None, value
 
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:
@@ -238,15 +241,18 @@ class _Checker:
 
 
 # ------------------------------------------------------------------------------------------
-def parse_scenario(doc: Any, *, layout_required: bool = True) -> Scenario:
+def parse_scenario(doc: Any, *, layout_required: bool = True,
+                   calibration_names_only: bool = False) -> Scenario:
     """Validate a scenario document (a dict from YAML/JSON) and return the resolved Scenario.
 
     Raises ScenarioError listing every problem found. With ``layout_required=False`` (what the
     planner reads) the ``parallel`` block is optional and only a starting point: its problems
     and those of the layout rules (``scenario.rules``) are kept in ``Scenario.layout_problems``
-    instead of raised, and an unreadable block leaves the default layout.
+    instead of raised, and an unreadable block leaves the default layout. With
+    ``calibration_names_only`` (the dashboard) a ``calibration:`` GPU must name a profile of the
+    calibration folders, not a path.
     """
-    c = _Checker()
+    c = _Checker(calibration_names_only)
     top = c.table(doc, "", ("hardware", "model", "parallel", "training"))
     if not isinstance(doc, dict):
         raise ScenarioError(c.problems or [Problem("scenario", doc, "must be a table")])

@@ -4,7 +4,8 @@
 Forking the ranks straight from a kernel is unsafe (the kernel's threads may hold locks at the
 fork; docs/platform.md), and spawning them costs 4-15 s. A single-threaded child
 process forks them instead; it costs one interpreter start. Cancelling kills the child's whole
-process session, so no rank is ever left behind.
+process session, so no rank is ever left behind; a child killed any other way takes its ranks
+with it (``process_runner.die_with_parent``).
 """
 from __future__ import annotations
 
@@ -19,18 +20,21 @@ from collections.abc import Callable, Iterator
 
 from workbench.scenario import dump_scenario
 from workbench.scenario.types import Scenario
-from workbench.trial.slots import TrialSlots
+from workbench.trial.slots import HELD_ENV, TrialSlots
 
 
 class TrialProcess:
     """One trial in a child process. ``events()`` yields the contract-3 events (``start``,
     ``step``, ``end``) and finally ``{"type": "result", "result": {...}}``, or an ``end`` event
     with the error when the child fails before reporting; with ``metrics_port`` first a
-    ``{"type": "metrics", "url": ...}`` event naming the child's Prometheus endpoint."""
+    ``{"type": "metrics", "url": ...}`` event naming the child's Prometheus endpoint.
+    ``slot_held``: the caller holds this trial's slot in the queue (``run_in_background``
+    does), so the child must not wait for one; False: the child queues for itself."""
 
     def __init__(self, scenario: Scenario, world_size: int | None = None, steps: int = 3,
                  backend: str = "auto", inject: str | None = None, inject_rank: int = 0,
-                 inject_step: int = 1, metrics_port: int | None = None) -> None:
+                 inject_step: int = 1, metrics_port: int | None = None,
+                 slot_held: bool = True) -> None:
         self._file = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         self._file.write(dump_scenario(scenario))
         self._file.close()
@@ -42,8 +46,11 @@ class TrialProcess:
             cmd += ["--inject", inject, "--rank", str(inject_rank), "--step", str(inject_step)]
         if metrics_port is not None:     # the child serves Prometheus metrics while it runs
             cmd += ["--metrics-port", str(metrics_port)]
+        env = {k: v for k, v in os.environ.items() if k != HELD_ENV}
+        if slot_held:     # queueing again would wait for our own slot: for ever with one slot
+            env[HELD_ENV] = "1"
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
+                                     text=True, start_new_session=True, env=env)
         self.cancelled = False
 
     def events(self) -> Iterator[dict]:

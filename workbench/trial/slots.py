@@ -1,22 +1,38 @@
 """A machine-wide queue for trials: at most ``n`` run at once, across every process of this user
-(each dashboard page has its own kernel), the others wait in arrival order.
+(each dashboard page has its own kernel, each ``workbench trial`` its own process), the others
+wait in arrival order.
 
 A class of students on one machine otherwise starts 4 x N ranks on a few cores at once; each
 trial then takes several times longer, and some hit the hang detector. Slots and places in the
 queue are files held with ``flock``: the kernel releases a lock when its process dies, so a
 closed page or a killed kernel never keeps a slot, and a stale place in the queue (its file no
 longer locked) is skipped and removed.
+
+The files live in a directory only this user can use (``private_directory``): one that another
+local user could create or write first would let them hold every slot and stall every trial.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import stat
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 POLL_S = 0.25
+# The queue's directory, for tests or a shared machine's own choice (else default_directory).
+DIR_ENV = "WORKBENCH_TRIAL_SLOTS_DIR"
+# Set by the dashboard for the ``workbench trial --stream`` process it starts once it holds a
+# slot for it: that process must not queue again (with one slot it would wait for its parent).
+HELD_ENV = "WORKBENCH_TRIAL_SLOT_HELD"
+
+
+class QueueDirectoryError(RuntimeError):
+    """The queue's directory is not private to this user, or cannot be made."""
 
 
 def default_slots() -> int:
@@ -24,14 +40,64 @@ def default_slots() -> int:
     the cores: the smallest trial has two ranks), at least one."""
     env = os.environ.get("WORKBENCH_TRIAL_SLOTS")
     if env:
-        n = int(env)
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
         if n < 1:
             raise ValueError(f"WORKBENCH_TRIAL_SLOTS must be at least 1, got {env!r}")
         return n
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+def _unsafe(st: os.stat_result) -> str | None:
+    """What makes a directory with this ``lstat`` unsafe for the queue, or None."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"is owned by uid {st.st_uid}, not you (uid {os.getuid()})"
+    if st.st_mode & 0o077:
+        return (f"has mode {stat.S_IMODE(st.st_mode):04o}; it must not be readable or writable "
+                "by others (mode 0700)")
+    return None
+
+
+def private_directory(path: Path) -> Path:
+    """``path``, created with mode 0700 if missing, once it is known to be a real directory
+    (not a symlink) owned by this user with no access for group or others; else
+    QueueDirectoryError naming the path and what is wrong. Nobody else can then replace it or
+    plant files in it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise QueueDirectoryError(f"cannot create the trial queue directory {path}: "
+                                  f"{exc.strerror}") from None
+    problem = _unsafe(os.lstat(path))     # lstat: a symlink is judged, not its target
+    if problem:
+        raise QueueDirectoryError(f"trial queue directory {path} {problem}; remove it, or set "
+                                  f"{DIR_ENV} to a private directory")
+    return path
+
+
 def default_directory() -> Path:
+    """``WORKBENCH_TRIAL_SLOTS_DIR`` if set; else under ``XDG_RUNTIME_DIR`` when that is ours
+    and private (a per-user directory nobody else can pre-create), else under the temporary
+    directory with the uid in the name."""
+    env = os.environ.get(DIR_ENV)
+    if env:
+        return Path(env)
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        try:
+            if _unsafe(os.lstat(runtime)) is None:
+                return Path(runtime) / "workbench-trial-slots"
+        except OSError:
+            pass
     return Path(tempfile.gettempdir()) / f"workbench-trial-slots-{os.getuid()}"
 
 
@@ -58,8 +124,7 @@ class TrialSlots:
 
     def __init__(self, n: int | None = None, directory: Path | None = None) -> None:
         self.n = n if n is not None else default_slots()
-        self.dir = directory or default_directory()
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.dir = private_directory(directory or default_directory())
 
     def running(self) -> int:
         """Slots held now (by any process)."""
@@ -80,7 +145,7 @@ class TrialSlots:
         name = f"{time.time_ns():020d}-{os.getpid()}-{id(self)}"
         # locked before it appears under its queue name, so nobody takes it for a dead one
         draft = self.dir / f"draft-{name}"
-        place_fd = os.open(draft, os.O_CREAT | os.O_RDWR, 0o600)
+        place_fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW, 0o600)
         fcntl.flock(place_fd, fcntl.LOCK_EX)
         place = self.dir / f"wait-{name}"
         os.rename(draft, place)
@@ -124,7 +189,7 @@ class TrialSlots:
     def _try(path: Path) -> int | None:
         """An fd holding ``path``'s lock, or None when another holder has it (a slot file is
         created if missing; a missing place raises FileNotFoundError)."""
-        flags = os.O_RDWR | (os.O_CREAT if path.name.startswith("slot-") else 0)
+        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if path.name.startswith("slot-") else 0)
         fd = os.open(path, flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,3 +197,28 @@ class TrialSlots:
         except BlockingIOError:
             os.close(fd)
             return None
+
+
+@contextlib.contextmanager
+def hold_for_cli() -> Iterator[None]:
+    """Hold a trial slot around a ``workbench trial`` run: wait in the queue first, telling
+    stderr in one line each time the place in it changes. Takes nothing when the process that
+    started this one already holds the slot (``WORKBENCH_TRIAL_SLOT_HELD=1``: the dashboard's
+    ``TrialProcess``). Ctrl-C while waiting leaves the queue and raises KeyboardInterrupt; an
+    unsafe queue directory or a bad ``WORKBENCH_TRIAL_SLOTS`` exits with one line."""
+    if os.environ.get(HELD_ENV) == "1":
+        yield
+        return
+    try:
+        slots = TrialSlots()
+    except (QueueDirectoryError, ValueError) as exc:
+        raise SystemExit(f"workbench: {exc}") from None
+
+    def on_wait(ahead: int, running: int) -> None:
+        print(f"waiting for a trial slot: {ahead} ahead, {running} running "
+              f"(WORKBENCH_TRIAL_SLOTS={slots.n})", file=sys.stderr, flush=True)
+
+    slot = slots.acquire(on_wait=on_wait)
+    assert slot is not None       # acquire waits for ever unless keep_waiting says otherwise
+    with slot:
+        yield

@@ -5,7 +5,8 @@
 
 Every rank runs the same worker as a local trial and prints its events as JSON lines
 (``{"type": "step", "rank": ...}``) on stdout; the world size is torchrun's and must equal the
-layout's dp x tp x pp x cp.
+layout's dp x tp x pp x cp. A rank dies with its torchrun agent (``die_with_parent``), even one
+killed with SIGKILL.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import os
 import sys
 
 from workbench.errors import ScenarioError
+from workbench.process_runner import die_with_parent
 
 
 class _Printer:
@@ -58,4 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # torchrun does not name its agent to the ranks: the parent now is the agent (the window
+    # before this line, interpreter start-up, stays open)
+    die_with_parent(os.getppid())
     sys.exit(main())

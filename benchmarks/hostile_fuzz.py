@@ -76,7 +76,10 @@ def main() -> int:
                   flush=True)
     real = collections.Counter()
     agree = 0
-    sample = random.Random(args.seed + 1).sample(todo, min(args.real, len(todo)))
+    # an argument with a NUL byte cannot reach a fresh process (exec takes C strings): a user
+    # cannot type one either, so those stay fork-only
+    passable = [c for c in todo if not any("\x00" in a for a in c.argv)]
+    sample = random.Random(args.seed + 1).sample(passable, min(args.real, len(passable)))
     for case in sample:
         fork = run_case(case, args.timeout)
         proc = run_case(case, args.timeout, subprocess_cli=True)

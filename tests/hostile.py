@@ -122,13 +122,13 @@ def _dump(doc: object) -> str:
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=10 ** 6)
 
 
-def _paths(doc: object, prefix: tuple = ()) -> list[tuple]:
+def key_paths(doc: object, prefix: tuple = ()) -> list[tuple]:
     """Every key path of a nested mapping (lists are leaves)."""
     out = []
     if isinstance(doc, dict):
         for k, v in doc.items():
             out.append(prefix + (k,))
-            out += _paths(v, prefix + (k,))
+            out += key_paths(v, prefix + (k,))
     return out
 
 
@@ -151,7 +151,7 @@ def mutated_document(rng: random.Random, docs: list[dict]) -> str:
     doc = copy.deepcopy(rng.choice(docs))
     raw = None
     for _ in range(rng.randint(1, 2)):
-        paths = _paths(doc) or [("hardware",)]
+        paths = key_paths(doc) or [("hardware",)]
         path = rng.choice(paths)
         if rng.random() < 0.15:       # a new key beside or below an existing one
             path = path[:-1] + (rng.choice(["extra", "gpu", "tp", "x" * 300, "\x1b[2J", "1"]),)
@@ -170,8 +170,8 @@ def edge_case(rng: random.Random, docs: list[dict]) -> Case:
     """One or two numeric fields of an example at the edges of what they may hold: mostly
     valid scenarios, so the estimator, planner and exporters (not the validator) meet them."""
     doc = copy.deepcopy(rng.choice(docs))
-    numeric = [p for p in _paths(doc) if _get(doc, p) is not True and _get(doc, p) is not False
-               and isinstance(_get(doc, p), (int, float))]
+    numeric = [p for p in key_paths(doc) if isinstance(_get(doc, p), (int, float))
+               and not isinstance(_get(doc, p), bool)]
     for path in rng.sample(numeric, min(len(numeric), rng.randint(1, 2))):
         _set(doc, path, rng.choice(EDGE_VALUES))
     verb = rng.choice(VERB_CASES)
@@ -186,7 +186,7 @@ def _get(doc: dict, path: tuple) -> object:
 
 def set_value(rng: random.Random, docs: list[dict]) -> str:
     """A ``--set KEY=VALUE`` argument: a real or invented key path, a hostile value as YAML."""
-    paths = [".".join(map(str, p)) for p in _paths(rng.choice(docs))]
+    paths = [".".join(map(str, p)) for p in key_paths(rng.choice(docs))]
     key = rng.choice(paths + ["", "a.b.c.d.e.f.g", "hardware", "model", ".", "..", "=",
                               "parallel.tp.x", "hardware.gpu.memory_gb", "training.tokens"])
     if rng.random() < 0.3:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
+from traitlets import TraitError
 
 from widgets.state import ScenarioState, get_path
 
@@ -47,13 +48,22 @@ class Panel:
 
     def current(self, path: str, default: Any = None) -> Any:
         """The field's value: from the last valid scenario's full document (defaults filled
-        in) unless the user's document says otherwise."""
+        in) unless the user's document says otherwise and the validator took it. A value the
+        validator refused (a date in a number field, a degree of 10**40, an unknown preset)
+        never drives the panels' options or arithmetic: they keep the last valid value, and the
+        field's message says what was refused."""
         mine = get_path(self.state.doc, path, None)
-        if mine is not None:
+        if mine is not None and not self._refused(path):
             return mine
         if self.state.scenario is not None:
             return get_path(self.state.scenario.document, path, default)
         return default
+
+    def _refused(self, path: str) -> bool:
+        """Whether the validator refused ``path``, a table holding it, or a field inside it."""
+        return any(p.path == path or path.startswith(p.path + ".")
+                   or p.path.startswith((path + ".", path + "["))
+                   for p in self.state.problems)
 
     def refresh(self) -> None:
         """Sync widget values from the document and show each field's problems."""
@@ -61,13 +71,14 @@ class Panel:
         try:
             self.before_refresh()
             for path, (widget, message, _to, from_doc) in self.fields.items():
-                value = self.current(path)
-                if value is not None:
-                    shown = from_doc(value)
-                    if isinstance(widget, w.Dropdown) and shown not in _values(widget):
-                        widget.options = [*widget.options, (str(shown), shown)]
-                    if widget.value != shown:
-                        widget.value = shown
+                # the field shows what the document says, refused or not (beside the message)
+                value = get_path(self.state.doc, path, None)
+                value = self.current(path) if value is None else value
+                try:
+                    if value is not None:
+                        show_value(widget, from_doc(value))
+                except (TypeError, ValueError, ArithmeticError):   # from_doc on a refused value
+                    pass
                 lines = self.state.messages(path)
                 message.value = "".join(
                     f"<div class='wb-error' style='color:#cf222e;font-size:12px'>"
@@ -81,6 +92,25 @@ class Panel:
 
 def _values(dropdown: w.Dropdown) -> list:
     return [o[1] if isinstance(o, tuple) else o for o in dropdown.options]
+
+
+def show_value(widget: w.ValueWidget, value: Any) -> bool:
+    """Put a document's value into its widget. A dropdown without that choice gets it as one
+    more (label, value) option, so the field shows what the document says beside the
+    validator's message; a value the widget cannot hold at all (text in a number box, a list
+    or a table anywhere) leaves the widget as it was, and returns False: the message under the
+    field says what is wrong, and the page never stops on it."""
+    try:
+        if isinstance(widget, w.Dropdown) and value not in widget._options_values:
+            if isinstance(value, (list, dict, set)):
+                return False
+            widget.options = [*zip(widget._options_labels, widget._options_values),
+                              (str(value), value)]
+        if widget.value != value:
+            widget.value = value
+    except (TraitError, TypeError, ValueError):
+        return False
+    return True
 
 
 def dropdown(label: str, options, **kw) -> w.Dropdown:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from widgets.panels.base import Panel, check, dropdown, int_box
+from widgets.panels.base import Panel, check, dropdown, int_box, show_value
 from workbench.catalog import CATALOGS
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
@@ -49,8 +49,8 @@ class ModelPanel(Panel):
 
     def before_refresh(self) -> None:
         preset = self.current("model.preset")
-        if preset is not None and self.preset.value != preset:
-            self.preset.value = preset
+        if preset is not None:
+            show_value(self.preset, preset)
         s = self.state.scenario
         moe = s is not None and s.model.moe is not None
         self.moe_box.layout.display = "" if moe else "none"

@@ -61,10 +61,11 @@ class ParallelPanel(Panel):
         self.refresh()
 
     def _par(self) -> dict:
-        return {k: self.current(f"parallel.{k}", 1) for k in ("dp", "tp", "pp", "cp", "ep")}
+        # int(): the validator takes a whole number written as 8.0
+        return {k: int(self.current(f"parallel.{k}", 1)) for k in ("dp", "tp", "pp", "cp", "ep")}
 
     def _world(self) -> int:
-        return (self.current("hardware.gpus_per_node", 1) or 1) * (self.current(
+        return int(self.current("hardware.gpus_per_node", 1) or 1) * int(self.current(
             "hardware.nodes", 1) or 1)
 
     def before_refresh(self) -> None:

@@ -5,12 +5,15 @@ script is run with stub launchers to see that).
 
 Hypothesis draws the values (its own integers, floats and text besides tests/hostile.py's
 lists); each case runs in a forked child with a deadline (tests/hostile.py: ``run_case``). The
-thousands-of-cases run is benchmarks/hostile_fuzz.py.
+thousands-of-cases run is benchmarks/hostile_fuzz.py. The dashboard takes the same documents
+in its YAML tab: each shows the scenario or a message, never an exception, within a deadline.
 """
 from __future__ import annotations
 
 import copy
 import json
+import random
+import signal
 
 import pytest
 import yaml
@@ -19,7 +22,7 @@ from hypothesis import strategies as st
 
 from tests.hostile import (
     EDGE_VALUES, EXPORT_TARGETS, HOSTILE_VALUES, OPTIONS, RAW_YAML, Case, example_docs,
-    refused_by_parser, run_case,
+    key_paths, mutated_document, refused_by_parser, run_case, special_file_cases,
 )
 
 pytestmark = pytest.mark.slow
@@ -35,20 +38,11 @@ values = st.one_of(
     st.lists(st.integers(-3, 3), max_size=3), st.booleans(), st.none())
 
 
-def _paths(doc, prefix=()):
-    out = []
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out.append(prefix + (k,))
-            out += _paths(v, prefix + (k,))
-    return out
-
-
 @st.composite
 def documents(draw) -> str:
     doc = copy.deepcopy(draw(st.sampled_from(DOCS)))
     for _ in range(draw(st.integers(1, 2))):
-        path = draw(st.sampled_from(_paths(doc)))
+        path = draw(st.sampled_from(key_paths(doc)))
         node = doc
         for k in path[:-1]:
             node = node[k] if isinstance(node.get(k), dict) else node.setdefault(k, {})
@@ -85,7 +79,7 @@ def test_a_hostile_document_is_refused_in_one_line_or_runs(data):
 def test_a_hostile_override_is_refused_in_one_line_or_runs(data):
     argv = _verb(data.draw)
     doc = data.draw(st.sampled_from(DOCS))
-    key = data.draw(st.sampled_from([".".join(map(str, p)) for p in _paths(doc)]
+    key = data.draw(st.sampled_from([".".join(map(str, p)) for p in key_paths(doc)]
                                     + ["", "a.b.c", "hardware", ".", "model.moe.experts"]))
     raw = data.draw(st.one_of(st.sampled_from(RAW_YAML), values.map(
         lambda v: v if isinstance(v, str) else json.dumps(v))))
@@ -105,3 +99,31 @@ def test_a_hostile_option_is_refused_in_one_line(data):
     # a value the parser accepts would start a trial, a server or a measurement: not here
     assume(verb == "plan" or refused_by_parser(argv))
     _check(Case("option", argv, {"s.yaml": yaml.safe_dump(DOCS[0])}))
+
+
+def _alarm(*_):
+    raise TimeoutError(f"a document took more than {DEADLINE_S:g} s in the dashboard")
+
+
+def test_the_dashboard_yaml_tab_takes_any_hostile_document():
+    """The YAML tab (and an upload, the same path) with hostile documents: the page shows the
+    scenario or the validator's message — no exception from a panel that cannot show a value
+    (a date in a number box, an unknown preset in its dropdown, 8.0 GPUs), no hang."""
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    rng = random.Random(11)
+    texts = [mutated_document(rng, DOCS) for _ in range(120)]
+    texts += [t for c in special_file_cases()[:9] for t in c.files.values()]   # bombs, deep...
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for text in texts:
+            signal.alarm(int(DEADLINE_S))
+            app.load_text(text)
+            signal.alarm(0)
+            assert not any("internal error" in str(p) for p in app.state.problems), text
+            if app.state.problems:          # the last valid scenario stays beside the message
+                assert app.state.scenario is not None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -47,6 +48,29 @@ def test_importing_workbench_does_not_import_torch_or_plotting():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# What the planning verbs must never load: the trial runner and its torch, pandas, the
+# calibration, the report, the collective benchmark, the monitor and the widgets.
+HEAVY = ("torch", "pandas", "plotly", "ipywidgets", "widgets", "workbench.trial",
+         "workbench.proof", "workbench.calibrate", "workbench.bench", "workbench.monitor")
+
+
+@pytest.mark.parametrize("argv", [
+    ["estimate", "examples/llama3-405b-h200-cluster.yaml"],
+    ["plan", "examples/llama3-8b-8xh100.yaml", "--top", "3"],
+    ["plan", "examples/mixtral-8x7b-ep.yaml", "--engines", "all", "--top", "2", "--json"],
+    ["export", "examples/llama3-8b-8xh100.yaml", "--to", "torchtitan"],
+])
+def test_planning_verbs_import_what_they_need_and_no_more(argv):
+    code = ("import sys, io, contextlib; from workbench.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = main({argv!r})\n"
+            f"loaded = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            "print(rc, loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    assert out.stdout.strip() == "0 []", out.stdout + out.stderr
 
 
 def test_rfc3987_syntax_is_not_installed():

@@ -121,7 +121,7 @@ def _trial(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from workbench.plan import Constraints, plan
     from workbench.plan.explain import describe_start, explain
-    from workbench.render.text import settings_text
+    from workbench.render.text import settings_text, table_text
     from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
@@ -155,16 +155,15 @@ def _plan(args: argparse.Namespace) -> int:
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
             "mfu", "memory_gib", "device_gib", "headroom_gib"]
-    t = result.table
+    t = result.ranked
     # the engine and switch columns, shown when a row leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
                          ("fp8_recipe", None)):
-        if t[col].map(lambda v, d=default: v != d).any():
+        if any(v != default for v in t[col].tolist()):
             cols.insert(cols.index("step"), col)
-    table = result.table[cols].head(args.top).rename(columns={
-        "sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
-        "micro_batch": "mb", "step": "step_s"})
-    print(table.to_string(index=False, float_format=lambda v: f"{v:,.3f}"))
+    names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
+             "micro_batch": "mb", "step": "step_s"}
+    print(table_text({names.get(c, c): t[c] for c in cols}, args.top))
     print("\nwhy:")
     for line in explain(result):
         print("  " + line)
@@ -227,7 +226,10 @@ MAX_TRIAL_RANKS = 256
 MAX_TRIAL_STEPS = 1000
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser. ``verb``: fill in only that verb's options (the others are listed
+    with their help), so a verb imports what it needs and no more (``plan`` and ``estimate``
+    never load the trial runner, the calibration or the monitor); None: every verb's."""
     from workbench.cli_options import PORT, integer, number
     from workbench.export import TARGETS   # light: each exporter module loads on use
 
@@ -298,17 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--to", required=True, choices=list(TARGETS),
                    help="what to print: " + ", ".join(TARGETS))
     x.set_defaults(run=_export)
-    from workbench.bench.command import add_arguments as add_bench_arguments   # light
-    add_bench_arguments(sub.add_parser("bench", help="time collectives nccl-tests-style: "
-                                                     "algbw and busbw per size and world size"))
-    from workbench.calibrate.command import add_arguments as add_calibrate_arguments
-    from workbench.proof.command import add_arguments as add_report_arguments
+    def wanted(name: str) -> bool:
+        return verb is None or verb == name
 
-    add_calibrate_arguments(sub.add_parser(
-        "calibrate", help="measure this machine (GEMMs, memory, eager runtime, collectives) "
-                          "into a profile usable as hardware.gpu"))
-    add_report_arguments(sub.add_parser(
-        "report", help="run the standard matrix of trials and compare each with the estimate"))
+    b = sub.add_parser("bench", help="time collectives nccl-tests-style: algbw and busbw per "
+                                     "size and world size")
+    if wanted("bench"):
+        from workbench.bench.command import add_arguments as add_bench_arguments
+        add_bench_arguments(b)
+    cal = sub.add_parser("calibrate", help="measure this machine (GEMMs, memory, eager runtime, "
+                                           "collectives) into a profile usable as hardware.gpu")
+    if wanted("calibrate"):
+        from workbench.calibrate.command import add_arguments as add_calibrate_arguments
+        add_calibrate_arguments(cal)
+    rep = sub.add_parser("report", help="run the standard matrix of trials and compare each "
+                                        "with the estimate")
+    if wanted("report"):
+        from workbench.proof.command import add_arguments as add_report_arguments
+        add_report_arguments(rep)
     c = sub.add_parser("catalog", help="list catalog entries")
     c.add_argument("kind", choices=["gpu", "link", "cpu", "memory", "drive", "model"],
                    help="which catalog")
@@ -317,10 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dashboard", help="serve notebooks/dashboard.ipynb with Voila on 127.0.0.1")
     d.add_argument("--port", type=PORT, default=0, help="port (0 = a free one)")
     d.set_defaults(run=_dashboard)
-    from workbench.monitor.monitor import DEFAULT_INTERVAL_S, DEFAULT_PORT   # light
-
     mo = sub.add_parser("monitor", help="serve the scenario's plan and this machine's GPU "
                                         "telemetry as Prometheus metrics (docs/monitoring.md)")
+    if not wanted("monitor"):
+        return p
+    from workbench.monitor.monitor import DEFAULT_INTERVAL_S, DEFAULT_PORT   # light
+
     mo.add_argument("scenario", help="scenario file (YAML or JSON) of the run being watched")
     mo.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                     help="override a field, e.g. --set parallel.tp=8 (repeatable)")
@@ -340,7 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verb = argv[0] if argv and not argv[0].startswith("-") else None
+    args = build_parser(verb).parse_args(argv)
     try:
         return args.run(args)
     except ScenarioError as exc:

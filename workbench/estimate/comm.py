@@ -78,6 +78,10 @@ class Span:
 
 def group_span(size, stride, gpus_per_node: int) -> Span:
     """Placement of a group of ``size`` ranks spaced ``stride`` apart (scalars or arrays)."""
+    if isinstance(size, int) and isinstance(stride, int):     # one layout: plain Python
+        per_node = max(1, min(size, gpus_per_node // max(stride, 1))) \
+            if stride < gpus_per_node else 1
+        return Span(size, per_node, -(-size // per_node))
     size, stride = np.asarray(size), np.asarray(stride)
     per_node = np.where(stride < gpus_per_node,
                         np.maximum(1, np.minimum(size, gpus_per_node // np.maximum(stride, 1))), 1)
@@ -109,7 +113,9 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: b
     nccl fits for groups inside a node. Elsewhere (a profile measured at world size 1, a group
     across nodes) the scenario's links."""
     prof = hw.gpu.profile
-    covered = False if prof is None else prof.covers(span)
+    if prof is None:
+        return _link_time(kind, nbytes, span, hw)
+    covered = prof.covers(span)
     if np.all(covered):
         return prof.with_ranks(hw.gpus_per_node).collective(kind, span.size, nbytes, back_to_back)
     linked = _link_time(kind, nbytes, span, hw)

@@ -126,6 +126,31 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
     return out
 
 
+class _BlockTable:
+    """The block data of every (tp, cp, ep, micro-batch, ...) key met so far on one scenario,
+    each datum also as an array over the entries, so a grid's column is one gather."""
+
+    def __init__(self) -> None:
+        self.index: dict = {}
+        self.entries: list[dict] = []
+        self._arrays: dict = {}
+
+    def add(self, key, data: dict) -> int:
+        self.index[key] = len(self.entries)
+        self.entries.append(data)
+        return self.index[key]
+
+    def column(self, kind: str, name: str | None) -> np.ndarray:
+        """The datum ``name`` of block ``kind`` (or the entry's own ``kind`` without a name)
+        per entry, 0 where the block does not exist."""
+        have = self._arrays.get((kind, name))
+        if have is None or len(have) < len(self.entries):
+            have = np.fromiter(((d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0)
+                                for d in self.entries), dtype=float, count=len(self.entries))
+            self._arrays[kind, name] = have
+        return have
+
+
 class Rows:
     """One row per evaluated (layout, pipeline rank): the layouts repeated (``grid``), the rank,
     what the rank holds, the block data of its (tp, cp, ep, micro-batch) as columns, and the
@@ -136,7 +161,8 @@ class Rows:
         m, tr = base.model, base.training
         code = ((g.tp * 1024 + g.cp) * 65536 + g.ep) * 1024 + g.micro_batch   # one int per key
         uniq, inverse = np.unique(code, return_inverse=True)
-        self.per = []
+        self.table = table = cache.setdefault("_blocks", _BlockTable())
+        self.per, entries = [], []
         for c in uniq.tolist():
             rest, mb = divmod(c, 1024)
             rest, ep = divmod(rest, 65536)
@@ -145,14 +171,17 @@ class Rows:
                    pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
                    base.parallel.expert_tp)
-            if key not in cache:
-                cache[key] = _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
-                                         pytorch_eager)
-            self.per.append(cache[key])
+            i = table.index.get(key)
+            if i is None:
+                i = table.add(key, _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
+                                               pytorch_eager))
+            entries.append(i)
+            self.per.append(table.entries[i])
         self.layout_of, self.rank = rank_rows(m, g, every_rank)
         self.n = len(self.rank)
         self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])
         self.key_index = inverse.reshape(-1)[self.layout_of]   # row -> its block data
+        self.entry = np.asarray(entries, dtype=np.int64)[self.key_index]   # row -> table entry
         self._columns: dict = {}
         self.grid = G = g.take(self.layout_of)
         self.layers_total = m.layers
@@ -168,9 +197,7 @@ class Rows:
         """A block datum per row (0 where the block does not exist)."""
         key = (kind, name)
         if key not in self._columns:
-            vals = np.fromiter(((d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0)
-                                for d in self.per), dtype=float, count=len(self.per))
-            self._columns[key] = vals[self.key_index]
+            self._columns[key] = self.table.column(kind, name)[self.entry]
         return self._columns[key]
 
     def blocks(self, name: str) -> np.ndarray:
@@ -183,14 +210,22 @@ class Rows:
         """Per layout: a block datum over the whole model (every layer, the head and the
         embedding), plus the wrappers' cost per layer and for the rest."""
         first, moe = self.first, self.layers_total - self.dense_total
-        return ((self.layers_total - moe) * first(self.col("dense", name))
-                + moe * first(self.col("moe", name)) + first(self.col("head", name))
-                + first(self.col("embedding", name))
+        each = self.entry[self.starts]           # each layout's block data (one per layout)
+        block = self.table.column
+        return ((self.layers_total - moe) * block("dense", name)[each]
+                + moe * block("moe", name)[each] + block("head", name)[each]
+                + block("embedding", name)[each]
                 + self.layers_total * first(wrappers[0]) + first(wrappers[1]))
+
+    def _per_layout(self, x) -> np.ndarray | None:
+        """``x`` as one entry per layout when it is a scalar (None when it is per row)."""
+        x = np.asarray(x)
+        return np.full(len(self.starts), x) if x.ndim == 0 else None
 
     def worst(self, x) -> np.ndarray:
         """The largest value over each layout's rows."""
-        return np.maximum.reduceat(np.broadcast_to(x, self.n), self.starts)
+        same = self._per_layout(x)
+        return same if same is not None else np.maximum.reduceat(x, self.starts)
 
     def argworst(self, x) -> np.ndarray:
         """The pipeline rank of each layout's largest value (the lowest on ties)."""
@@ -200,7 +235,8 @@ class Rows:
 
     def first(self, x) -> np.ndarray:
         """Per layout: the value of its first row (for what every row of a layout shares)."""
-        return np.broadcast_to(x, self.n)[self.starts]
+        same = self._per_layout(x)
+        return same if same is not None else np.asarray(x)[self.starts]
 
 
 def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:

@@ -54,7 +54,7 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
     bt = step_terms(best)
     lines = [f"#1 {_layout_words(result.layout(1))}: {best.time.step:.3f} s/step, "
              f"{best.memory.per_gpu.total / 2**30:.1f} GiB/GPU"]
-    for rank in range(2, min(len(result.table), others + 1) + 1):
+    for rank in range(2, min(len(result), others + 1) + 1):
         est = estimate(result.scenario_of(rank))
         ot = step_terms(est)
         gap = est.time.step - best.time.step
@@ -124,6 +124,6 @@ def describe_start(result: PlanResult) -> str:
     if not st["fits"]:
         return (f"your layout ({words}): {st['step']:.3f} s/step but {mem}, above the limit "
                 f"of {result.limit / 2**30:.1f} GiB (or the host's DDR/NVMe for offload)")
-    best = float(result.table["step"].iloc[0])
-    return (f"your layout ({words}): #{st['rank']} of {len(result.table):,}, "
+    best = float(result.ranked["step"][0])
+    return (f"your layout ({words}): #{st['rank']} of {len(result):,}, "
             f"{st['step']:.3f} s/step ({st['step'] / best - 1:+.1%} against #1), {mem}")

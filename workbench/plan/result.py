@@ -21,7 +21,7 @@ TRAINING_KEYS = ("micro_batch", "recompute", "offload", "engine", "compile", "fp
 class PlanResult:
     scenario: Scenario
     constraints: Constraints
-    table: object                     # pandas DataFrame of the layouts that fit, best first
+    ranked: dict                      # column arrays of the layouts that fit, best first
     counts: dict                      # candidates, valid, evaluated, fit
     limit: float                      # bytes per GPU a layout may use
     smallest: dict | None = None      # least-memory evaluated layout (for infeasibility)
@@ -29,40 +29,62 @@ class PlanResult:
     by_gpu_count: list = field(default_factory=list)
     seconds: float = 0.0
     start: dict | None = None         # the scenario's own layout among these (search.starting_point)
+    _frame: object = field(default=None, repr=False)
 
     @classmethod
     def build(cls, s: Scenario, c: Constraints, found: dict) -> "PlanResult":
-        import pandas as pd
-
-        cols = found["columns"]
-        df = pd.DataFrame({k: v for k, v in cols.items()})
-        if len(df):       # sequence parallelism means nothing without TP: show it off
-            df["sequence_parallel"] = df["sequence_parallel"].astype(bool) & (df["tp"] > 1)
+        # numpy only: the CLI's plan never imports pandas (``table`` builds a DataFrame on use)
+        cols = dict(found["columns"])
+        n = len(cols["step"])
         smallest = None
-        if len(df):
-            smallest = df.loc[df["device_per_gpu"].idxmin()].to_dict()
-        ok = df[df["fits"]] if len(df) else df
-        ok = ok.sort_values(["step", "memory_per_gpu"], kind="stable").reset_index(drop=True)
-        if len(ok):
-            ok.insert(0, "rank", np.arange(1, len(ok) + 1))
+        if n:        # sequence parallelism means nothing without TP: show it off
+            cols["sequence_parallel"] = (cols["sequence_parallel"].astype(bool)
+                                         & (cols["tp"] > 1))
+            i = int(np.argmin(cols["device_per_gpu"]))
+            smallest = {k: _plain(v[i]) for k, v in cols.items()}
+            # the fitting layouts by step, then memory; lexsort is stable (equal rows keep
+            # the search's order)
+            keep = np.flatnonzero(cols["fits"])
+            keep = keep[np.lexsort((cols["memory_per_gpu"][keep], cols["step"][keep]))]
+            ok = {"rank": np.arange(1, len(keep) + 1), **{k: v[keep] for k, v in cols.items()}}
+        else:
+            ok = {"rank": np.arange(0), **cols}
+        if len(ok["rank"]):
             ok["memory_gib"] = ok["memory_per_gpu"] / GIB
             ok["device_gib"] = ok["device_per_gpu"] / GIB
             ok["headroom_gib"] = (found["limit"] - ok["device_per_gpu"]) / GIB
-            ok["pareto_memory"] = _front(ok["memory_per_gpu"].to_numpy(),
-                                         ok["tokens_per_s"].to_numpy())
-        counts = dict(found["counts"], fit=int(len(ok)))
-        short = int(((df["device_per_gpu"] <= found["limit"]) & ~df["host_fits"]).sum()) \
-            if len(df) else 0
-        return cls(scenario=s, constraints=c, table=ok, counts=counts, limit=found["limit"],
+            ok["pareto_memory"] = _front(ok["memory_per_gpu"], ok["tokens_per_s"])
+        counts = dict(found["counts"], fit=int(len(ok["rank"])))
+        short = int(((cols["device_per_gpu"] <= found["limit"])
+                     & ~cols["host_fits"].astype(bool)).sum()) if n else 0
+        return cls(scenario=s, constraints=c, ranked=ok, counts=counts, limit=found["limit"],
                    smallest=smallest, gpu_fit_host_short=short)
 
     @property
+    def table(self):
+        """The ranked layouts as a pandas DataFrame (built on first use, for notebooks and
+        the dashboard)."""
+        if self._frame is None:
+            import pandas as pd
+
+            self._frame = pd.DataFrame(self.ranked)
+        return self._frame
+
+    def __len__(self) -> int:
+        """The number of layouts that fit (ranked)."""
+        return len(self.ranked["rank"])
+
+    def row(self, rank: int = 1) -> dict:
+        """The columns of the layout ranked ``rank`` (1 = best), as plain Python values."""
+        return {k: _plain(v[rank - 1]) for k, v in self.ranked.items()}
+
+    @property
     def feasible(self) -> bool:
-        return len(self.table) > 0
+        return len(self) > 0
 
     @property
     def best_tokens_per_s(self) -> float:
-        return float(self.table["tokens_per_s"].iloc[0]) if self.feasible else float("nan")
+        return float(self.ranked["tokens_per_s"][0]) if self.feasible else float("nan")
 
     def infeasible_reason(self) -> Problem:
         """Which constraint left no layout: a fixed field, the validation rules, or memory."""
@@ -99,10 +121,10 @@ class PlanResult:
 
     def layout(self, rank: int = 1) -> dict:
         """The parallel and training fields of the layout ranked ``rank`` (1 = best)."""
-        row = self.table.iloc[rank - 1]
-        par = {k: _plain(row[k]) for k in PARALLEL_KEYS}
+        row = self.row(rank)
+        par = {k: row[k] for k in PARALLEL_KEYS}
         par["shard_group"] = int(row["shard_group"]) or None
-        tr = {k: _plain(row[k]) for k in TRAINING_KEYS}
+        tr = {k: row[k] for k in TRAINING_KEYS}
         return {"parallel": par, "training": tr}
 
     def scenario_of(self, rank: int = 1) -> Scenario:
@@ -124,10 +146,10 @@ class PlanResult:
         """Contract 4: ``layouts[]`` with a full ``parallel`` block, the training options the
         search chose, ``time.step``, ``throughput.tokens_per_s``, ``memory.per_gpu.total`` and
         ``fits``; plus the search counts and the Pareto fronts."""
-        n = len(self.table) if top is None else min(top, len(self.table))
+        n = len(self) if top is None else min(top, len(self))
         layouts = []
         for i in range(1, n + 1):
-            row = self.table.iloc[i - 1]
+            row = self.row(i)
             full = self.scenario_of(i)
             lay = {k: v for k, v in vars(full.parallel).items()}
             layouts.append({
@@ -140,12 +162,13 @@ class PlanResult:
                            "headroom": float(self.limit - row["device_per_gpu"])},
                 "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
             })
-        front = self.table[self.table["pareto_memory"]]
+        front = np.flatnonzero(self.ranked["pareto_memory"]) if self.feasible else []
+        r = self.ranked
         return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
                 "counts": self.counts, "seconds": self.seconds, "layouts": layouts,
-                "pareto_memory": [{"rank": int(r["rank"]), "memory_per_gpu": float(
-                    r["memory_per_gpu"]), "tokens_per_s": float(r["tokens_per_s"])}
-                    for _, r in front.iterrows()],
+                "pareto_memory": [{"rank": int(r["rank"][i]), "memory_per_gpu": float(
+                    r["memory_per_gpu"][i]), "tokens_per_s": float(r["tokens_per_s"][i])}
+                    for i in front],
                 "pareto_gpus": self.by_gpu_count, "start": self.start}
 
 

@@ -105,10 +105,23 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     for v in variants:
         done = _search_variant(v, c, schedules, sps, offloads, limit, world, cols, counts,
                                progress, share, done, total)
-    arrays = {k: (np.concatenate(v) if v else np.array([])) for k, v in cols.items()}
+    arrays = {k: _column(v, bool if k == "sequence_parallel" else object)
+              for k, v in cols.items()}
     arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
                       if len(arrays["step"]) else np.array([], bool))
     return {"columns": arrays, "counts": counts, "limit": limit}
+
+
+def _column(chunks: list, dtype) -> np.ndarray:
+    """One column from its chunks: arrays, or (value, count) for a chunk of one value (then
+    of ``dtype``)."""
+    if not chunks:
+        return np.array([])
+    if not isinstance(chunks[0], tuple):
+        return np.concatenate(chunks)
+    table = np.empty(len(chunks), dtype=dtype)
+    table[:] = [v for v, _ in chunks]
+    return np.repeat(table, [n for _, n in chunks])
 
 
 def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit, world, cols,
@@ -164,16 +177,14 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                         for k, v in zip(ROW_FIELDS, r[:, ok]):
                             cols[k].append(v)
                         n = int(ok.sum())
-                        cols["sequence_parallel"].append(np.full(n, sp))
-                        cols["pp_schedule"].append(np.full(n, schedule, dtype=object))
-                        cols["recompute"].append(np.full(n, rc, dtype=object))
-                        cols["offload"].append(np.full(n, off, dtype=object))
+                        # one value for the whole chunk: (value, count), expanded at the end
+                        for k, val in (("sequence_parallel", sp), ("pp_schedule", schedule),
+                                       ("recompute", rc), ("offload", off), *switches.items()):
+                            cols[k].append((val, n))
                         for k in ("step", "memory_per_gpu", "device_per_gpu", "tokens_per_s",
                                   "mfu", "bubble"):
                             cols[k].append(np.asarray(out[k], dtype=float))
                         cols["host_fits"].append(np.asarray(out["host_fits"], dtype=bool))
-                        for k, val in switches.items():
-                            cols[k].append(np.full(n, val, dtype=object))
                         # async TP is a no-op (and exported as none) without TP
                         cols["async_tp"].append(np.asarray(
                             base.parallel.async_tp & (r[1, ok] > 1), dtype=object))
@@ -237,5 +248,5 @@ def starting_point(start: Scenario, result: PlanResult) -> dict:
             and est.memory.nvme_fits)
     out.update(step=est.time.step, memory_per_gpu=est.memory.per_gpu.total, fits=fits)
     if fits:
-        out["rank"] = 1 + int((result.table["step"] < est.time.step * (1 - 1e-9)).sum())
+        out["rank"] = 1 + int((result.ranked["step"] < est.time.step * (1 - 1e-9)).sum())
     return out

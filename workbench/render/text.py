@@ -116,3 +116,19 @@ def settings_text(counts: dict) -> str:
     candidate and valid counts then count each layout once per setting)."""
     k = counts.get("settings", 1)
     return f" (over {k} engine/switch settings)" if k > 1 else ""
+
+
+def table_text(columns: dict[str, object], rows: int) -> str:
+    """The first ``rows`` entries of column arrays as a plain text table: one header line,
+    cells right-aligned, floats with three decimals and thousands separators."""
+    def cell(v) -> str:
+        if isinstance(v, float) or (hasattr(v, "dtype") and v.dtype.kind == "f"):
+            return f"{float(v):,.3f}"
+        return str(v.item() if hasattr(v, "item") else v)
+
+    cells = {name: [cell(v) for v in list(col)[:rows]] for name, col in columns.items()}
+    widths = {name: max([len(name), *map(len, vals)]) for name, vals in cells.items()}
+    lines = [" ".join(name.rjust(widths[name]) for name in cells)]
+    lines += [" ".join(cells[name][i].rjust(widths[name]) for name in cells)
+              for i in range(min(rows, *(len(v) for v in cells.values())))]
+    return "\n".join(lines)

@@ -7,6 +7,7 @@ the cost model (``estimate.cost_model.evaluate``) read it as they read a ``Paral
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -20,7 +21,9 @@ ROW_FIELDS = ("dp", "tp", "pp", "cp", "ep", "zero", "virtual_stages", "micro_bat
 @dataclass
 class LayoutGrid:
     """One row per layout; the names and properties mirror ``scenario.types.Parallel`` (and
-    ``training.micro_batch``) so the cost formulas read either. ``shard_group`` 0 is none."""
+    ``training.micro_batch``) so the cost formulas read either. ``shard_group`` 0 is none.
+    A grid is never changed after it is made (``take`` makes a new one), so the derived
+    columns are computed once."""
 
     dp: np.ndarray
     tp: np.ndarray
@@ -59,42 +62,42 @@ class LayoutGrid:
     def __len__(self) -> int:
         return len(self.dp)
 
-    @property
+    @cached_property
     def schedule(self) -> Schedule:
         return schedule(self.pp_schedule)
 
-    @property
+    @cached_property
     def world(self) -> np.ndarray:
         return self.dp * self.tp * self.pp * self.cp
 
-    @property
+    @cached_property
     def sp(self) -> np.ndarray:
         return self.sequence_parallel & (self.tp > 1)
 
-    @property
+    @cached_property
     def reshards(self) -> np.ndarray:
         if self.reshard_after_forward is None:
             return self.pp == 1
         return np.full(len(self), self.reshard_after_forward)
 
-    @property
+    @cached_property
     def dense_shard(self) -> np.ndarray:
         return np.where(self.shard_group > 0, self.shard_group, self.dp * self.cp)
 
-    @property
+    @cached_property
     def etp(self) -> np.ndarray:
         return np.full(len(self), self.expert_tp) if self.expert_tp else self.tp
 
-    @property
+    @cached_property
     def expert_data_parallel(self) -> np.ndarray:
         return self.dp * self.cp * self.tp // (self.etp * self.ep)
 
-    @property
+    @cached_property
     def expert_shard(self) -> np.ndarray:
         edp = self.expert_data_parallel
         return np.where(self.shard_group > 0, np.gcd(self.shard_group, edp), edp)
 
-    @property
+    @cached_property
     def chunks_per_rank(self) -> np.ndarray:
         return np.asarray(self.schedule.chunks_per_rank(self.pp, self.virtual_stages))
 

@@ -92,14 +92,14 @@ def group_span(size, stride, gpus_per_node: int) -> Span:
 def _pick(cond, yes, no):
     """``yes()`` where ``cond`` holds, else ``no()``: element-wise for arrays; for a single
     layout only the branch taken is computed (numpy's per-call cost dominates there)."""
-    if np.ndim(cond) == 0:
+    if isinstance(cond, (bool, np.bool_)) or np.ndim(cond) == 0:
         return yes() if cond else no()
     return np.where(cond, yes(), no())
 
 
 def _flat(kind: str, nbytes, n, bw, lat):
     """One flat (ring) collective over ``n`` ranks on one tier; 0 when n <= 1."""
-    return _pick(np.greater(n, 1), lambda: STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw,
+    return _pick(n > 1, lambda: STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw,
                  lambda: 0.0 * nbytes)
 
 
@@ -138,7 +138,7 @@ def _link_time(kind: str, nbytes, span: Span, hw: Hardware):
 
     def cost():
         if kind == "send_recv":
-            return _pick(np.greater(nn, 1), lambda: _flat(kind, nbytes, 2, e_bw, e_lat),
+            return _pick(nn > 1, lambda: _flat(kind, nbytes, 2, e_bw, e_lat),
                          lambda: _flat(kind, nbytes, 2, a_bw, a_lat))
 
         def hier():
@@ -153,10 +153,12 @@ def _link_time(kind: str, nbytes, span: Span, hw: Hardware):
                         + _flat("all_gather", nbytes, k, a_bw, a_lat))
             # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
             return _flat(kind, nbytes, k, a_bw, a_lat) + _flat(kind, nbytes / k, nn, e_bw, e_lat)
-        return _pick(np.equal(nn, 1), lambda: _flat(kind, nbytes, k, a_bw, a_lat),
-                     lambda: _pick(np.equal(k, 1), lambda: _flat(kind, nbytes, nn, e_bw, e_lat),
+        return _pick(nn == 1, lambda: _flat(kind, nbytes, k, a_bw, a_lat),
+                     lambda: _pick(k == 1, lambda: _flat(kind, nbytes, nn, e_bw, e_lat),
                                    hier))
 
+    if scalar:     # one layout: plain Python arithmetic, only the branch taken is computed
+        return float(_pick(n <= 1 or nbytes <= 0, lambda: 0.0 * nbytes, cost))
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = _pick(np.less_equal(n, 1) | np.less_equal(nbytes, 0), lambda: 0.0 * nbytes, cost)
-    return plain(np.asarray(t, dtype=float)) if not scalar else float(t)
+        t = _pick((n <= 1) | (nbytes <= 0), lambda: 0.0 * nbytes, cost)
+    return plain(np.asarray(t, dtype=float))

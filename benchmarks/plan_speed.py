@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/plan_speed.py
 
-"cold" is the first search in the process (imports of pandas and the estimator's first calls
+"cold" is the first search in the process (the estimator's first calls
 included); "warm" the median of the next three.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> int:
         ("Mixtral 8x7B", "examples/mixtral-8x7b-ep.yaml", []),
         ("Llama 3.1 8B, 8 x H100", "examples/llama3-8b-8xh100.yaml", []),
     ]
-    print(f"imports (workbench.plan, pandas, numpy): {imports:.2f} s")
+    print(f"imports (workbench.plan, numpy): {imports:.2f} s")
     print(f"{'case':34} {'candidates':>11} {'valid':>8} {'evaluated':>10} {'fit':>8} "
           f"{'cold s':>7} {'warm s':>7}")
     worst = 0.0

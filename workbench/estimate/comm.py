@@ -78,10 +78,6 @@ class Span:
 
 def group_span(size, stride, gpus_per_node: int) -> Span:
     """Placement of a group of ``size`` ranks spaced ``stride`` apart (scalars or arrays)."""
-    if isinstance(size, int) and isinstance(stride, int):     # one layout: plain Python
-        per_node = max(1, min(size, gpus_per_node // max(stride, 1))) \
-            if stride < gpus_per_node else 1
-        return Span(size, per_node, -(-size // per_node))
     size, stride = np.asarray(size), np.asarray(stride)
     per_node = np.where(stride < gpus_per_node,
                         np.maximum(1, np.minimum(size, gpus_per_node // np.maximum(stride, 1))), 1)

@@ -29,7 +29,7 @@ class PlanResult:
     by_gpu_count: list = field(default_factory=list)
     seconds: float = 0.0
     start: dict | None = None         # the scenario's own layout among these (search.starting_point)
-    _frame: object = field(default=None, repr=False)
+    _frame: object = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, s: Scenario, c: Constraints, found: dict) -> "PlanResult":

@@ -17,8 +17,8 @@ from workbench.plan.explain import switch_lines
 from workbench.scenario import parse_scenario
 
 
-def doc(training=None, parallel=None, model="llama3-8b", nodes=1):
-    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": nodes},
+def doc(training=None, parallel=None, model="llama3-8b", nodes=1, gpu="h100-sxm"):
+    return {"hardware": {"gpu": gpu, "gpus_per_node": 8, "nodes": nodes},
             "model": {"preset": model},
             "parallel": {"dp": 8, "zero": 3, **(parallel or {})},
             "training": {"seq_len": 8192, "global_batch": 64, **(training or {})}}
@@ -121,7 +121,8 @@ def test_op_saved_tensors_of_a_llama_layer():
 
 def test_fp8_recipe_changes_the_step():
     base = {"engine": "torchtitan", "precision": "fp8", "compile": True}
-    steps = {r: estimate(parse_scenario(doc({**base, "fp8_recipe": r}))).time.step
+    # on a B200: MXFP8 runs on Blackwell only (the rule table's engine_numerics)
+    steps = {r: estimate(parse_scenario(doc({**base, "fp8_recipe": r}, gpu="b200"))).time.step
              for r in ENGINES["torchtitan"].fp8_recipes}
     rates = {r: ENGINES["torchtitan"].fp8_recipes[r].gemm_rate for r in steps}
     slowest_rate = min(rates, key=rates.get)
@@ -223,9 +224,8 @@ def test_megatron_async_tp_needs_sequence_parallel_and_the_planner_follows():
     bad = doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
                                        "sequence_parallel": False})
     assert problems(bad) == [
-        "parallel.async_tp: engine megatron overlaps TP communication only with "
-        "parallel.sequence_parallel true (validate_args: --tp-comm-overlap needs "
-        "--sequence-parallel)"]
+        "parallel.async_tp: validate_args: --tp-comm-overlap (parallel.async_tp) needs "
+        "--sequence-parallel"]
     # nanotron's column-parallel overlap runs without SP; tp = 1 has nothing to overlap and
     # is accepted
     parse_scenario(doc({"engine": "nanotron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
@@ -244,12 +244,14 @@ def test_torchtitan_layouts_are_ones_torchtitan_runs():
     from workbench.export import export
     assert problems(doc({"engine": "torchtitan", "recompute": "op"},
                         {"dp": 4, "tp": 2, "sequence_parallel": False})) == [
-        "parallel.sequence_parallel: engine torchtitan always shards along the sequence with "
-        "TP; set parallel.sequence_parallel true"]
+        "parallel.sequence_parallel: torchtitan 0.2.x always applies sequence parallelism "
+        "with TP (0.3.0 has parallelism.enable_sequence_parallel); set "
+        "parallel.sequence_parallel true"]
     assert problems(doc({"engine": "torchtitan", "recompute": "op"},
                         {"dp": 4, "tp": 2, "zero": 0})) == [
-        "parallel.zero: engine torchtitan runs DDP (zero 0) only when data parallelism is the "
-        "only dimension ('DDP has not supported > 1D parallelism'); use zero 3"]
+        "parallel.zero: torchtitan applies DDP only to pure data parallelism (it uses FSDP "
+        "whenever CP is on and raises 'DDP has not supported > 1D parallelism' otherwise); "
+        "use zero 3"]
     parse_scenario(doc({"engine": "torchtitan", "recompute": "op"}, {"zero": 0}))
     s = parse_scenario({**doc({"engine": "torchtitan", "recompute": "op"}), "parallel": {}},
                        layout_required=False)

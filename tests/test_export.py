@@ -31,7 +31,7 @@ from workbench.cli import main
 from workbench.estimate.params import chunk_layers
 from workbench.errors import ScenarioError
 from workbench.export import TARGETS, ExportError, Source, export
-from workbench.export.deepspeed import deepspeed_config
+from workbench.export.deepspeed import deepspeed_config, to_deepspeed
 from workbench.export.megatron import megatron_args, to_megatron
 from workbench.export.slurm import to_slurm
 from workbench.export.torchrun import nccl_env, to_torchrun
@@ -447,18 +447,30 @@ def test_deepspeed_sgd_falls_back_to_torch_optim(ds_config):
     assert c.optimizer_name == "SGD" and c.zero_allow_untested_optimizer
 
 
-def test_deepspeed_refuses_model_parallel_layouts():
+def test_deepspeed_refuses_what_deepspeed_cannot_run_and_notes_megatron_deepspeed_settings(
+        ds_config):
+    # TINY: FSDP (zero 3) with pp 2 and ring-attention cp 2: the engine record's limits
     with pytest.raises(ExportError) as e:
         deepspeed_config(load(TINY))
-    assert refused_paths(e) == ["parallel.tp", "parallel.pp", "parallel.cp"]
+    assert refused_paths(e) == ["parallel.zero", "parallel.cp"]
+    # the same problems, word for word, as the validator's for a deepspeed scenario
+    with pytest.raises(ScenarioError) as v:
+        load(TINY, "training.engine=deepspeed")
+    assert [str(p) for p in e.value.problems] == [str(p) for p in v.value.problems]
     with pytest.raises(ExportError) as e:
-        deepspeed_config(load(MIXTRAL))
-    assert refused_paths(e) == ["parallel.ep"]
-    for sets, path in ((["parallel.shard_group=4"], "parallel.shard_group"),
-                       (["training.precision=fp8"], "training.precision")):
-        with pytest.raises(ExportError) as e:
-            deepspeed_config(load(LLAMA8, *sets))
-        assert refused_paths(e) == [path]
+        deepspeed_config(load(LLAMA8, "parallel.shard_group=4"))
+    assert refused_paths(e) == ["parallel.shard_group"]
+    # TP, PP and EP are Megatron-DeepSpeed's launch and model code: exported with a note each
+    text = to_deepspeed(load(MIXTRAL, "training.engine=deepspeed", "parallel.zero=1"))
+    assert any(w.startswith("parallel.ep = 8: set in the model code") for w in text.warnings)
+    s = load(LLAMA8, "training.engine=deepspeed", *DP4TP2, "parallel.zero=1",
+             "training.precision=fp8")
+    text = to_deepspeed(s)
+    cfg = json.loads(text)
+    assert cfg["bf16"] == {"enabled": True} and cfg["_comment"] == list(text.warnings)
+    assert [w.split(" = ")[0] for w in text.warnings] == [
+        "parallel.tp", "parallel.sequence_parallel", "training.precision"]
+    ds_config(cfg, 4)   # DeepSpeed's own config class accepts it (dp = 4)
 
 
 # ---------------------------------------------------------------- Megatron-LM
@@ -681,11 +693,13 @@ def test_cli_bad_target_exits_2_with_one_line(capsys):
 
 
 def test_cli_inexpressible_layout_exits_2_naming_the_field(capsys):
-    assert main(["export", str(EX / MIXTRAL), "--to", "deepspeed"]) == 2
+    assert main(["export", str(EX / TINY), "--to", "deepspeed"]) == 2
     out = capsys.readouterr()
     assert out.out == ""
     err = out.err.strip()
-    assert "\n" not in err and err.startswith("workbench: cannot export to deepspeed: parallel.ep")
+    assert "\n" not in err and err.startswith(
+        "workbench: cannot export to deepspeed: parallel.zero: DeepSpeed's PipelineEngine "
+        "refuses it")
 
 
 def test_cli_invalid_scenario_still_exits_2(capsys):
@@ -741,15 +755,26 @@ def test_torchtitan_async_tp_turns_compile_on_with_a_note():
     assert f"# NOTE: {text.warnings[0]}" in text
 
 
-def test_torchtitan_mxfp8_and_its_refusal_with_compiled_tp():
-    conf = titan(LLAMA8, *TITAN, "training.precision=fp8", "training.fp8_recipe=mxfp8")
+def test_torchtitan_mxfp8_on_blackwell_and_its_refusals():
+    b200 = ("hardware.gpu=b200",)
+    conf = titan(LLAMA8, *TITAN, *b200, "training.precision=fp8", "training.fp8_recipe=mxfp8")
     assert conf["model"]["converters"] == ["quantize.linear.mx"]
     assert conf["quantize"]["linear"]["mx"]["recipe_name"] == "mxfp8_cublas"
     assert "float8" not in conf["quantize"]["linear"]
-    with pytest.raises(ExportError) as e:   # mx.py: "TP not yet supported with torch.compile"
-        to_torchtitan(load(LLAMA8, *TITAN, *DP4TP2, "training.precision=fp8",
-                           "training.fp8_recipe=mxfp8", "training.compile=true"))
-    assert refused_paths(e) == ["training.fp8_recipe"]
+    # mx.py "TP not yet supported with torch.compile" (async TP turns compile on): a Megatron
+    # scenario that runs there is refused for torchtitan
+    meg = load(LLAMA8, *b200, *DP4TP2, "training.engine=megatron", "parallel.zero=1",
+               "parallel.async_tp=true", "training.precision=fp8", "training.fp8_recipe=mxfp8")
+    with pytest.raises(ExportError) as e:
+        to_torchtitan(meg)
+    assert refused_paths(e) == ["parallel.zero", "training.fp8_recipe"]
+    assert "'TP not yet supported with torch.compile for mxfp8'" in str(e.value)
+    # SM100+ only: off Blackwell the validator refuses it for either engine
+    for engine in ("torchtitan", "megatron"):
+        with pytest.raises(ScenarioError, match="mxfp8 runs on blackwell GPUs only "
+                                                f"\\(engine {engine}\\); NVIDIA H100"):
+            load(LLAMA8, f"training.engine={engine}", "training.precision=fp8",
+                 "training.fp8_recipe=mxfp8")
 
 
 def test_torchtitan_expert_tp_folding():
@@ -792,7 +817,7 @@ def test_megatron_async_tp_needs_sequence_parallel():
         megatron_args(load(LLAMA8, "training.engine=nanotron", "training.recompute=none",
                            *DP4TP2, "parallel.zero=1",
                            "parallel.async_tp=true", "parallel.sequence_parallel=false"))
-    assert "parallel.sequence_parallel" in refused_paths(e)
+    assert refused_paths(e) == ["parallel.async_tp"]
 
 
 def test_torchtitan_scenario_exported_to_megatron_says_what_does_not_carry_over(tmp_path):

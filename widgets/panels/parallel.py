@@ -7,7 +7,7 @@ import dataclasses
 import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, int_box
-from workbench.scenario.rules import allowed_values
+from workbench.scenario.rules import allowed_values, engine_allows
 from workbench.scenario.types import SCHEDULES
 
 ZERO_LABELS = [("0: DDP (replicated)", 0), ("1: ZeRO-1 / distributed optimizer", 1),
@@ -109,5 +109,10 @@ class ParallelPanel(Panel):
         self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "
                          f"(fills the {world} GPUs)</div>")
         pipelined = par["pp"] > 1
+        if s is not None and pipelined:   # the schedules the engine runs
+            self.schedule.options = engine_allows(now, "parallel.pp_schedule", SCHEDULES) or [
+                s.parallel.pp_schedule]
+        else:
+            self.schedule.options = list(SCHEDULES)
         self.schedule.disabled = self.virtual.disabled = not pipelined
         self.sp.disabled = par["tp"] == 1

@@ -11,7 +11,7 @@ import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, float_box, int_box
 from workbench.engines import ENGINES
-from workbench.scenario.rules import allowed_values, check_rules
+from workbench.scenario.rules import allowed_values, check_rules, engine_allows
 from workbench.scenario.types import ATTENTION_KERNELS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -119,7 +119,10 @@ class TrainingPanel(Panel):
         self.recompute_every_row.layout.display = (
             "" if self.current("training.recompute") == "layer" else "none")
         default = f"engine default ({eng.fp8_default})" if eng.fp8_default else "engine default"
-        self.fp8_recipe.options = [(default, None)] + [(r, r) for r in eng.fp8_recipes]
+        recipes = list(eng.fp8_recipes)
+        if self.state.scenario is not None:   # the recipes this GPU runs (MXFP8: Blackwell)
+            recipes = engine_allows(self.state.scenario, "training.fp8_recipe", recipes)
+        self.fp8_recipe.options = [(default, None)] + [(r, r) for r in recipes]
         s = self.state.scenario
         moe = s is not None and s.model.moe is not None
         self.expert_tp.options = [("same as tp", None)] + [

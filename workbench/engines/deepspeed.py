@@ -36,6 +36,33 @@ ENGINE = Engine(
     recompute=("none", "selective", "full"),
     # zero_optimization.stage, default 0 (DS deepspeed/runtime/zero/config.py:95).
     zero=(0, 1, 2, 3),
+    # What DeepSpeed runs, for the rule table (scenario/rules.py) and --to deepspeed.
+    # PipelineEngine runs one schedule, TrainSchedule (1F1B: DS deepspeed/runtime/pipe/
+    # schedule.py), and refuses ZeRO-2/3: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    # parallelism" (DS deepspeed/runtime/pipe/engine.py:76-77).
+    pp_schedules=("1f1b",),
+    zero_with_pp=(0, 1),
+    # MiCS (hierarchical sharding) was removed: DS deepspeed/runtime/config.py rejects
+    # mics_shard_size; ZeRO shards over the whole data-parallel group.
+    hsdp_zero=(),
+    # Sequence parallelism is Ulysses all-to-all (deepspeed/sequence/layer.py), not ring
+    # attention.
+    cp=False,
+    # ZeRO-3 releases gathered parameters after use (stage3_max_live_parameters bounds what
+    # stays; DS deepspeed/runtime/zero/config.py).
+    keeps_gathered_params=False,
+    why={
+        "pp_schedules": "DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B; "
+                        "deepspeed/runtime/pipe/schedule.py)",
+        "zero_with_pp": "DeepSpeed's PipelineEngine refuses it: 'ZeRO-2 and ZeRO-3 are "
+                        "incompatible with pipeline parallelism' (deepspeedai/DeepSpeed@edaa722 "
+                        "deepspeed/runtime/pipe/engine.py:76-77); use zero 1",
+        "hsdp_zero": "hierarchical sharding (MiCS) was removed from DeepSpeed; ZeRO shards "
+                     "over the whole data-parallel group",
+        "cp": "DeepSpeed's sequence parallelism is Ulysses all-to-all, not ring attention",
+        "keeps_gathered_params": "ZeRO-3 always releases gathered parameters after use "
+                                 "(stage3_max_live_parameters bounds what stays)",
+    },
     fp8_recipes={
         # TE DelayedScaling through Megatron-DeepSpeed (--fp8-amax-history-len,
         # --fp8-amax-compute-algo, MDS arguments.py:520-526): same GEMM kernel as tensorwise

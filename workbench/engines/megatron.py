@@ -48,6 +48,46 @@ ENGINE = Engine(
     # optim_grads_params (MLM arguments.py:3023; megatron/training/config/common_config.py:92);
     # --use-torch-fsdp2 also exists (common_config.py:95).
     zero=(0, 1, 2, 3),
+    # What Megatron-LM runs, for the rule table (scenario/rules.py) and --to megatron.
+    # Schedules: forward_backward_pipelining_without_interleaving (1F1B) and ..._with_interleaving
+    # (MLM megatron/core/pipeline_parallel/schedules.py get_forward_backward_func).
+    pp_schedules=("1f1b", "interleaved-1f1b"),
+    # ZeRO-2/3 is Megatron-FSDP or torch FSDP2: "FSDP and PP are mutually exclusive in
+    # Megatron's standard path" (NVIDIA/Megatron-LM PR #6081); --use-torch-fsdp2 asserts
+    # pp == 1 in validate_args (MLM megatron/training/arguments.py).
+    zero_with_pp=(0, 1),
+    # HSDP: --num-distributed-optimizer-instances (MLM arguments.py), the distributed optimizer
+    # (ZeRO-1) only.
+    hsdp_zero=(1,),
+    # docs/user-guide/parallelism-guide.md: "--sequence-parallel  # Required when using TP + EP".
+    sp_with_tp_and_ep=True,
+    # Megatron-FSDP has no switch to keep parameters gathered between forward and backward.
+    keeps_gathered_params=False,
+    # --optimizer-cpu-offload offloads the distributed optimizer's states (ZeRO-1) to host
+    # memory (MLM arguments.py _add_training_args); no NVMe, no gradient or parameter offload.
+    offload={"cpu": (1,)},
+    # validate_args: "Expert parallelism is not supported with fp16 training."
+    fp16_with_ep=False,
+    why={
+        "pp_schedules": "Megatron-LM's pipeline schedules are 1F1B and interleaved 1F1B "
+                        "(megatron/core/pipeline_parallel/schedules.py)",
+        "zero_with_pp": "ZeRO-2/3 is Megatron-FSDP (or torch FSDP2), which Megatron-LM does "
+                        "not combine with pipeline parallelism; use zero 1",
+        "hsdp_zero": "hybrid sharding is the distributed optimizer's "
+                     "--num-distributed-optimizer-instances, ZeRO-1 only",
+        "sp_with_tp_and_ep": "Megatron-LM requires --sequence-parallel with TP + EP "
+                             "(docs/user-guide/parallelism-guide.md)",
+        "keeps_gathered_params": "Megatron-FSDP has no switch to keep parameters gathered "
+                                 "after forward",
+        "offload": "Megatron-LM offloads optimizer states to CPU memory only "
+                   "(--optimizer-cpu-offload)",
+        "offload_zero": "Megatron-LM offloads the distributed optimizer's states (zero 1) "
+                        "only, not the ZeRO-2/3 gradient and parameter shards",
+        "fp16_with_ep": "validate_args: expert parallelism is not supported with fp16; "
+                        "use bf16",
+        "async_tp_needs_sp": "validate_args: --tp-comm-overlap (parallel.async_tp) needs "
+                             "--sequence-parallel",
+    },
     fp8_recipes={
         # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —
         # "recipes that differ only in how scaling factors are computed (e.g. DelayedScaling vs
@@ -69,7 +109,11 @@ ENGINE = Engine(
         # FP8Current 6.812 ms vs MXFP8 7.161 ms -> 6.812 / 7.161 = 0.95. Cast: one read,
         # rowwise+columnwise MX written in one kernel (performance_considerations.rst fusion 1):
         # 2 + 1 + 1 B = 4 B -> 1.0 pass.
-        "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst"),
+        # Blackwell only: TE transformer_engine/pytorch/fp8.py check_mxfp8_support "Device
+        # compute capability 10.0 or higher required for MXFP8 execution".
+        "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
+                                      "transformer_engine/pytorch/fp8.py check_mxfp8_support",
+                           archs=("blackwell",)),
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)

@@ -54,6 +54,43 @@ ENGINE = Engine(
     # dp_replicate_mesh.size(): raise RuntimeError('DDP has not supported > 1D parallelism')"
     # (TT torchtitan/models/llama3/infra/parallelize.py:148-151); with CP it applies FSDP.
     zero0_pure_dp_only=True,
+    # HSDP: the FSDP group is dp_shard x cp (TT torchtitan/distributed/parallel_dims.py), so a
+    # shard group holds whole CP groups.
+    hsdp_zero=(2, 3),
+    hsdp_whole_cp=True,
+    # parallel_dims.py: "Currently we only support ETP=TP or ETP=1"; EP ranks come from
+    # dp_shard x cp (x tp when ETP=1): efsdp = dp_shard * cp * tp / (etp * ep).
+    expert_tp_tp_or_1=True,
+    ep_within_shard_group=True,
+    # training.mixed_precision_param: bfloat16 or float32 (TT job_config.py Training); Float8
+    # through model.converters. No fp16.
+    precisions=("fp32", "bf16", "fp8"),
+    # training.enable_cpu_offload: FSDP2 CPUOffloadPolicy (TT job_config.py); no NVMe.
+    offload={"cpu": (1, 2, 3)},
+    # components/optimizer.py builds Adam or AdamW (TT torchtitan/components/optimizer.py).
+    optimizers=("adamw",),
+    why={
+        "zero": "torchtitan shards with FSDP2, which always shards the gradients too (no "
+                "ZeRO-1); it offers zero 0 (DDP), 2 (fsdp_reshard_after_forward never) and 3",
+        "zero0_pure_dp_only": "torchtitan applies DDP only to pure data parallelism (it uses "
+                              "FSDP whenever CP is on and raises 'DDP has not supported > 1D "
+                              "parallelism' otherwise); use zero 3",
+        "hsdp_whole_cp": "torchtitan's FSDP group is dp_shard x cp",
+        "expert_tp_tp_or_1": "torchtitan's expert TP is 1 or tp (parallel_dims.py: "
+                             "'Currently we only support ETP=TP or ETP=1')",
+        "ep_within_shard_group": "torchtitan takes EP ranks from dp_shard x cp x tp / expert TP "
+                                 "(parallel_dims.py; the FSDP group, not the HSDP replicas)",
+        "tp_without_sp": "torchtitan 0.2.x always applies sequence parallelism with TP (0.3.0 "
+                         "has parallelism.enable_sequence_parallel); set "
+                         "parallel.sequence_parallel true",
+        "precisions": "torchtitan's mixed precision is bfloat16 or float32 only "
+                      "(training.mixed_precision_param), FP8 through model.converters",
+        "offload": "torchtitan offloads to CPU memory only (training.enable_cpu_offload, FSDP2 "
+                   "CPUOffloadPolicy)",
+        "optimizers": "torchtitan builds Adam or AdamW only (components/optimizer.py)",
+        "compiled_tp": "torchtitan asserts 'TP not yet supported with torch.compile for mxfp8' "
+                       "(components/quantization/mx.py; async TP turns compile on)",
+    },
     fp8_recipes={
         # GEMM: cuBLAS tensorwise _scaled_mm, the reference -> 1.0. Cast (AO roofline, eager,
         # not fused with the previous op): input/grad_output amax read 2 B + cast read 2 B +
@@ -69,8 +106,13 @@ ENGINE = Engine(
         # MXFP8; TE's pre-quantized B300 table gives tensorwise 6.812 ms vs MXFP8 7.161 ms per layer
         # -> 0.95 (TE docs/examples/gemm_profiling/gemm_profiling.rst). Cast (AO roofline,
         # mxfp8_cublas): dim0 cast 2 + 1 B, dim1 cast 2 + 1 B = 6 B -> 1.5 passes.
+        # Blackwell only, and not with TP under torch.compile: TT
+        # torchtitan/components/quantization/mx.py asserts has_cuda_capability(10, 0) "MXFP8 is
+        # only supported on SM100 or architectures" and "TP not yet supported with
+        # torch.compile for mxfp8".
         "mxfp8": Fp8Recipe(0.95, 1.5, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
-                                      + _ROOF),
+                                      + _ROOF + "; TT components/quantization/mx.py",
+                           archs=("blackwell",), compiled_tp=False),
         # "rowwise_with_gw_hp" (also offered) is not in FP8_RECIPES; torchao has no delayed scaling.
     },
     # recipe_name None -> Float8LinearConfig() tensorwise ("Float8 tensorwise scaled training

@@ -22,6 +22,12 @@ class Fp8Recipe:
     gemm_rate: float            # x the measured tensorwise FP8 GEMM throughput
     cast_passes: float          # extra reads+writes of each 16-bit GEMM input, per pass
     source: str
+    # GPU architectures (``hardware.gpu.arch``) whose tensor cores run the recipe; empty: every
+    # GPU with FP8 tensor cores (the rule ``fp8`` already asks for those).
+    archs: tuple[str, ...] = ()
+    # The recipe runs with tensor parallelism under torch.compile (False: the engine refuses
+    # that combination).
+    compiled_tp: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,25 @@ class Engine:
     tp_without_sp: bool = True
     # ZeRO-0 (DDP) only when data parallelism is the only dimension (torchtitan).
     zero0_pure_dp_only: bool = False
+    # -- what the engine can run (the rule table, ``scenario.rules``, reads these limits; the
+    # validator, the planner's mask and the exporter to the engine's format all ask it; each
+    # value is cited in the engine's module, and ``why`` gives the engine's own words for it).
+    # (None: no limit of the engine's own)
+    pp_schedules: tuple[str, ...] | None = None   # pipeline schedules it runs
+    zero_with_pp: tuple[int, ...] = (0, 1, 2, 3)   # ZeRO stages it combines with pp > 1
+    hsdp_zero: tuple[int, ...] = (1, 2, 3)   # ZeRO stages it shards over an HSDP shard group
+    hsdp_whole_cp: bool = False     # an HSDP shard group holds whole context-parallel groups
+    cp: bool = True                 # ring-attention context parallelism
+    sp_with_tp_and_ep: bool = False  # TP together with EP needs sequence parallelism
+    keeps_gathered_params: bool = True   # ZeRO-3 with reshard_after_forward false
+    offload: dict[str, tuple[int, ...]] = field(default_factory=lambda: {
+        "cpu": (1, 2, 3), "nvme": (1, 2, 3)})   # offload target -> ZeRO stages it offloads at
+    fp16_with_ep: bool = True       # fp16 precision with expert parallelism
+    precisions: tuple[str, ...] | None = None
+    optimizers: tuple[str, ...] | None = None
+    expert_tp_tp_or_1: bool = False   # expert TP is 1 or tp, nothing else
+    ep_within_shard_group: bool = False   # EP ranks come from the HSDP shard group (x tp)
+    why: dict[str, str] = field(default_factory=dict)   # limit -> the engine's words, cited
     # Gradient memory the engine keeps on top of what the ZeRO table already counts (bytes per
     # parameter held by the GPU, unsharded): nanotron's DDP bucket copy; 0 where the table's
     # gradients are what the engine holds (Megatron's full fp32 ``main_grad`` buffer is the

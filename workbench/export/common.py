@@ -28,26 +28,23 @@ class Source:
 
 class ExportError(ScenarioError):
     """A valid scenario that a target cannot express. Carries every such problem (like
-    validation), each naming the field, its value and why the target cannot take it."""
+    validation), each naming the field, its value and why the target cannot take it: the
+    same problems, word for word, the validator reports for a scenario of the target's
+    engine."""
 
     def __init__(self, target: str, problems: list[Problem]):
         self.target = target
         super().__init__(problems)
 
 
-class Refusals:
-    """Collects what a target cannot express, so the user sees every problem at once."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.problems: list[Problem] = []
-
-    def add(self, path: str, value: object, why: str) -> None:
-        self.problems.append(Problem(path, value, f"{self.target} cannot express this: {why}"))
-
-    def raise_any(self) -> None:
-        if self.problems:
-            raise ExportError(self.target, self.problems)
+def refuse_what_engine_cannot_run(s: Scenario, engine: str, target: str) -> None:
+    """Raise ExportError with every limit of engine ``engine`` (its record, through the rule
+    table: ``scenario.rules.engine_problems``) that ``s`` breaks. The exporters state no limit
+    of their own: the planner and the validator ask the same table."""
+    from workbench.scenario.rules import engine_problems
+    problems = engine_problems(s, engine)
+    if problems:
+        raise ExportError(target, problems)
 
 
 class Expand(str):

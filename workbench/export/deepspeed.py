@@ -12,18 +12,21 @@ DeepSpeed's batch identity: ``train_batch_size = train_micro_batch_size_per_gpu 
 gradient_accumulation_steps x data-parallel world size``; here the data-parallel world is the
 scenario's dp, so the three keys are global_batch, micro_batch and global / (micro x dp).
 
-REFUSED (an :class:`ExportError` naming the field): tp, pp, cp or ep > 1. A DeepSpeed config
-alone cannot lay out Megatron-style TP + sequence parallelism, the workbench's pipeline
-schedules, ring-attention CP or its EP: DeepSpeed's pipeline engine and MoE layers are set in
-model code (PipelineModule, deepspeed.moe ep_size), AutoTP has no sequence parallelism, and
-Ulysses is not ring attention. Export those layouts with ``--to megatron`` or
-``--to torchtitan``. Also refused: HSDP shard groups (MiCS, DeepSpeed's hierarchical sharding,
-was removed: config.py rejects ``mics_shard_size``) and fp8 (DeepSpeed has no FP8 training
-switch; FP8 comes from Transformer Engine layers in the model).
+The deepspeed engine is DeepSpeed as Megatron-DeepSpeed drives it (workbench/engines/
+deepspeed.py): tensor and pipeline parallelism, sequence parallelism, MoE expert parallelism and
+FP8 are set in Megatron-DeepSpeed's launch and model code (``--tensor-model-parallel-size``,
+``--pipeline-model-parallel-size``, ``deepspeed.moe`` ``ep_size``, ``--fp8-hybrid``), not in the
+config, so they are listed under ``"_comment"`` with the flag to set; DeepSpeed's batch identity
+then counts the data-parallel world as world / (tp x pp), the scenario's dp.
 
-Engine switches (contract 1 additions): the config has no setting for any of them. fp8_recipe,
-async_tp and expert_tp come with layouts refused above; ``training.compile`` is
-``model_engine.compile()`` in the training script (deepspeed/runtime/engine.py
+REFUSED (an :class:`ExportError` naming the field): what the deepspeed engine record says
+DeepSpeed cannot run (each limit cited there), asked through the rule table as the validator and
+the planner ask it: ring-attention context parallelism (DeepSpeed's is Ulysses), HSDP shard
+groups (MiCS was removed: config.py rejects ``mics_shard_size``), ZeRO-2/3 with pipeline
+parallelism, pipeline schedules other than 1F1B, and ZeRO-3 keeping parameters gathered.
+
+Engine switches (contract 1 additions): the config has no setting for any of them;
+``training.compile`` is ``model_engine.compile()`` in the training script (deepspeed/runtime/engine.py
 DeepSpeedEngine.compile; the JSON ``compile`` section's ``deepcompile`` is DeepCompile, a
 different feature), and ``training.recompute: op`` (torchtitan's per-op SAC) is, like the
 other policies, chosen where the model calls checkpoint(). What does not carry over (those, and
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.export.common import Exported, Notes, Refusals, Source
+from workbench.export.common import Exported, Notes, Source, refuse_what_engine_cannot_run
 from workbench.scenario.types import Scenario
 
 TARGET = "DeepSpeed"
@@ -46,28 +49,7 @@ NVME_PATH = "/local_nvme"   # DeepSpeed's documented example path: point it at t
 def deepspeed_config(s: Scenario) -> dict:
     """The DeepSpeed config dict; raises ExportError listing every field it cannot express."""
     par, tr = s.parallel, s.training
-    no = Refusals(TARGET)
-    for dim, why in (("tp", "the config has no Megatron-style tensor parallelism (AutoTP "
-                      "replaces layers in model code, without sequence parallelism); use "
-                      "--to megatron/torchtitan"),
-                     ("pp", "DeepSpeed's pipeline engine is built in model code "
-                      "(PipelineModule) and runs its own schedule; use --to megatron/torchtitan"),
-                     ("cp", "DeepSpeed's sequence parallelism is Ulysses all-to-all, not "
-                      "ring attention; use --to megatron/torchtitan"),
-                     ("ep", "DeepSpeed sets expert parallelism in model code (deepspeed.moe "
-                      "ep_size), not in the config; use --to megatron/torchtitan")):
-        if getattr(par, dim) > 1:
-            no.add(f"parallel.{dim}", getattr(par, dim), why)
-    if par.shard_group:
-        no.add("parallel.shard_group", par.shard_group, "hierarchical sharding (MiCS) was "
-               "removed from DeepSpeed; ZeRO shards over the whole data-parallel group")
-    if tr.precision == "fp8":
-        no.add("training.precision", "fp8", "the config has no FP8 training switch (FP8 comes "
-               "from Transformer Engine layers in the model); use bf16 or --to megatron")
-    if par.reshard_after_forward is False and par.zero == 3:
-        no.add("parallel.reshard_after_forward", False, "ZeRO-3 always releases gathered "
-               "parameters after use (stage3_max_live_parameters bounds what stays)")
-    no.raise_any()
+    refuse_what_engine_cannot_run(s, ENGINE, TARGET)
 
     cfg: dict = {
         "train_batch_size": tr.global_batch,
@@ -76,7 +58,7 @@ def deepspeed_config(s: Scenario) -> dict:
         "gradient_clipping": 1.0,
         "steps_per_print": 10,
     }
-    if tr.precision == "bf16":
+    if tr.precision in ("bf16", "fp8"):   # fp8: TE's FP8 GEMMs inside bf16 training
         cfg["bf16"] = {"enabled": True}
     elif tr.precision == "fp16":
         cfg["fp16"] = {"enabled": True, "loss_scale": 0}   # 0 = dynamic loss scaling
@@ -128,12 +110,35 @@ def _notes(s: Scenario) -> list[str]:
         n.add("training.recompute", "op", "torchtitan's per-op SAC: pass a selective "
               "checkpoint policy where the model calls checkpoint(); the config only sets up "
               "deepspeed.checkpointing")
+    # The deepspeed engine is DeepSpeed driven by Megatron-DeepSpeed (workbench/engines/
+    # deepspeed.py): tensor and pipeline parallelism, MoE expert parallelism and FP8 are set in
+    # that launch and its model code, not in the config (the data-parallel world DeepSpeed's
+    # batch identity uses is then world / (tp x pp), the scenario's dp).
+    for dim, flag in (("tp", "--tensor-model-parallel-size"),
+                      ("pp", "--pipeline-model-parallel-size")):
+        if getattr(par, dim) > 1:
+            n.add(f"parallel.{dim}", getattr(par, dim), f"set in Megatron-DeepSpeed's launch: "
+                  f"{flag} {getattr(par, dim)} (megatron/arguments.py); the config has no key")
+    if par.sp:
+        n.add("parallel.sequence_parallel", True, "set in Megatron-DeepSpeed's launch: "
+              "--sequence-parallel")
+    if par.pp > 1:
+        n.add("parallel.pp_schedule", par.pp_schedule, "DeepSpeed's PipelineEngine runs its "
+              "TrainSchedule (1F1B) for the PipelineModule the model code builds")
+    if par.ep > 1:
+        n.add("parallel.ep", par.ep, "set in the model code: deepspeed.moe.layer.MoE(ep_size="
+              f"{par.ep}) (Megatron-DeepSpeed --expert-model-parallel-size); the config has "
+              "no key")
+    if tr.precision == "fp8":
+        n.add("training.precision", "fp8", "FP8 comes from Transformer Engine layers in the "
+              "model (Megatron-DeepSpeed --fp8-hybrid --transformer-impl transformer_engine); "
+              "the config trains them in bf16")
     if par.async_tp:
-        n.add("parallel.async_tp", True, "no tensor parallelism in a DeepSpeed config; not "
+        n.add("parallel.async_tp", True, "no async tensor parallelism in DeepSpeed; not "
               "exported")
     if par.expert_tp is not None:
-        n.add("parallel.expert_tp", par.expert_tp, "no expert parallelism in a DeepSpeed "
-              "config; not exported")
+        n.add("parallel.expert_tp", par.expert_tp, "no expert tensor parallelism in "
+              "DeepSpeed; not exported")
     return n.items
 
 

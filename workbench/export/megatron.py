@@ -19,13 +19,12 @@ Mapping (flag <- scenario field):
   which validate_args requires with ``--ckpt-format fsdp_dtensor``).
 - precision, recompute, optimizer, model shape, batch and sequence: see :func:`megatron_args`.
 
-REFUSED (an :class:`ExportError` naming the field): gpipe, zero-bubble and dualpipev schedules
-(Megatron-LM trains with 1F1B or interleaved 1F1B only); ZeRO-2/3 with pp > 1 or with an HSDP
-shard group (Megatron-FSDP lists TP/EP/CP support, ``--use-torch-fsdp2`` asserts pp == 1);
-offload of gradients/parameters or to NVMe (Megatron offloads optimizer states to CPU only:
-``--optimizer-cpu-offload``); fp16 with EP (validate_args asserts against it); async TP without
-sequence parallelism (validate_args: "Tensor parallel communication/GEMM overlap can happen only
-when sequence parallelism is enabled").
+REFUSED (an :class:`ExportError` naming the field): what the megatron engine record says
+Megatron-LM cannot run (workbench/engines/megatron.py, each limit cited there), asked through
+the rule table (``scenario.rules.engine_problems``) as the validator and the planner ask it:
+gpipe, zero-bubble and dualpipev schedules; ZeRO-2/3 with pp > 1 or with an HSDP shard group;
+offload of gradients/parameters or to NVMe; fp16 with EP; TP + EP or async TP without sequence
+parallelism; MXFP8 off Blackwell.
 
 Engine switches (contract 1 additions), flags from the megatron engine record's ``flags``
 (workbench/engines/megatron.py), checked against arguments.py at the commit above:
@@ -38,15 +37,13 @@ a scenario estimated for another engine.
 """
 from __future__ import annotations
 
-from workbench.engines import ENGINES
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
-    Expand, Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label,
-    shell_command,
+    Expand, Exported, Notes, Source, fp8_recipe, layout_summary, model_label,
+    refuse_what_engine_cannot_run, shell_command,
     shell_word, spelling, train_samples,
 )
 from workbench.export.torchrun import MASTER_PORT, master_addr_line, nccl_env
-from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
 TARGET = "Megatron-LM"
@@ -62,43 +59,6 @@ FP8_RECIPE = {"tensorwise": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8"
 
 # training.attention -> --attention-backend (megatron/core/transformer/enums.py AttnBackend)
 ATTENTION = {"flash2": "flash", "flash3": "flash", "cudnn": "fused", "eager": "unfused"}
-
-
-def _check(s: Scenario) -> None:
-    par, tr = s.parallel, s.training
-    no = Refusals(TARGET)
-    if par.pp > 1 and not schedule(par.pp_schedule).megatron:
-        no.add("parallel.pp_schedule", par.pp_schedule, "Megatron-LM's pipeline schedules are "
-               "1F1B and interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py)")
-    if par.zero >= 2 and par.pp > 1:
-        # "FSDP and PP are mutually exclusive in Megatron's standard path" (NVIDIA/Megatron-LM
-        # PR #6081); --use-torch-fsdp2 asserts pp == 1 in validate_args
-        no.add("parallel.zero", par.zero, "ZeRO-2/3 is Megatron-FSDP (or torch FSDP2), which "
-               "Megatron-LM does not combine with pipeline parallelism; use zero 1")
-    if par.ep > 1 and par.tp > 1 and not par.sequence_parallel:
-        # docs/user-guide/parallelism-guide.md: "--sequence-parallel  # Required when using TP + EP"
-        no.add("parallel.sequence_parallel", False, "Megatron-LM requires sequence parallelism "
-               "with TP + EP")
-    if par.zero >= 2 and par.shard_group:
-        no.add("parallel.shard_group", par.shard_group, "hybrid sharding is mapped for ZeRO-1 "
-               "only (--num-distributed-optimizer-instances)")
-    if par.zero == 3 and par.reshard_after_forward is False:
-        no.add("parallel.reshard_after_forward", False, "Megatron-FSDP has no switch to keep "
-               "parameters gathered after forward")
-    if tr.offload == "nvme":
-        no.add("training.offload", "nvme", "Megatron-LM offloads optimizer states to CPU memory "
-               "only (--optimizer-cpu-offload)")
-    elif tr.offload == "cpu" and par.zero >= 2:
-        no.add("training.offload", "cpu", "Megatron-LM offloads optimizer states only, not the "
-               "ZeRO-2/3 gradient and parameter shards the estimator moves to the host")
-    if tr.precision == "fp16" and par.ep > 1:
-        no.add("training.precision", "fp16", "validate_args: expert parallelism is not "
-               "supported with fp16; use bf16")
-    # the engine record's limit (rule async_tp_sp), here for a scenario of any engine
-    if par.async_tp and par.tp > 1 and not par.sp and ENGINES[ENGINE].async_tp_needs_sp:
-        no.add("parallel.sequence_parallel", False, "validate_args: --tp-comm-overlap "
-               "(parallel.async_tp) needs --sequence-parallel")
-    no.raise_any()
 
 
 def _notes(s: Scenario) -> Notes:
@@ -151,7 +111,7 @@ def _vocab_divisor(vocab: int, tp: int) -> int:
 def megatron_args(s: Scenario) -> list[str]:
     """The ``pretrain_gpt.py`` argument list; raises ExportError listing every field
     Megatron-LM cannot express."""
-    _check(s)
+    refuse_what_engine_cannot_run(s, ENGINE, TARGET)
     par, tr, m = s.parallel, s.training, s.model
     a: list[str] = []
 
@@ -211,7 +171,7 @@ def megatron_args(s: Scenario) -> list[str]:
     if par.zero >= 1:
         add("--overlap-param-gather")
     if tr.offload == "cpu":
-        # _check allows this for ZeRO-1 only; validate_args requires the precision-aware path
+        # the engine record allows this for ZeRO-1 only; validate_args requires the precision-aware path
         add("--optimizer-cpu-offload")
         add("--use-precision-aware-optimizer")
 

@@ -10,12 +10,14 @@ applied: ``torchtitan/models/llama3/infra/parallelize.py``; pipeline stages:
 ``torchtitan/distributed/pipeline_parallel.py``.
 
 What torchtitan cannot express is REFUSED (an :class:`ExportError` naming the field), never
-dropped: ZeRO-1 (FSDP2 always shards gradients; ZeRO-2 is written as
+dropped. The limits are the torchtitan engine record's (workbench/engines/torchtitan.py, each
+cited there), asked through the rule table as the validator and the planner ask it: ZeRO-1 (FSDP2 always shards gradients; ZeRO-2 is written as
 ``fsdp_reshard_after_forward = "never"``, TT docs/fsdp.md), DDP combined with TP/PP/CP
 (torchtitan applies FSDP whenever CP is on and raises "DDP has not supported > 1D parallelism"),
 TP without sequence parallelism (0.2.x always shards the sequence with TP), fp16 (only
 bfloat16/float32 mixed precision), NVMe offload, SGD (only Adam/AdamW), HSDP shard groups that
-do not hold whole CP groups, and EP degrees that do not divide FSDP x CP. What torchtitan
+do not hold whole CP groups, EP degrees that do not divide FSDP x CP, and MXFP8 off Blackwell or
+with TP under torch.compile. What torchtitan
 expresses only approximately is kept with a TOML comment saying so: selective recompute
 (torchtitan's is op-level, not Korthikanti's attention-only recompute), the attention kernel
 (SDPA picks it) and model shapes that are not a registered torchtitan flavor.
@@ -38,11 +40,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from workbench.engines import ENGINES
 from workbench.estimate.params import chunk_layers
 from workbench.export.common import (
-    Exported, Notes, Refusals, Source, fp8_recipe, layout_summary, model_label, preset_key,
-    spelling, train_steps,
+    Exported, Notes, Source, fp8_recipe, layout_summary, model_label, preset_key,
+    refuse_what_engine_cannot_run, spelling, train_steps,
 )
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
@@ -122,57 +123,21 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
     over, also in the header); raises ExportError listing every field torchtitan cannot
     express."""
     par, tr, m = s.parallel, s.training, s.model
-    no = Refusals(TARGET)
+    refuse_what_engine_cannot_run(s, ENGINE, TARGET)
     notes: list[str] = []
     warn = Notes(s, ENGINE, TARGET)
-    # the layout limits the engine record states (and the rule table enforces for scenarios
-    # that name the engine): here for a scenario of any engine exported to this format
-    limits = ENGINES[ENGINE]
-    etp = par.etp if par.ep > 1 else 1   # torchtitan: etp has no effect with ep = 1
 
     # --- data parallelism: job_config.py Parallelism.data_parallel_{replicate,shard}_degree;
     # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp == world, FSDP over dp_shard x cp.
+    # HSDP: scenario.py's dense_shard = shard_group ranks of dp x cp; torchtitan's FSDP group is
+    # dp_shard x cp, so dp_shard = shard_group / cp (the record's hsdp_whole_cp) and the rest
+    # replicates.
     replicate, shard = 1, par.dp
-    if par.zero == 1:
-        no.add("parallel.zero", 1, "torchtitan shards with FSDP2, which always shards the "
-               "gradients too (no ZeRO-1). Use zero 2 (fsdp_reshard_after_forward never) or 3, "
-               "or --to megatron/deepspeed")
-    elif par.zero == 0:
-        if limits.zero0_pure_dp_only and (par.tp > 1 or par.pp > 1 or par.cp > 1 or par.ep > 1):
-            no.add("parallel.zero", 0, "torchtitan applies DDP only to pure data parallelism "
-                   "(it uses FSDP whenever CP is on and raises 'DDP has not supported > 1D "
-                   "parallelism' otherwise); use zero 3")
+    if par.zero == 0:
         replicate, shard = par.dp, 1
     elif par.shard_group:
-        # HSDP: scenario.py's dense_shard = shard_group ranks of dp x cp; torchtitan's FSDP
-        # group is dp_shard x cp, so dp_shard = shard_group / cp and the rest replicates.
-        if par.shard_group % par.cp:
-            no.add("parallel.shard_group", par.shard_group, f"torchtitan's FSDP group is "
-                   f"dp_shard x cp, so the shard group must hold whole CP groups (a multiple "
-                   f"of cp = {par.cp})")
-        else:
-            shard = par.shard_group // par.cp
-            replicate = par.dp * par.cp // par.shard_group
-    if par.ep > 1 and etp not in (1, par.tp):
-        no.add("parallel.expert_tp", par.expert_tp, f"torchtitan's expert TP is 1 or tp = "
-               f"{par.tp} (parallel_dims.py: 'Currently we only support ETP=TP or ETP=1')")
-    elif par.ep > 1 and (shard * par.cp * par.tp) % (etp * par.ep):
-        # parallel_dims.py: efsdp = dp_shard * cp * tp / (etp * ep) must be a whole number
-        no.add("parallel.ep", par.ep, f"torchtitan takes EP ranks from dp_shard x cp "
-               f"{'x tp ' if etp == 1 and par.tp > 1 else ''}= "
-               f"{shard * par.cp * par.tp // etp} (the FSDP group, not the HSDP replicas)")
-    if par.tp > 1 and not par.sequence_parallel and not limits.tp_without_sp:
-        no.add("parallel.sequence_parallel", False, "torchtitan 0.2.x always applies sequence "
-               "parallelism with TP (0.3.0 has parallelism.enable_sequence_parallel)")
-    if tr.precision == "fp16":
-        no.add("training.precision", "fp16", "torchtitan's mixed precision is bfloat16 or "
-               "float32 only (training.mixed_precision_param)")
-    if tr.offload == "nvme":
-        no.add("training.offload", "nvme", "torchtitan offloads to CPU memory only "
-               "(training.enable_cpu_offload, FSDP2 CPUOffloadPolicy)")
-    if tr.optimizer != "adamw":
-        no.add("training.optimizer", tr.optimizer, "torchtitan builds Adam or AdamW only "
-               "(components/optimizer.py)")
+        shard = par.shard_group // par.cp
+        replicate = par.dp * par.cp // par.shard_group
     recipe = fp8_recipe(s) or ("tensorwise" if tr.precision == "fp8" else None)
     if recipe not in (None, *FP8):
         warn.add("training.fp8_recipe", recipe, f"torchtitan has no {recipe} scaling "
@@ -180,10 +145,7 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
         recipe = "tensorwise"
     tp_overlap = par.async_tp and par.tp > 1
     compiled = tr.compile or tp_overlap
-    if recipe == "mxfp8" and compiled and par.tp > 1:
-        no.add("training.fp8_recipe", "mxfp8", "torchtitan asserts 'TP not yet supported with "
-               "torch.compile for mxfp8' (components/quantization/mx.py)")
-    no.raise_any()
+    etp = par.etp if par.ep > 1 else 1   # torchtitan: etp has no effect with ep = 1
     if par.async_tp and par.tp == 1:
         warn.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
                  "enable_async_tensor_parallel stays false")

@@ -155,8 +155,9 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                     base = _variant(s, sp, rc, off)
                     g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
                                    expert_tp=s.parallel.expert_tp)
-                    # the rules read offload (zero >= 1), not recompute: one mask per offload
-                    mask_key = (off != "none")
+                    # the rules read offload (its target and ZeRO stage), not recompute: one
+                    # mask per offload
+                    mask_key = off
                     if mask_key not in masks:
                         masks[mask_key] = layout_mask(base, g)
                     ok = masks[mask_key].copy()

@@ -12,6 +12,7 @@ the parallel panel's choices, ``allowed_values``), so each rule exists once for 
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ class Layouts:
     par: object
     micro_batch: object
     s: Scenario
+    engine: object = None     # an ``Engine`` record; None: the scenario's training.engine
 
     @classmethod
     def of(cls, s: Scenario) -> "Layouts":
@@ -57,6 +59,12 @@ class Layouts:
         """HSDP shard group, 0 for none (a grid's column already says 0)."""
         sg = self.par.shard_group
         return sg if np.ndim(sg) else (sg or 0)
+
+    @property
+    def eng(self):
+        """The engine whose limits apply: ``engine`` when given (an export to that engine's
+        format), else the scenario's training.engine."""
+        return self.engine or ENGINES[self.tr.engine]
 
     @property
     def microbatches(self):
@@ -157,6 +165,22 @@ def allowed_values(s: Scenario, field: str, values, moving=()) -> list:
             if f"parallel.{field}" in c.reads and not others & set(c.reads):
                 ok &= np.broadcast_to(np.asarray(c.ok(v), dtype=bool), ok.shape)
     return [x for x, good in zip(values, ok) if good]
+
+
+def engine_allows(s: Scenario, path: str, values) -> list:
+    """The ``values`` of setting ``path`` ("parallel.pp_schedule", "training.fp8_recipe", ...)
+    that the training.engine's limits allow with ``s``'s other settings (the panels' choices:
+    what the engine runs, not what else would need changing with it)."""
+    section, _, name = path.partition(".")
+    out = []
+    for x in values:
+        t = dataclasses.replace(s, **{section: dataclasses.replace(getattr(s, section),
+                                                                   **{name: x})})
+        v = Layouts.of(t)
+        if all(bool(np.all(c.ok(v))) for r in RULES for c in r.conditions
+               if path in c.reads and E in c.reads):
+            out.append(x)
+    return out
 
 
 # -- model and hardware --------------------------------------------------------------------
@@ -285,22 +309,6 @@ layout_rule(
               lambda v: f"must divide model.moe.expert_ffn_hidden = {v.m.moe.expert_ffn_hidden}"))
 
 layout_rule(
-    "engine_zero", "parallel.zero is a stage the training.engine offers (torchtitan: zero 0, "
-    "DDP, only with data parallelism alone)",
-    Condition(P + "zero", (P + "zero", "training.engine"),
-              lambda v: np.isin(v.par.zero, ENGINES[v.tr.engine].zero),
-              lambda v: (f"engine {v.tr.engine} offers zero "
-                         f"{', '.join(map(str, ENGINES[v.tr.engine].zero))}")),
-    Condition(P + "zero", (P + "zero", P + "tp", P + "pp", P + "cp", P + "ep",
-                           "training.engine"),
-              lambda v: np.logical_not(
-                  ENGINES[v.tr.engine].zero0_pure_dp_only & (v.par.zero == 0)
-                  & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
-              lambda v: (f"engine {v.tr.engine} runs DDP (zero 0) only when data parallelism "
-                         "is the only dimension ('DDP has not supported > 1D parallelism'); "
-                         "use zero 3")))
-
-layout_rule(
     "zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
     Condition(P + "zero", (P + "zero", P + "pp", P + "dp", P + "cp"),
               lambda v: np.logical_not((v.par.zero == 2) & (v.par.pp > 1) & (v.par.dp * v.par.cp > 1)),
@@ -309,36 +317,184 @@ layout_rule(
                          "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "
                          "reshard_after_forward false")))
 
+
+# -- what the engine runs: limits its record states (workbench/engines/), each cited there.
+# These conditions read ``v.eng``: the scenario's training.engine for the validator and the
+# planner, the target's engine for an export (``engine_problems``). ``why(v, key)`` is the
+# engine's own words for a limit.
+E = "training.engine"
+
+
+def why(v: Layouts, key: str, default: str) -> str:
+    """The engine record's words for limit ``key``, else ``engine NAME`` and ``default``."""
+    return v.eng.why.get(key) or f"engine {v.eng.name} {default}"
+
+
+def engine_problems(s: Scenario, engine: str) -> list[Problem]:
+    """What engine ``engine`` cannot run of ``s``: the conditions of the rule table that read
+    training.engine, judged with that engine's record. An export to the engine's format asks
+    this; for a scenario of that engine the validator reports the same problems, word for
+    word."""
+    v = Layouts(s.parallel, s.training.micro_batch, s, ENGINES[engine])
+    return [c.problem(v) for r in RULES for c in r.conditions
+            if E in c.reads and not bool(c.ok(v))]
+
+
 layout_rule(
-    "deepspeed_zero3_pp", "engine deepspeed: ZeRO-3 does not combine with pipeline parallelism",
-    Condition(P + "zero", (P + "zero", P + "pp", "training.engine"),
-              lambda v: np.logical_not((v.tr.engine == "deepspeed") & (v.par.zero == 3)
-                                       & (v.par.pp > 1)),
-              lambda v: ("DeepSpeed's PipelineEngine refuses it: 'ZeRO-2 and ZeRO-3 are "
-                         "incompatible with pipeline parallelism' (deepspeedai/DeepSpeed@edaa722 "
-                         "deepspeed/runtime/pipe/engine.py:76-77); use zero 1")))
+    "engine_zero", "parallel.zero is a stage the training.engine offers (torchtitan: zero 0, "
+    "DDP, only with data parallelism alone)",
+    Condition(P + "zero", (P + "zero", E),
+              lambda v: np.isin(v.par.zero, v.eng.zero),
+              lambda v: why(v, "zero", f"offers zero {', '.join(map(str, v.eng.zero))}")),
+    Condition(P + "zero", (P + "zero", P + "tp", P + "pp", P + "cp", P + "ep", E),
+              lambda v: np.logical_not(
+                  v.eng.zero0_pure_dp_only & (v.par.zero == 0)
+                  & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
+              lambda v: why(v, "zero0_pure_dp_only", "runs DDP (zero 0) only when data "
+                            "parallelism is the only dimension; use zero 3")))
+
+layout_rule(
+    "engine_pipeline", "with pp > 1, parallel.pp_schedule is one the training.engine runs and "
+    "parallel.zero a stage it combines with pipelining (DeepSpeed and Megatron-LM: zero <= 1)",
+    Condition(P + "pp_schedule", (P + "pp_schedule", P + "pp", E),
+              lambda v: (v.par.pp == 1) | (v.eng.pp_schedules is None
+                                           or v.par.pp_schedule in v.eng.pp_schedules),
+              lambda v: why(v, "pp_schedules", "runs pipeline schedules "
+                            + ", ".join(v.eng.pp_schedules or ()))),
+    Condition(P + "zero", (P + "zero", P + "pp", E),
+              lambda v: (v.par.pp == 1) | np.isin(v.par.zero, v.eng.zero_with_pp),
+              lambda v: why(v, "zero_with_pp", "combines zero "
+                            + ", ".join(map(str, v.eng.zero_with_pp))
+                            + " with pipeline parallelism")))
 
 layout_rule(
     "engine_sp", "parallel.sequence_parallel false with tp > 1 only where the training.engine "
-    "runs tensor parallelism without sequence parallelism (torchtitan 0.2.x always uses it)",
-    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", "training.engine"),
+    "runs tensor parallelism without sequence parallelism (torchtitan 0.2.x always uses it; "
+    "Megatron-LM needs it with TP and EP together)",
+    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", E),
               lambda v: np.logical_not(
-                  (not ENGINES[v.tr.engine].tp_without_sp) & (v.par.tp > 1)
+                  (not v.eng.tp_without_sp) & (v.par.tp > 1)
                   & np.logical_not(v.par.sequence_parallel)),
-              lambda v: (f"engine {v.tr.engine} always shards along the sequence with TP; "
-                         "set parallel.sequence_parallel true")))
+              lambda v: why(v, "tp_without_sp", "always shards along the sequence with TP; "
+                            "set parallel.sequence_parallel true")),
+    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", P + "ep", E),
+              lambda v: np.logical_not(
+                  v.eng.sp_with_tp_and_ep & (v.par.tp > 1) & (v.par.ep > 1)
+                  & np.logical_not(v.par.sequence_parallel)),
+              lambda v: why(v, "sp_with_tp_and_ep", "needs sequence parallelism with TP and EP "
+                            "together; set parallel.sequence_parallel true")))
 
 layout_rule(
     "async_tp_sp", "parallel.async_tp with tp > 1 needs parallel.sequence_parallel where the "
     "training.engine runs async TP only with it (Megatron-LM's --tp-comm-overlap)",
-    Condition(P + "async_tp", (P + "async_tp", P + "sequence_parallel", P + "tp",
-                               "training.engine"),
+    Condition(P + "async_tp", (P + "async_tp", P + "sequence_parallel", P + "tp", E),
               lambda v: np.logical_not(
-                  v.s.parallel.async_tp & ENGINES[v.tr.engine].async_tp_needs_sp
+                  v.s.parallel.async_tp & v.eng.async_tp_needs_sp
                   & (v.par.tp > 1) & np.logical_not(v.par.sequence_parallel)),
-              lambda v: (f"engine {v.tr.engine} overlaps TP communication only with "
-                         "parallel.sequence_parallel true (validate_args: "
-                         "--tp-comm-overlap needs --sequence-parallel)")))
+              lambda v: why(v, "async_tp_needs_sp", "overlaps TP communication only with "
+                            "parallel.sequence_parallel true")))
+
+layout_rule(
+    "engine_cp", "parallel.cp > 1 only where the training.engine runs ring-attention context "
+    "parallelism (not DeepSpeed: Ulysses)",
+    Condition(P + "cp", (P + "cp", E), lambda v: (v.par.cp == 1) | v.eng.cp,
+              lambda v: why(v, "cp", "has no ring-attention context parallelism")))
+
+
+def _shard_ranks(v: Layouts):
+    """torchtitan's FSDP group: dp_shard = the HSDP shard group / cp, else dp (1 for DDP)."""
+    sg = v.shard_group
+    return np.where(v.par.zero == 0, 1, np.where(sg > 0, sg // v.par.cp, v.par.dp))
+
+
+layout_rule(
+    "engine_hsdp", "parallel.shard_group (HSDP) only at a ZeRO stage the training.engine shards "
+    "hierarchically, holding whole CP groups where the engine's FSDP group is dp_shard x cp",
+    Condition(P + "shard_group", (P + "shard_group", P + "zero", E),
+              lambda v: (v.shard_group == 0) | np.isin(v.par.zero, v.eng.hsdp_zero),
+              lambda v: why(v, "hsdp_zero", "shards hierarchically at zero "
+                            + (", ".join(map(str, v.eng.hsdp_zero)) or "no stage"))),
+    Condition(P + "shard_group", (P + "shard_group", P + "cp", E),
+              lambda v: (v.shard_group == 0) | (not v.eng.hsdp_whole_cp)
+              | (v.shard_group % v.par.cp == 0),
+              lambda v: why(v, "hsdp_whole_cp", "the FSDP group is dp_shard x cp")
+              + f"; the shard group must be a multiple of cp = {v.par.cp}"))
+
+layout_rule(
+    "engine_experts", "expert parallelism as the training.engine runs it: expert_tp 1 or tp "
+    "(torchtitan), EP within the FSDP group, fp16 where the engine allows it",
+    Condition(P + "expert_tp", (P + "expert_tp", P + "ep", P + "tp", E),
+              lambda v: ((v.par.ep == 1) | (not v.eng.expert_tp_tp_or_1)
+                         | (v.par.etp == 1) | (v.par.etp == v.par.tp)),
+              lambda v: why(v, "expert_tp_tp_or_1", "runs expert TP 1 or tp only")
+              + f" (tp = {v.par.tp})"),
+    Condition(P + "ep", (P + "ep", P + "dp", P + "cp", P + "tp", P + "shard_group", P + "zero",
+                         P + "expert_tp", E),
+              lambda v: ((v.par.ep == 1) | (not v.eng.ep_within_shard_group)
+                         | ((_shard_ranks(v) * v.par.cp * v.par.tp)
+                            % (np.where(v.par.ep > 1, v.par.etp, 1) * v.par.ep) == 0)),
+              lambda v: why(v, "ep_within_shard_group", "takes EP ranks from the FSDP group")
+              + f" (dp_shard x cp x tp = {_shard_ranks(v) * v.par.cp * v.par.tp}, over "
+                f"expert TP = {v.par.etp})"),
+    Condition("training.precision", ("training.precision", P + "ep", E),
+              lambda v: (v.par.ep == 1) | v.eng.fp16_with_ep | (v.tr.precision != "fp16"),
+              lambda v: why(v, "fp16_with_ep", "has no expert parallelism with fp16; use bf16")))
+
+layout_rule(
+    "engine_memory", "ZeRO-3 with reshard_after_forward false and offload (target and ZeRO "
+    "stage) only where the training.engine does them",
+    Condition(P + "reshard_after_forward", (P + "reshard_after_forward", P + "zero", E),
+              lambda v: (v.s.parallel.reshard_after_forward is not False)
+              | (v.par.zero != 3) | v.eng.keeps_gathered_params,
+              lambda v: why(v, "keeps_gathered_params", "always releases gathered parameters "
+                            "after forward"), value=lambda v: False),
+    Condition("training.offload", ("training.offload", E),
+              lambda v: (v.tr.offload == "none") or v.tr.offload in v.eng.offload,
+              lambda v: why(v, "offload", "offloads to " + " or ".join(v.eng.offload)
+                            + " only")),
+    Condition("training.offload", ("training.offload", P + "zero", E),
+              lambda v: ((v.tr.offload == "none") or v.tr.offload not in v.eng.offload
+                         or np.isin(v.par.zero, v.eng.offload[v.tr.offload])),
+              lambda v: why(v, "offload_zero", f"offloads at zero "
+                            + ", ".join(map(str, v.eng.offload.get(v.tr.offload, ()))))))
+
+
+def _recipe(v: Layouts):
+    """The FP8 recipe that runs: training.fp8_recipe, else the engine's default (fp8 only)."""
+    if v.tr.precision != "fp8":
+        return None
+    return v.tr.fp8_recipe or v.eng.fp8_default
+
+
+layout_rule(
+    "engine_numerics", "training.precision and training.optimizer are ones the training.engine "
+    "builds; the FP8 recipe runs on the GPU's architecture (hardware.gpu.arch; MXFP8: "
+    "Blackwell) and, where the engine limits it, not with TP under torch.compile",
+    Condition("training.precision", ("training.precision", E),
+              lambda v: v.eng.precisions is None or v.tr.precision in v.eng.precisions,
+              lambda v: why(v, "precisions", "trains in " + ", ".join(v.eng.precisions or ()))),
+    Condition("training.optimizer", ("training.optimizer", E),
+              lambda v: v.eng.optimizers is None or v.tr.optimizer in v.eng.optimizers,
+              lambda v: why(v, "optimizers", "builds " + ", ".join(v.eng.optimizers or ()))),
+    Condition("training.fp8_recipe", ("training.fp8_recipe", "hardware.gpu", E),
+              lambda v: (_recipe(v) not in v.eng.fp8_recipes
+                         or not v.eng.fp8_recipes[_recipe(v)].archs
+                         or v.hw.gpu.arch in v.eng.fp8_recipes[_recipe(v)].archs),
+              lambda v: (f"{_recipe(v)} runs on "
+                         + " or ".join(v.eng.fp8_recipes[_recipe(v)].archs)
+                         + f" GPUs only (engine {v.eng.name}); {v.hw.gpu.name} is "
+                         f"{v.hw.gpu.arch or 'of unknown architecture'} (hardware.gpu.arch); "
+                         "pick another training.fp8_recipe"),
+              value=_recipe),
+    Condition("training.fp8_recipe", ("training.fp8_recipe", "training.compile", P + "tp",
+                                      P + "async_tp", E),
+              lambda v: (_recipe(v) not in v.eng.fp8_recipes
+                         or v.eng.fp8_recipes[_recipe(v)].compiled_tp
+                         | (v.par.tp == 1)
+                         | np.logical_not(v.tr.compile | (v.s.parallel.async_tp
+                                                          & v.eng.offers("async_tp")))),
+              lambda v: why(v, "compiled_tp", f"runs {_recipe(v)} with TP only without "
+                            "torch.compile"), value=_recipe))
 
 _VS = (P + "virtual_stages", P + "pp_schedule", P + "pp")
 layout_rule(
@@ -436,3 +592,34 @@ layout_rule(
     Condition("training.offload", ("training.offload", "hardware.storage.drives"),
               lambda v: (v.tr.offload != "nvme") | (v.hw.storage.drives > 0),
               lambda v: "needs hardware.storage.drives >= 1", value=lambda v: "nvme"))
+
+
+# -- what the workbench's own trial runtime runs (workbench/trial): asked by its preparation
+# (``trial_problems``) for the sub-layout it launches, not by the validator: a layout the
+# trials cannot run may still be estimated, planned and exported.
+TRIAL_LIMITS: tuple[Condition, ...] = (
+    Condition(P + "zero", (P + "zero", P + "dp", P + "cp", P + "tp", P + "pp"),
+              lambda v: (v.par.dp * v.par.cp == 1) | (v.par.zero >= 3)
+              | ((v.par.tp == 1) & (v.par.pp == 1)),
+              lambda v: ("trials combine data or context parallelism with tensor or pipeline "
+                         "parallelism through FSDP2 only (zero: 3), as torchtitan does: "
+                         "PyTorch's DDP and ZeroRedundancyOptimizer accept neither DTensor "
+                         "parameters nor several microbatches in flight")),
+    Condition(P + "tp", (P + "tp", "model.moe"),
+              lambda v: (v.m.moe is None) | (v.par.tp == 1),
+              lambda v: ("trials of MoE models run without tensor parallelism: the trial's TP "
+                         "plan does not shard the MoE layers (router, experts), where the "
+                         "estimator splits each expert's FFN over TP; use tp 1 (with ep) for "
+                         "the trial")),
+    Condition(P + "expert_tp", (P + "expert_tp", P + "tp"),
+              lambda v: (v.par.expert_tp is None) or v.par.expert_tp == v.par.tp,
+              lambda v: ("trials take EP ranks from dp x cp only (torchtitan's EP mesh); MoE "
+                         "parallel folding is estimated but not run; leave expert_tp out for "
+                         "the trial")),
+)
+
+
+def trial_problems(s: Scenario) -> list[Problem]:
+    """What the workbench's trial runtime cannot run of ``s``'s layout (``TRIAL_LIMITS``)."""
+    v = Layouts.of(s)
+    return [c.problem(v) for c in TRIAL_LIMITS if not bool(c.ok(v))]

@@ -44,7 +44,6 @@ class Schedule:
     name: str                 # the scenario's parallel.pp_schedule
     trial_class: str          # torch.distributed.pipelining class the trials run
     torchtitan: str           # the name torchtitan's get_schedule_class() takes
-    megatron: bool            # Megatron-LM runs it (megatron/core/pipeline_parallel/schedules.py)
     interleaved: bool         # takes parallel.virtual_stages >= 2 model chunks per rank
     v_shape: bool             # two chunks per rank placed in a V (chunks r and 2p-1-r)
     split_backward: bool      # weight gradients (W) run apart from input gradients
@@ -100,27 +99,27 @@ def _one_f_one_b(p, m, v, rank):
 
 
 SCHEDULES: dict[str, Schedule] = {s.name: s for s in (
-    Schedule("gpipe", "ScheduleGPipe", "GPipe", megatron=False, interleaved=False,
+    Schedule("gpipe", "ScheduleGPipe", "GPipe", interleaved=False,
              v_shape=False, split_backward=False, forward_first=True,
              _bubble=lambda p, v, f, b, w: (p - 1) * (f + b),
              _inflight=lambda p, m, v, r: m * v,
              _min_microbatches=lambda p: 1),
-    Schedule("1f1b", "Schedule1F1B", "1F1B", megatron=True, interleaved=False, v_shape=False,
+    Schedule("1f1b", "Schedule1F1B", "1F1B", interleaved=False, v_shape=False,
              split_backward=False, forward_first=False,
              _bubble=lambda p, v, f, b, w: (p - 1) * (f + b),
              _inflight=_one_f_one_b, _min_microbatches=lambda p: p),
-    Schedule("interleaved-1f1b", "ScheduleInterleaved1F1B", "Interleaved1F1B", megatron=True,
+    Schedule("interleaved-1f1b", "ScheduleInterleaved1F1B", "Interleaved1F1B",
              interleaved=True, v_shape=False, split_backward=False, forward_first=False,
              _bubble=lambda p, v, f, b, w: (p - 1) * (f + b) / v,
              _inflight=_one_f_one_b, _min_microbatches=lambda p: p),
     # the workbench's zero-bubble is PyTorch's looped interleaved one
     Schedule("zero-bubble", "ScheduleInterleavedZeroBubble", "InterleavedZeroBubble",
-             megatron=False, interleaved=True, v_shape=False, split_backward=True,
+             interleaved=True, v_shape=False, split_backward=True,
              forward_first=False,
              _bubble=lambda p, v, f, b, w: (p - 1) * np.maximum(0.0, f + b - 2 * w) / v,
              _inflight=lambda p, m, v, r: np.minimum(p, m) * v,
              _min_microbatches=lambda p: p),
-    Schedule("dualpipev", "ScheduleDualPipeV", "DualPipeV", megatron=False, interleaved=False,
+    Schedule("dualpipev", "ScheduleDualPipeV", "DualPipeV", interleaved=False,
              v_shape=True, split_backward=True, forward_first=False,
              _bubble=lambda p, v, f, b, w: (p - 1) * np.maximum(0.0, (f + b) / 2 + b / 2
                                                                 - 3 * w / 2),

@@ -13,6 +13,7 @@ from workbench.errors import Problem, ScenarioError
 from workbench.estimate import trial_prediction
 from workbench.process_runner import available_memory, check_backend, visible_gpus
 from workbench.trial import slice as slice_mod
+from workbench.scenario.rules import trial_problems
 from workbench.scenario.types import Scenario
 from workbench.trial.launcher import MAX_PROCESSES, stream
 from workbench.trial.result import TrialResult
@@ -74,25 +75,8 @@ def prepare_trial(s: Scenario, world_size: int | None = None, backend: str = "gl
         raise ScenarioError([Problem("--shape", shape, "choose " + ", ".join(SHAPES))])
     full = s
     s = sub_layout(s, world_size)
-    problems = []
     par = s.parallel
-    if par.dp * par.cp > 1 and par.zero < 3 and (par.tp > 1 or par.pp > 1):
-        problems.append(Problem(
-            "parallel.zero", par.zero, "trials combine data or context parallelism with tensor or "
-            "pipeline "
-            "parallelism through FSDP2 only (zero: 3), as torchtitan does: PyTorch's DDP and "
-            "ZeroRedundancyOptimizer accept neither DTensor parameters nor several microbatches "
-            "in flight"))
-    if s.model.moe is not None and par.tp > 1:
-        problems.append(Problem(
-            "parallel.tp", par.tp, "trials of MoE models run without tensor parallelism: the "
-            "trial's TP plan does not shard the MoE layers (router, experts), where the "
-            "estimator splits each expert's FFN over TP; use tp 1 (with ep) for the trial"))
-    if par.expert_tp is not None and par.expert_tp != par.tp:
-        problems.append(Problem(
-            "parallel.expert_tp", par.expert_tp, "trials take EP ranks from dp x cp only "
-            "(torchtitan's EP mesh); MoE parallel folding is estimated but not run; leave "
-            "expert_tp out for the trial"))
+    problems = trial_problems(s)   # the trial runtime's limits, from the rule table
     if problems:
         raise ScenarioError(problems)
     notes = slice_mod.dropped_dimensions(full, s)

@@ -465,3 +465,84 @@ def _alive(p: psutil.Process) -> bool:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+# Every dropdown of the page as a person sees it: its label and the text of the selected
+# option ('' when the field shows nothing).
+DROPDOWNS = """() => Array.from(document.querySelectorAll('.widget-dropdown select')).map(s => ({
+  label: (s.closest('.widget-dropdown').querySelector('label') || {}).textContent || '',
+  shown: s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : ''}))"""
+
+
+def _shown(page, cls: str) -> str:
+    """The text of the option the dropdown with DOM class ``cls`` shows (ipywidgets writes its
+    spaces as no-break spaces)."""
+    return page.evaluate("c => { const s = document.querySelector('.' + c + ' select');"
+                         " return s && s.selectedIndex >= 0 ? s.options[s.selectedIndex].text"
+                         " : ''; }", cls).replace("\xa0", " ")
+
+
+@pytest.mark.slow
+def test_the_page_under_a_persons_hands(voila):
+    """Defects a person found: dropdowns blank for their default, a YAML edit outside a
+    dropdown's choices said nothing, the planner's Layout blank after a search, the Compare tab
+    empty without a word. Read from the page: the selected option's text, the messages."""
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = _launch(p)
+        try:
+            page = _offline_page(browser)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(voila + "/", timeout=90_000)
+            _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars",
+                       90)
+            blank = [d["label"] for d in page.evaluate(DROPDOWNS) if not d["shown"]]
+            assert blank == [], f"dropdowns showing nothing: {blank}"
+            assert _shown(page, "wb-reshard") == "torchtitan default"
+            assert _shown(page, "wb-shard-group") == "none (full sharding)"
+            assert _shown(page, "wb-trial-inject") == "none"
+            assert _shown(page, "wb-plan-pick") == "search first"
+
+            _open_tab(page, "Compare")
+            assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()
+
+            # the planner: after a search its Layout shows #1, and Load puts it in
+            _open_tab(page, "Planner")
+            page.get_by_role("button", name="Search layouts").click()
+            _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
+                       "the Pareto front", 120)
+            deadline = time.monotonic() + 30
+            while _shown(page, "wb-plan-pick") != "#1" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert _shown(page, "wb-plan-pick") == "#1"
+            _shot(page, "planner-searched")
+
+            # the YAML tab: tp 3 is named beside the YAML and beside the TP field
+            _open_tab(page, "YAML")
+            box = page.locator(".wb-yaml textarea")
+            text = box.input_value()
+            assert "  tp: 1\n" in text
+            box.fill(text.replace("  tp: 1\n", "  tp: 3\n"))
+            box.blur()
+            status = page.locator(".wb-yaml-status")
+            deadline = time.monotonic() + 30
+            while "parallel.tp" not in status.inner_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            said = status.inner_text()
+            assert "showing the last valid scenario" in said, said
+            assert "parallel.tp: must divide model.heads = 64 (got 3)" in said, said
+            _shot(page, "yaml-invalid")
+            _open_tab(page, "Plan")
+            assert _shown(page, "wb-tp") == "3"
+            tp_texts = page.locator(".wb-tp select option").all_text_contents()
+            assert tp_texts.count("3") == 1 and all("(" not in t for t in tp_texts), tp_texts
+            assert "must divide model.heads" in page.locator(".wb-error").first.inner_text()
+            _shot(page, "tp3-invalid")
+            assert "Traceback" not in page.content()
+            assert errors == []
+        finally:
+            browser.close()

@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 from widgets.charts.labels import band_words
 from widgets.charts.memory import GIB, MemoryChart
 from widgets.charts.step_time import StepTimeChart, step_terms
+from widgets.panels.base import NULL, chosen
 from widgets.panels.hardware import HardwarePanel
 from widgets.panels.model import ModelPanel
 from widgets.panels.parallel import ParallelPanel
@@ -80,9 +81,9 @@ def test_parallel_panel_offers_what_the_rule_table_allows():
     # 8 heads, 4 KV heads and ffn 128 allow tp 4; the experts' width 66 does not
     assert list(par.tp.options) == [1, 2]
     assert list(par.ep.options) == [1, 2, 4, 8]
-    assert [v for _, v in par.shard.options] == [None]  # ZeRO 0: no HSDP group
+    assert [v for _, v in par.shard.options] == [NULL]  # ZeRO 0: no HSDP group
     par.zero.value = 3
-    assert [v for _, v in par.shard.options] == [None, 2, 4]
+    assert [v for _, v in par.shard.options] == [NULL, 2, 4]
 
 
 def test_training_panel_expert_tp_only_for_moe_models_on_engines_offering_it():
@@ -98,7 +99,7 @@ def test_training_panel_expert_tp_only_for_moe_models_on_engines_offering_it():
     tr.engine.value = with_etp[0]
     assert tr.rows["expert_tp"].layout.display == ""
     values = [v for _, v in tr.expert_tp.options]
-    assert values[0] is None
+    assert values[0] is NULL and tr.expert_tp.label == "same as tp"
     if len(values) > 1:
         tr.expert_tp.value = values[1]
         assert st.valid and st.scenario.parallel.expert_tp == values[1], st.problems
@@ -223,7 +224,7 @@ def test_training_panel_offers_only_the_engines_switches():
     tr.precision.value = "fp8"
     assert "fp8_recipe" in shown()
     # on this H100 the recipes Hopper runs (MXFP8 is Blackwell only: the rule table's limit)
-    assert [v for _, v in tr.fp8_recipe.options] == [None, "tensorwise", "rowwise"]
+    assert [v for _, v in tr.fp8_recipe.options] == [NULL, "tensorwise", "rowwise"]
     assert "mxfp8" in tt.fp8_recipes
     tr.fp8_recipe.value = "rowwise"
     assert st.valid and st.scenario.training.compile and st.scenario.training.fp8_recipe == \
@@ -237,7 +238,8 @@ def test_training_panel_offers_only_the_engines_switches():
     t = st.scenario.training
     assert not t.compile and t.fp8_recipe is None and t.recompute in ENGINES["generic"].recompute
     assert shown() == set() and "op" not in tr.recompute.options
-    assert tr.fp8_recipe.value is None and tr.compile.value is False
+    assert chosen(tr.fp8_recipe) is None and tr.fp8_recipe.label.startswith("engine default")
+    assert tr.compile.value is False
     for name in ENGINES:                                  # every engine: still valid
         tr.engine.value = name
         assert st.valid, (name, st.problems)
@@ -270,8 +272,31 @@ def test_a_live_trial_streams_into_the_charts_then_the_comparison():
     assert list(rank0.x) == [0, 1] and all(y > 0 for y in rank0.y)
     assert panel.result is not None and "exact" in panel.compare.value
     assert panel.progress.value == panel.progress.max and not panel.run_button.disabled
+    assert re.fullmatch(r"done in [\d.]+ s from the click \(the processes ran [\d.]+ s of it\)",
+                        panel.status.value)
     # the trial served Prometheus metrics on 127.0.0.1 while it ran, and the panel said where
     assert re.search(r"served at <a href='http://127\.0\.0\.1:\d+/metrics'", panel.metrics.value)
+    assert not _children()
+
+
+@pytest.mark.slow
+def test_a_trial_stopped_by_a_fault_is_shown_partial_and_not_compared():
+    from widgets.panels.trial import TrialPanel
+
+    panel = TrialPanel(_state())
+    panel.world.value = 2
+    panel.steps.value = 3
+    panel.inject.value = "kill"
+    panel.rank.value = 1
+    panel.at_step.value = 1
+    panel.run()
+    assert panel.wait(120)
+    assert "trial failed" in panel.status.value
+    table = panel.compare.value
+    assert "Its measurements are partial" in table and "partial, not compared" in table
+    assert "DIFFERS" not in table and "exact" not in table
+    names = {t.name for t in panel.charts.widget.data}
+    assert "memory measured (partial: the trial stopped)" in names
     assert not _children()
 
 
@@ -454,3 +479,61 @@ def test_host_fields_edit_the_host_as_shown_and_the_cpu_may_be_left_out():
     assert checks["pcie_lanes"].status == "skip"
     hw.refresh()
     assert hw.cpu.value == ""
+
+
+def _dropdowns(widget) -> list:
+    import ipywidgets as w
+    out = [widget] if isinstance(widget, w.Dropdown) else []
+    for child in getattr(widget, "children", ()):
+        out += _dropdowns(child)
+    return out
+
+
+def test_no_dropdown_is_ever_blank_and_null_has_a_word():
+    """ipywidgets shows a blank field for a value of None, even where an option holds None:
+    every dropdown of the page shows a choice, null as its word ("any", "none", "engine
+    default", "torchtitan default"), through edits, engine changes and a search."""
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    blank = lambda: [d.description for d in _dropdowns(app.widget) if d.index is None]  # noqa
+    assert blank() == []
+    par, tr = app.panels["Parallelism"], app.panels["Training"]
+    assert par.reshard.label == "torchtitan default" and par.shard.label.startswith("none")
+    assert app.trial.world.label == "the layout's" and app.trial.inject.label == "none"
+    assert {d.label for d in app.planner.fix.values()} == {"any"}
+    app.state.update({"parallel.reshard_after_forward": True})
+    assert par.reshard.label == "yes"
+    app.state.update({"parallel.reshard_after_forward": None})
+    assert par.reshard.label == "torchtitan default" and blank() == []
+    tr.engine.value = "torchtitan"
+    tr.precision.value = "fp8"
+    assert tr.fp8_recipe.label == "engine default (tensorwise)" and blank() == []
+    tr.fp8_recipe.value = "rowwise"
+    app.state.update({"training.fp8_recipe": None})
+    assert tr.fp8_recipe.label == "engine default (tensorwise)" and blank() == []
+    # a search offers its first row at once: Load puts rank 1 into the scenario
+    app.planner.search(wait=True)
+    assert app.planner.pick.label == "#1" and blank() == []
+    app.planner.load_button.click()
+    best = app.planner.result.layout(1)["parallel"]
+    assert app.state.scenario.parallel.tp == best["tp"]
+    assert app.state.scenario.parallel.dp == best["dp"]
+
+
+def test_an_invalid_yaml_edit_is_named_beside_the_yaml_and_the_page_stays_consistent():
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    assert "No trial has run yet" in app.compare.value      # the Compare tab says why empty
+    before = app.state.estimate
+    app.yaml_text.value = app.yaml_text.value.replace("  tp: 1", "  tp: 3")
+    assert not app.state.valid
+    assert "parallel.tp: must divide model.heads = 32 (got 3)" in app.yaml_status.value
+    assert "showing the last valid scenario" in app.yaml_status.value
+    tp = app.panels["Parallelism"].tp
+    assert tp.label == "3" and [label for label, _ in tp.options].count("3") == 1
+    assert "must divide model.heads" in app.panels["Parallelism"].fields["parallel.tp"][1].value
+    assert app.state.estimate is before                      # charts keep the valid scenario
+    app.yaml_text.value = app.yaml_text.value.replace("  tp: 3", "  tp: 1")
+    assert app.state.valid and app.yaml_status.value == "" and tp.label == "1"

@@ -75,6 +75,8 @@ class App:
         self.yaml_text = w.Textarea(layout=w.Layout(width="100%", height="480px"),
                                     continuous_update=False)
         self.yaml_text.observe(self._yaml_edit, names="value")
+        # the validator's messages beside the YAML (the verdict is on another tab)
+        self.yaml_status = w.HTML()
         self.scaling_over = w.Dropdown(options=["gpus", "dp", "tp", "pp", "cp", "ep"],
                                        description="Scale over", layout=w.Layout(width="220px"))
         self.scaling_button = w.Button(description="Draw scaling curve", icon="line-chart")
@@ -93,6 +95,10 @@ class App:
                             (self.panels["Hardware"].nodes, "wb-nodes"),
                             (self.panels["Parallelism"].tp, "wb-tp"),
                             (self.panels["Parallelism"].pp, "wb-pp"),
+                            (self.panels["Parallelism"].reshard, "wb-reshard"),
+                            (self.panels["Parallelism"].shard, "wb-shard-group"),
+                            (self.planner.pick, "wb-plan-pick"),
+                            (self.trial.inject, "wb-trial-inject"),
                             (self.panels["Training"].global_batch, "wb-global-batch"),
                             (self.panels["Training"].box, "wb-training-panel"),
                             (self.panels["Training"].engine, "wb-engine"),
@@ -110,7 +116,8 @@ class App:
                             (self.trial.world, "wb-trial-world"),
                             (self.trial.compare, "wb-compare-box"),
                             (self.checks, "wb-build-check"),
-                            (self.yaml_text, "wb-yaml")):
+                            (self.yaml_text, "wb-yaml"),
+                            (self.yaml_status, "wb-yaml-status")):
             widget.add_class(cls)
         panels = w.VBox([p.box for p in self.panels.values()],
                         layout=w.Layout(border="1px solid #ddd", padding="6px"))
@@ -127,14 +134,17 @@ class App:
         ])
         trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
                             w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])
-        self.compare = w.HTML()
+        no_trial = ("<p class='wb-compare-empty'>No trial has run yet: run one on the Trial tab "
+                    "to compare the estimate with what the processes measure.</p>")
+        self.compare = w.HTML(no_trial)
         self.compare.add_class("wb-compare-tab")
-        self.trial.compare.observe(lambda c: setattr(self.compare, "value", c["new"]),
-                                   names="value")
+        self.trial.compare.observe(
+            lambda c: setattr(self.compare, "value", c["new"] or no_trial), names="value")
         compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
                               self.compare])
         self.tabs = w.Tab(children=[plan_tab, trial_tab, compare_tab, self.checks,
-                                    self.planner.box, self.bench.box, self.yaml_text])
+                                    self.planner.box, self.bench.box,
+                                    w.VBox([self.yaml_status, self.yaml_text])])
         for i, name in enumerate(("Plan", "Trial", "Compare", "Build check", "Planner",
                                   "Collectives", "YAML")):
             self.tabs.set_title(i, name)
@@ -160,6 +170,7 @@ class App:
                 f" allocated) of {memory_text(m.capacity)} per GPU "
                 f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
                 f" ({html.escape(band_words(est))})</div>")
+        self.yaml_status.value = "" if s.valid else self.verdict.value
         if est is None:
             return
         self.memory.update(est)
@@ -233,11 +244,13 @@ class App:
             doc = load_text(text, "The scenario")
         except DocumentError as exc:
             p = exc.problems[0]
-            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>"
-                                  f"{html.escape(p.path)} {html.escape(p.message)}.</div>")
+            self.verdict.value = self.yaml_status.value = (
+                f"<div class='wb-error' style='color:#cf222e'>"
+                f"{html.escape(p.path)} {html.escape(p.message)}.</div>")
             return
         if not isinstance(doc, dict):
-            self.verdict.value = ("<div class='wb-error' style='color:#cf222e'>A scenario is a "
-                                  "table with hardware, model, parallel and training.</div>")
+            self.verdict.value = self.yaml_status.value = (
+                "<div class='wb-error' style='color:#cf222e'>A scenario is a "
+                "table with hardware, model, parallel and training.</div>")
             return
         self.state.load(doc)

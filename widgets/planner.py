@@ -10,7 +10,9 @@ import threading
 import ipywidgets as w
 
 from widgets.charts.pareto import ParetoChart
-from widgets.panels.base import FIELD_LAYOUT, STYLE, dropdown, error_html, run_controls
+from widgets.panels.base import (
+    FIELD_LAYOUT, STYLE, chosen, dropdown, error_html, run_controls, set_options,
+)
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
 from workbench.plan.result import switch_words
@@ -18,6 +20,7 @@ from workbench.scenario import parse_scenario
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES
 
 ANY = ("any", None)
+NO_ROWS = [("search first", None)]   # the Layout choice before a search has ranked any
 TARGETS = ("torchrun", "slurm", "torchtitan", "deepspeed", "megatron", "trial")
 
 
@@ -44,7 +47,7 @@ class PlannerPanel:
         self.table = w.HTML()
         self.why = w.HTML()
         self.chart = ParetoChart()
-        self.pick = dropdown("Layout", [])
+        self.pick = dropdown("Layout", NO_ROWS)
         self.load_button = w.Button(description="Load into scenario", icon="upload")
         self.target = dropdown("Export to", list(TARGETS))
         self.export_button = w.Button(description="Export", icon="download")
@@ -55,7 +58,7 @@ class PlannerPanel:
         self._thread: threading.Thread | None = None
         self.search_button.on_click(lambda _b: self.search())
         self.cancel_button.on_click(lambda _b: self._cancel.set())
-        self.load_button.on_click(lambda _b: self.load(self.pick.value))
+        self.load_button.on_click(lambda _b: self.load(chosen(self.pick)))
         self.export_button.on_click(lambda _b: self.export())
         self.box = w.VBox([
             w.HTML("<b>Planner</b>: every layout of this hardware and model, fastest first"),
@@ -78,7 +81,7 @@ class PlannerPanel:
         except ScenarioError as exc:
             self._refuse("fix the scenario first: " + exc.one_line())
             return
-        fixed = {k: d.value for k, d in self.fix.items() if d.value is not None}
+        fixed = {k: chosen(d) for k, d in self.fix.items() if chosen(d) is not None}
         try:
             c = Constraints(fixed=fixed, max_memory_fraction=self.memory.value)
         except ScenarioError as exc:
@@ -115,7 +118,7 @@ class PlannerPanel:
         """No search result: say why, and leave no earlier result on the page."""
         self.result = None
         self.table.value = self.why.value = ""
-        self.pick.options = []
+        set_options(self.pick, NO_ROWS)
         self.status.value = error_html(why)
         self.chart.widget.show_message("No layouts to draw: " + why)
 
@@ -150,7 +153,7 @@ class PlannerPanel:
         lines = explain(r) + ([describe_start(r)] if r.start is not None else [])
         self.why.value = "<br>".join(html.escape(line) for line in lines)
         self.chart.update(r)
-        self.pick.options = [(f"#{i}", i) for i in range(1, min(top, len(r.table)) + 1)]
+        set_options(self.pick, [(f"#{i}", i) for i in range(1, min(top, len(r)) + 1)])
 
     def load(self, rank: int | None) -> None:
         """Put the layout ranked ``rank`` into the scenario (panels and charts follow)."""
@@ -162,8 +165,8 @@ class PlannerPanel:
         """The chosen layout as the selected engine's artefact, shown and downloadable."""
         from workbench.export import export
 
-        if self.result is not None and self.pick.value is not None:
-            scenario = self.result.scenario_of(self.pick.value)
+        if self.result is not None and chosen(self.pick) is not None:
+            scenario = self.result.scenario_of(chosen(self.pick))
         else:
             scenario = self.state.scenario
         if scenario is None:

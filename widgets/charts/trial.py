@@ -90,9 +90,13 @@ class TrialCharts:
         cx = [f"{d} {op}" for d, op in keys]
         cm = [comm["measured"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
         cpred = [comm["predicted"].get(d, {}).get(op, {}).get("bytes", 0) / KIB for d, op in keys]
+        # a stopped trial's measurements are of the steps that ran: named partial
+        partial = " (partial: the trial stopped)" if res.get("error") else ""
+        names = (f"memory measured{partial}", "memory predicted", f"comm measured{partial}",
+                 "comm predicted")
         for j, (xs, ys) in enumerate(((x, measured), (x, predicted), (cx, cm), (cx, cpred))):
             bar = self.widget.data[n + 1 + j]
-            bar.x, bar.y = xs, ys
+            bar.x, bar.y, bar.name = xs, ys, names[j]
         self.table = comparison_html(res)
 
 
@@ -102,11 +106,18 @@ def comparison_html(res: dict) -> str:
     from workbench.proof.compare import compare_ranks
     from workbench.proof.render import cells
 
-    rows = ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>"
-            for r in compare_ranks(res["ranks"])]
     err = res.get("error")
-    head = (f"<div class='wb-error' style='color:#cf222e'>trial failed: {html.escape(err)}</div>"
-            if err else "")
+
+    def shown(row) -> list[str]:
+        c = list(cells(row))
+        # a stopped trial is not a full run: its figures are shown, not judged
+        return c[:-2] + ["", "partial, not compared"] if err else c
+
+    rows = ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in shown(r)) + "</tr>"
+            for r in compare_ranks(res["ranks"])]
+    head = (f"<div class='wb-error' style='color:#cf222e'>trial failed: {html.escape(err)}. "
+            "Its measurements are partial (the steps that ran before it stopped) and are not "
+            "compared with the estimate.</div>" if err else "")
     return (head + _slice_html(res) + "<table class='wb-compare'><tr><th>rank</th><th>what</th>"
             "<th>predicted</th><th>measured</th><th>error</th><th>check</th></tr>"
             + "".join(rows) + "</table>")

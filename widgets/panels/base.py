@@ -38,9 +38,10 @@ class Panel:
         def changed(change: dict) -> None:
             if self._syncing:
                 return
-            changes = {path: to_doc(change["new"])}
+            new = None if change["new"] is NULL else change["new"]
+            changes = {path: to_doc(new)}
             if on_set is not None:
-                changes.update(on_set(change["new"]))
+                changes.update(on_set(new))
             self.state.update(changes)
 
         widget.observe(changed, names="value")
@@ -75,7 +76,8 @@ class Panel:
                 value = get_path(self.state.doc, path, None)
                 value = self.current(path) if value is None else value
                 try:
-                    if value is not None:
+                    # a dropdown shows its word for null ("auto", "none", "any") as well
+                    if value is not None or isinstance(widget, w.Dropdown):
                         show_value(widget, from_doc(value))
                 except (TypeError, ValueError, ArithmeticError):   # from_doc on a refused value
                     pass
@@ -90,22 +92,77 @@ class Panel:
         """Hook: recompute options (e.g. valid divisors) before values are synced."""
 
 
-def _values(dropdown: w.Dropdown) -> list:
-    return [o[1] if isinstance(o, tuple) else o for o in dropdown.options]
+class _Null:
+    """The value of a dropdown option that stands for null ("auto", "none", "any", "the
+    layout's"). ipywidgets reads a value of None as "no selection" and shows a blank field even
+    when an option holds None, so no option holds None: ``dropdown`` and ``set_options`` put
+    NULL in its place, and ``chosen`` reads it back as None."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
+def _options(options) -> list:
+    return [(o[0], NULL if o[1] is None else o[1]) if isinstance(o, tuple) else o
+            for o in options]
+
+
+def chosen(widget: w.Dropdown) -> Any:
+    """A dropdown's value, None for its null option."""
+    return None if widget.value is NULL else widget.value
+
+
+def _index_of(widget: w.Dropdown, value: Any) -> int | None:
+    """The index of the option whose value is ``value`` (None: the null option; a bool only
+    matches a bool: 1 is not True)."""
+    value = NULL if value is None else value
+    for i, v in enumerate(widget._options_values):
+        if v is NULL or value is NULL:
+            if v is value:
+                return i
+        elif isinstance(v, bool) == isinstance(value, bool) and v == value:
+            return i
+    return None
+
+
+def select(widget: w.Dropdown, value: Any) -> bool:
+    """Select the option holding ``value`` (None: the null option); False if none holds it."""
+    i = _index_of(widget, value)
+    if i is None:
+        return False
+    if widget.index != i:
+        widget.index = i
+    return True
+
+
+def set_options(widget: w.Dropdown, options) -> None:
+    """Replace a dropdown's options and keep a choice shown: the current one where it is still
+    offered, else the first option (never a blank field)."""
+    old = widget.value if widget.index is not None else object()
+    widget.options = _options(options)
+    if widget.options and not select(widget, old):
+        widget.index = 0
 
 
 def show_value(widget: w.ValueWidget, value: Any) -> bool:
     """Put a document's value into its widget. A dropdown without that choice gets it as one
     more (label, value) option, so the field shows what the document says beside the
-    validator's message; a value the widget cannot hold at all (text in a number box, a list
-    or a table anywhere) leaves the widget as it was, and returns False: the message under the
-    field says what is wrong, and the page never stops on it."""
+    validator's message (null shows the dropdown's word for it, where it has one); a value
+    the widget cannot hold at all (text in a number box, a list or a table anywhere) leaves the
+    widget as it was, and returns False: the message under the field says what is wrong, and
+    the page never stops on it."""
     try:
-        if isinstance(widget, w.Dropdown) and value not in widget._options_values:
+        if isinstance(widget, w.Dropdown):
             if isinstance(value, (list, dict, set)):
                 return False
+            if select(widget, value) or value is None:
+                return True
             widget.options = [*zip(widget._options_labels, widget._options_values),
                               (str(value), value)]
+            return select(widget, value)
         if widget.value != value:
             widget.value = value
     except (TraitError, TypeError, ValueError):
@@ -114,7 +171,12 @@ def show_value(widget: w.ValueWidget, value: Any) -> bool:
 
 
 def dropdown(label: str, options, **kw) -> w.Dropdown:
-    return w.Dropdown(options=options, description=label, style=STYLE, layout=FIELD_LAYOUT, **kw)
+    """A labelled dropdown showing its first option (see ``select``)."""
+    d = w.Dropdown(options=_options(options), description=label, style=STYLE,
+                   layout=FIELD_LAYOUT, **kw)
+    if d.index is None and d.options and "value" not in kw:
+        d.index = 0
+    return d
 
 
 def int_box(label: str, lo: int = 1, hi: int = 1_000_000) -> w.BoundedIntText:

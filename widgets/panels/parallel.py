@@ -6,7 +6,7 @@ import dataclasses
 
 import ipywidgets as w
 
-from widgets.panels.base import Panel, check, dropdown, int_box
+from widgets.panels.base import Panel, check, dropdown, int_box, set_options
 from workbench.scenario.rules import allowed_values, engine_allows
 from workbench.scenario.types import SCHEDULES
 
@@ -98,21 +98,21 @@ class ParallelPanel(Panel):
                      "shard_group": allowed_values(now, "shard_group", groups),
                      # the engine's stages (torchtitan has no ZeRO-1), none ZeRO-2 with pp
                      "zero": allowed_values(now, "zero", stages)}
-        self.tp.options = offer["tp"] or [1]
-        self.pp.options = offer["pp"] or [1]
-        self.cp.options = offer["cp"] or [1]
-        self.ep.options = offer["ep"] or [1]
-        self.zero.options = [(label, z) for label, z in ZERO_LABELS
-                             if z in offer["zero"]] or ZERO_LABELS
-        self.shard.options = [("none (full sharding)", None)] + [
-            (str(d), d) for d in offer["shard_group"]]
+        set_options(self.tp, offer["tp"] or [1])
+        set_options(self.pp, offer["pp"] or [1])
+        set_options(self.cp, offer["cp"] or [1])
+        set_options(self.ep, offer["ep"] or [1])
+        set_options(self.zero, [(label, z) for label, z in ZERO_LABELS
+                             if z in offer["zero"]] or ZERO_LABELS)
+        set_options(self.shard, [("none (full sharding)", None)] + [
+            (str(d), d) for d in offer["shard_group"]])
         self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "
                          f"(fills the {world} GPUs)</div>")
         pipelined = par["pp"] > 1
         if s is not None and pipelined:   # the schedules the engine runs
-            self.schedule.options = engine_allows(now, "parallel.pp_schedule", SCHEDULES) or [
-                s.parallel.pp_schedule]
+            set_options(self.schedule, engine_allows(now, "parallel.pp_schedule", SCHEDULES)
+                        or [s.parallel.pp_schedule])
         else:
-            self.schedule.options = list(SCHEDULES)
+            set_options(self.schedule, list(SCHEDULES))
         self.schedule.disabled = self.virtual.disabled = not pipelined
         self.sp.disabled = par["tp"] == 1

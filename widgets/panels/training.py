@@ -9,7 +9,7 @@ import html
 
 import ipywidgets as w
 
-from widgets.panels.base import Panel, check, dropdown, float_box, int_box
+from widgets.panels.base import Panel, check, dropdown, float_box, int_box, select, set_options
 from workbench.engines import ENGINES
 from workbench.scenario.rules import allowed_values, check_rules, engine_allows
 from workbench.scenario.types import ATTENTION_KERNELS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE
@@ -115,18 +115,18 @@ class TrainingPanel(Panel):
         self.about.value = (f"<div style='color:#57606a;font-size:12px;line-height:1.35;"
                             f"margin:0 0 4px 8px'>"
                             f"{html.escape(eng.about)}</div>")
-        self.recompute.options = list(eng.recompute)
+        set_options(self.recompute, list(eng.recompute))
         self.recompute_every_row.layout.display = (
             "" if self.current("training.recompute") == "layer" else "none")
         default = f"engine default ({eng.fp8_default})" if eng.fp8_default else "engine default"
         recipes = list(eng.fp8_recipes)
         if self.state.scenario is not None:   # the recipes this GPU runs (MXFP8: Blackwell)
             recipes = engine_allows(self.state.scenario, "training.fp8_recipe", recipes)
-        self.fp8_recipe.options = [(default, None)] + [(r, r) for r in recipes]
+        set_options(self.fp8_recipe, [(default, None)] + [(r, r) for r in recipes])
         s = self.state.scenario
         moe = s is not None and s.model.moe is not None
-        self.expert_tp.options = [("same as tp", None)] + [
-            (str(d), d) for d in self._expert_tp_values()]
+        set_options(self.expert_tp, [("same as tp", None)] + [
+            (str(d), d) for d in self._expert_tp_values()])
         fp8 = self.current("training.precision") == "fp8"
         shown = {"compile": eng.offers("compile"),
                  "fp8_recipe": eng.offers("fp8_recipe") and fp8,
@@ -144,7 +144,7 @@ class TrainingPanel(Panel):
         for path, widget in (("training.fp8_recipe", self.fp8_recipe),
                              ("parallel.expert_tp", self.expert_tp)):
             if self.current(path) is None:
-                widget.value = None
+                select(widget, None)
         if not self.current("training.compile"):
             self.compile.value = False
         if not self.current("parallel.async_tp"):

@@ -48,8 +48,10 @@ def test_timeline_bars_are_the_estimates_blocks(parallel, kinds):
     for trace in chart.widget.data:
         assert len(trace.x) == len(trace.y) == len(trace.base) == len(trace.text)
         assert trace.showlegend == (trace.meta in kinds)
-        for r, start, width, mb in zip(trace.y, trace.base, trace.x, trace.text):
-            drawn.append((r, trace.meta, int(mb), start, start + width))
+        for r, start, width, cd, text in zip(trace.y, trace.base, trace.x, trace.customdata,
+                                             trace.text):
+            drawn.append((r, trace.meta, int(cd[2]), start, start + width))
+            assert text in ("", str(int(cd[2])))   # labelled with its microbatch, or not
     want = [(b.rank, b.kind, b.microbatch, b.start * 1e3, b.end * 1e3) for b in blocks]
     drawn, want = sorted(drawn), sorted(want)
     assert [d[:3] for d in drawn] == [w[:3] for w in want]       # rank, kind, microbatch
@@ -71,7 +73,7 @@ def test_timeline_caps_the_drawn_microbatches_and_redraws_a_single_rank():
     chart = TimelineChart()
     chart.update(estimate(s), microbatches=4)
     assert sum(len(t.x) for t in chart.widget.data) == 4 * 4 * 2
-    assert {int(m) for t in chart.widget.data for m in t.text} == {0, 1, 2, 3}
+    assert {int(c[2]) for t in chart.widget.data for c in t.customdata} == {0, 1, 2, 3}
     assert f"4 of {s.microbatches} microbatches" in chart.widget.layout.title.text
     flat = estimate(parse_scenario(scenario_doc(training={"global_batch": 16})))   # pp = 1
     chart.update(flat)
@@ -200,7 +202,7 @@ def test_gpu_sweep_is_the_planners_best_at_each_count():
         assert last[k] == best[k], k
     chart = ScalingChart()
     chart.update(s, over="gpus")
-    tok, mem, cap = chart.widget.data
+    tok, mem, cap, _above, _beyond = chart.widget.data
     assert list(tok.x) == [1, 2, 4, 8, 16]
     assert list(tok.y) == pytest.approx(df["tokens_per_s"].tolist(), rel=1e-12)
     assert list(mem.y) == pytest.approx((df["memory_per_gpu"] / GiB).tolist(), rel=1e-12)

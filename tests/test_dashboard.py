@@ -474,6 +474,25 @@ DROPDOWNS = """() => Array.from(document.querySelectorAll('.widget-dropdown sele
   shown: s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : ''}))"""
 
 
+# Whether the timeline's title lies within the chart and its microbatch labels overlap.
+TIMELINE_FIT = """() => {
+  const el = document.querySelector('.wb-timeline-chart .js-plotly-plot');
+  const svg = el.querySelector('.main-svg').getBoundingClientRect();
+  const title = el.querySelector('.gtitle').getBoundingClientRect();
+  const boxes = Array.from(el.querySelectorAll('.bartext')).map(t => t.getBoundingClientRect())
+    .filter(r => r.width > 0 && r.height > 0);
+  let overlaps = 0;
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (w > 1 && h > 1) overlaps++;
+  }
+  return {svg_left: svg.left, svg_right: svg.right, title_left: title.left,
+          title_right: title.right, labels: boxes.length, overlaps};
+}"""
+
+
 def _shown(page, cls: str) -> str:
     """The text of the option the dropdown with DOM class ``cls`` shows (ipywidgets writes its
     spaces as no-break spaces)."""
@@ -542,6 +561,17 @@ def test_the_page_under_a_persons_hands(voila):
             assert tp_texts.count("3") == 1 and all("(" not in t for t in tp_texts), tp_texts
             assert "must divide model.heads" in page.locator(".wb-error").first.inner_text()
             _shot(page, "tp3-invalid")
+
+            # the 405B example: the timeline's title fits the chart, its labels do not pile up
+            page.locator(".wb-example select").select_option("llama3-405b-h200-cluster")
+            tl = _wait_seen(page, "wb-timeline-chart", lambda s: len(s["yticks"]) == 16,
+                            "16 pipeline rows", 90)
+            assert "interleaved-1f1b schedule, pp = 16" in tl["title"], tl["title"]
+            fit = page.evaluate(TIMELINE_FIT)
+            assert fit["title_left"] >= fit["svg_left"] and fit["title_right"] <= fit[
+                "svg_right"], fit
+            assert fit["overlaps"] == 0, fit      # narrow blocks go unlabelled (hover names them)
+            _shot(page, "timeline-405b", "wb-timeline-chart")
             assert "Traceback" not in page.content()
             assert errors == []
         finally:

@@ -537,3 +537,50 @@ def test_an_invalid_yaml_edit_is_named_beside_the_yaml_and_the_page_stays_consis
     assert app.state.estimate is before                      # charts keep the valid scenario
     app.yaml_text.value = app.yaml_text.value.replace("  tp: 3", "  tp: 1")
     assert app.state.valid and app.yaml_status.value == "" and tp.label == "1"
+
+
+def test_scaling_names_the_host_memory_points_and_says_when_it_is_out_of_date():
+    """The 70B brief on 1 and 2 GPUs fits the GPUs only by offloading more than the node's
+    256 GiB of host memory: drawn as orange diamonds with their own legend entry and a note,
+    not as red crosses below the capacity line; after an edit the chart says it is stale."""
+    from widgets.app import App
+
+    app = App()
+    app.draw_scaling(wait=True)
+    df = app.scaling.data
+    tok, mem, capl, above, beyond = app.scaling.widget.data
+    host_short = [int(v) for v, f in zip(df["value"], df["fits"]) if not f]
+    assert host_short == [1, 2]
+    symbols = dict(zip(tok.x, tok.marker.symbol))
+    assert [symbols[v] for v in host_short] == ["diamond", "diamond"]
+    assert beyond.visible and beyond.name == "offload beyond host memory" and not above.visible
+    title = app.scaling.widget.layout.title.text
+    assert title.endswith("2 of 4 points fit in memory; 2 fit the GPUs only with offload "
+                          "beyond the host's memory")
+    note = app.scaling.widget.layout.annotations[0].text
+    assert note.startswith("gpus 1 does not fit: hardware.host:")
+    gb = app.panels["Training"].global_batch
+    gb.value = 2 * gb.value
+    assert app.state.valid
+    assert app.scaling.widget.layout.title.text.startswith("OUT OF DATE (drawn for ")
+    assert title in app.scaling.widget.layout.title.text
+
+
+def test_the_pareto_axis_keeps_the_useful_cluster_and_says_what_is_off_it():
+    from types import SimpleNamespace
+
+    from widgets.charts.pareto import SPAN, ParetoChart
+    from workbench.plan import Constraints, plan
+
+    result = plan(load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml"), Constraints())
+    chart = ParetoChart()
+    chart.update(result)
+    fastest = float(result.table["step"].min())
+    assert float(result.table["step"].max()) < SPAN * fastest
+    assert chart.widget.layout.xaxis.range is None          # nothing far out: autorange
+    table = result.table.copy()
+    table.loc[table.index[-3:], "step"] = 20 * fastest      # three very slow layouts
+    chart.update(SimpleNamespace(table=table))
+    assert tuple(chart.widget.layout.xaxis.range) == pytest.approx((0, SPAN * fastest * 1.03))
+    assert chart.widget.layout.title.text.endswith(
+        "<br>3 slower than 3x the fastest are right of the axis (zoom out to see them)")

@@ -95,6 +95,7 @@ class App:
                             (self.panels["Hardware"].nodes, "wb-nodes"),
                             (self.panels["Parallelism"].tp, "wb-tp"),
                             (self.panels["Parallelism"].pp, "wb-pp"),
+                            (self.picker, "wb-example"),
                             (self.panels["Parallelism"].reshard, "wb-reshard"),
                             (self.panels["Parallelism"].shard, "wb-shard-group"),
                             (self.planner.pick, "wb-plan-pick"),
@@ -171,6 +172,10 @@ class App:
                 f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
                 f" ({html.escape(band_words(est))})</div>")
         self.yaml_status.value = "" if s.valid else self.verdict.value
+        drawn = self.scaling.drawn_for
+        if drawn is not None and s.valid and s.scenario != drawn:
+            self.scaling.stale(f"drawn for {drawn.model.name} on {drawn.hardware.world} x "
+                               f"{drawn.hardware.gpu.name}; the scenario changed since")
         if est is None:
             return
         self.memory.update(est)

@@ -11,6 +11,7 @@ from widgets.charts.plot import Plot
 EMPTY = ("Search layouts to see every layout that fits: step time against memory per GPU, "
          "with the fastest-for-its-memory front")
 LABELLED = 5
+SPAN = 3.0   # the x axis shows layouts up to this many times the fastest step
 MAX_POINTS = 5_000   # the fastest ones; a page with more points redraws slowly
 HOVER = ("%{hovertext}<br>step %{x:.3g} s, %{y:,.1f} GiB per GPU, %{customdata:,.0f} "
          "tokens/s<extra></extra>")
@@ -52,7 +53,15 @@ class ParetoChart:
             # numbers on the first few only: the top layouts often lie on top of each other
             self.widget.data[2].text = [f"#{r}" if r <= LABELLED else "" for r in ranked["rank"]]
             more = (f" (the {MAX_POINTS:,} fastest drawn)" if len(table) > MAX_POINTS else "")
+            # the useful cluster: a few very slow layouts (offload, small micro-batches) would
+            # squeeze it into the left edge, so the axis stops at SPAN x the fastest step
+            steps = shown["step"].to_numpy(dtype=float)
+            cut = SPAN * steps.min() if len(steps) else 0.0
+            off = int((steps > cut).sum())
+            self.widget.layout.xaxis.range = ([0, cut * 1.03] if off else None)
+            beyond = (f"<br>{off:,} slower than {SPAN:g}x the fastest are right of the axis "
+                      "(zoom out to see them)" if off else "")
             self.widget.layout.title = (f"{len(table):,} layouts fit{more}; "
-                                        f"{len(front)} on the Pareto front")
+                                        f"{len(front)} on the Pareto front{beyond}")
             self.widget.show_message("" if len(table) else
                                      "No layout fits: see the reasons above the table")

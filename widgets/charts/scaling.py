@@ -17,7 +17,7 @@ from workbench.units import GiB
 if TYPE_CHECKING:
     import pandas as pd
 
-FIT, MEM, NO_FIT = "#4C78A8", "#72B7B2", "#E45756"
+FIT, MEM, NO_FIT, HOST = "#4C78A8", "#72B7B2", "#E45756", "#F58518"
 NOTE_LINES = 6   # dropped points listed under the plot (the rest counted)
 
 
@@ -43,10 +43,13 @@ def _layout_text(row) -> str:
 
 class ScalingChart:
     """Two stacked plots sharing the x axis. Top: tokens/s of the whole job (filled markers fit
-    in memory, crosses do not). Bottom: worst-GPU memory in GiB (2^30 bytes) and the GPU's
-    capacity. Points the backend marks invalid are not drawn; ``dropped`` lists them with the
-    reason (also in a note under the plot). ``update`` asks the backend for the curve; ``draw``
-    draws one already computed. After either, ``data`` is the DataFrame drawn from."""
+    in memory, crosses do not: red above the GPU's capacity, orange diamonds within it but with
+    offload beyond the node's host memory or drives). Bottom: worst-GPU memory in GiB (2^30
+    bytes) and the GPU's capacity. Points the backend marks invalid are not drawn; ``dropped``
+    lists them with the reason, and a note under the plot says why each drawn point does not
+    fit. ``update`` asks the backend for the curve; ``draw`` draws one already computed. After
+    either, ``data`` is the DataFrame drawn from and ``drawn_for`` the scenario (``stale`` marks
+    the chart when the scenario changed since)."""
 
     def __init__(self, height: int = 480) -> None:
         self._lock = threading.Lock()
@@ -66,6 +69,12 @@ class ScalingChart:
                                  line=dict(color="black", dash="dash"),
                                  hovertemplate="capacity %{y:,.1f} GiB<extra></extra>"),
                       row=2, col=1)
+        # legend entries for the marker kinds (no points of their own)
+        for name, symbol, color in (("above GPU capacity", "x", NO_FIT),
+                                    ("offload beyond host memory", "diamond", HOST)):
+            fig.add_trace(go.Scatter(name=name, mode="markers", x=[None], y=[None],
+                                     marker=dict(symbol=symbol, color=color, size=9),
+                                     hoverinfo="skip", visible=False), row=2, col=1)
         fig.update_layout(height=height, margin=dict(l=80, r=20, t=60, b=70),
                           legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
                           title=dict(text="scaling", font=dict(size=14)), hovermode="closest")
@@ -75,6 +84,15 @@ class ScalingChart:
         fig.update_xaxes(type="log", row=1, col=1)
         fig.update_xaxes(type="log", row=2, col=1)
         self.widget = Plot(fig, message=EMPTY)
+        self.drawn_for: Scenario | None = None
+        self._title = ""
+
+    def stale(self, why: str) -> None:
+        """Mark a drawn chart as out of date (the scenario changed since it was drawn)."""
+        with self._lock:
+            if self.data is not None:
+                self.widget.layout.title.text = (f"OUT OF DATE ({why}): press \u201cDraw "
+                                                 f"scaling curve\u201d again<br>{self._title}")
 
     def update(self, scenario: Scenario, over: str = "gpus", values: list[int] | None = None,
                progress: Progress | None = None) -> None:
@@ -84,6 +102,7 @@ class ScalingChart:
         from workbench.plan.scaling import scaling_curve
 
         self.draw(scaling_curve(scenario, over, values, progress=progress), over)
+        self.drawn_for = scenario
 
     def draw(self, df: "pd.DataFrame", over: str) -> None:
         """Draw a ``scaling_curve`` result: its valid rows only, x = ``value``."""
@@ -93,30 +112,39 @@ class ScalingChart:
         hover = [_layout_text(r) for _, r in ok.iterrows()]
         self.dropped = [(int(r["value"]), str(r["reason"])) for _, r in df[~df["valid"]].iterrows()]
         cap = float(df["capacity"].iloc[0]) / GiB if len(df) else 0.0
-        n_fit = sum(fits)
+        # within the GPU's capacity but not fitting: the offload exceeds the host's memory
+        host = [(not f) and m <= c for f, m, c in zip(fits, ok["memory_per_gpu"], ok["capacity"])]
+        n_fit, n_host = sum(fits), sum(host)
         what = "GPU count" if over == "gpus" else f"{over} degree"
-        title = f"scaling with the {what}: {n_fit} of {len(ok)} points fit in memory"
-        lines = [f"{over} {v}: {why[:110]}" for v, why in self.dropped[:NOTE_LINES]]
-        if len(self.dropped) > NOTE_LINES:
-            lines.append(f"and {len(self.dropped) - NOTE_LINES} more")
-        note = "not drawn: " + "<br>".join(lines) if lines else ""
+        title = (f"scaling with the {what}: {n_fit} of {len(ok)} points fit in memory"
+                 + (f"; {n_host} fit the GPUs only with offload beyond the host's memory"
+                    if n_host else ""))
+        short = [(int(v), str(r)) for v, r, h in zip(ok["value"], ok["reason"], host) if h]
+        lines = [f"{over} {v} does not fit: {why[:110]}" for v, why in short[:NOTE_LINES]]
+        lines += [f"{over} {v} not drawn: {why[:110]}" for v, why in self.dropped[:NOTE_LINES]]
+        if len(short) + len(self.dropped) > len(lines):
+            lines.append(f"and {len(short) + len(self.dropped) - len(lines)} more")
+        note = "<br>".join(lines)
         with self._lock, self.widget.batch_update():
-            tok, mem, capl = self.widget.data
+            tok, mem, capl, above, beyond = self.widget.data
             self.widget.show_message("" if xs else "No point of this curve is a valid layout: "
                                      + "; ".join(lines))
             tok.x, tok.y, tok.hovertext = xs, ok["tokens_per_s"].tolist(), hover
-            tok.marker = dict(symbol=["circle" if f else "x" for f in fits],
-                              color=[FIT if f else NO_FIT for f in fits], size=9)
+            symbols = ["circle" if f else "diamond" if h else "x" for f, h in zip(fits, host)]
+            tok.marker = dict(symbol=symbols, size=9, color=[
+                FIT if f else HOST if h else NO_FIT for f, h in zip(fits, host)])
             mem.x, mem.y, mem.hovertext = xs, (ok["memory_per_gpu"] / GiB).tolist(), hover
-            mem.marker = dict(symbol=["circle" if f else "x" for f in fits],
-                              color=[MEM if f else NO_FIT for f in fits], size=9)
+            mem.marker = dict(symbol=symbols, size=9, color=[
+                MEM if f else HOST if h else NO_FIT for f, h in zip(fits, host)])
+            above.visible = any(not f and not h for f, h in zip(fits, host))
+            beyond.visible = n_host > 0
             capl.x = [min(xs), max(xs)] if xs else []
             capl.y = [cap, cap] if xs else []
             lay = self.widget.layout
             lay.xaxis2.title.text = _x_title(over, df)
             for ax in (lay.xaxis, lay.xaxis2):
                 ax.update(tickmode="array", tickvals=xs, ticktext=[str(x) for x in xs])
-            lay.title.text = title
+            lay.title.text = self._title = title
             # the note sits under the x title, in a bottom margin grown to hold it
             lay.margin.b = 70 + 15 * len(lines)
             lay.height = self._height + 15 * len(lines)

@@ -21,6 +21,12 @@ KINDS = {
 MS = 1e3   # seconds -> milliseconds
 
 
+ROW_PX = 26   # height of one rank's row: room for a label of 8-12 px inside its bars
+# A block is labelled when it spans at least this share of the drawn pipeline: 2.5 % of a plot
+# area some 800 px wide is 20 px, room for a two-digit label with space around it.
+LABEL_SHARE = 0.025
+
+
 class TimelineChart:
     """Per-rank F/B/W blocks of the chosen pipeline schedule, x in milliseconds from the start of
     the step's pipeline phase. ``update`` redraws from an ``Estimate``; the chart only draws
@@ -28,22 +34,24 @@ class TimelineChart:
 
     def __init__(self, height: int = 320) -> None:
         self._lock = threading.Lock()   # updates may come from threads
+        self._height = height
         self.blocks: list = []
         self.widget = Plot(
             data=[go.Bar(name=label, orientation="h", marker_color=color, x=[], y=[], base=[],
                          text=[], textposition="inside", insidetextanchor="middle",
                          textangle=0, meta=kind, showlegend=False,
-                         hovertemplate=("%{fullData.name}<br>microbatch %{text} (from 0), "
-                                        "chunk %{customdata[0]}<br>%{base:.3f} to "
+                         hovertemplate=("%{fullData.name}<br>microbatch %{customdata[2]} (from "
+                                        "0), chunk %{customdata[0]}<br>%{base:.3f} to "
                                         "%{customdata[1]:.3f} ms<extra></extra>"))
                   for kind, (label, color) in KINDS.items()],
             layout=go.Layout(
                 barmode="overlay", bargap=0.25, height=height,
-                margin=dict(l=70, r=20, t=60, b=50),
+                margin=dict(l=70, r=20, t=70, b=95),
                 uniformtext=dict(minsize=8, mode="hide"),   # no unreadable labels on thin bars
                 xaxis=dict(title="time in the step's pipeline phase (ms)", zeroline=False),
                 yaxis=dict(title="pipeline rank", tickmode="array", zeroline=False),
-                legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+                # under the axis title: above the plot it would run into the two-line title
+                legend=dict(orientation="h", y=-0.12, yanchor="top", x=0),
                 title=dict(text="pipeline timeline", font=dict(size=14)),
             ))
 
@@ -66,15 +74,19 @@ class TimelineChart:
             what = f"{par.pp_schedule} schedule, pp = {p}{chunks}"
         of_m = (f"{drawn} of {est.scenario.microbatches} microbatches"
                 if drawn < est.scenario.microbatches else f"{drawn} microbatches")
-        title = (f"{what}, {of_m}: bubble {t.bubble / t.step:.1%} of the step; "
+        # two lines: one would run past the chart's width for long schedules
+        title = (f"{what}, {of_m}<br>bubble {t.bubble / t.step:.1%} of the step; "
                  f"idle {idle:.1%} of the drawn pipeline (bubble and unequal stages)")
         # numpy columns: plotly takes arrays without validating every element (4x faster)
         per_kind = {}
         for k in KINDS:
             bs = [b for b in blocks if b.kind == k]
-            a = np.array([(b.rank, b.start, b.end, b.chunk) for b in bs],
-                         dtype=float).reshape(-1, 4)
-            per_kind[k] = (a, [str(b.microbatch) for b in bs])
+            a = np.array([(b.rank, b.start, b.end, b.chunk, b.microbatch) for b in bs],
+                         dtype=float).reshape(-1, 5)
+            # a label only on a block wide enough to read it apart from its neighbours (the
+            # hover names every block)
+            wide = (a[:, 2] - a[:, 1]) >= LABEL_SHARE * makespan
+            per_kind[k] = (a, [str(b.microbatch) if w else "" for b, w in zip(bs, wide)])
         with self._lock, self.widget.batch_update():
             for trace in self.widget.data:
                 a, mbs = per_kind[trace.meta]
@@ -82,10 +94,12 @@ class TimelineChart:
                 trace.base = a[:, 1] * MS
                 trace.x = (a[:, 2] - a[:, 1]) * MS
                 trace.text = mbs
-                trace.customdata = np.stack([a[:, 3], a[:, 2] * MS], axis=1)
+                trace.customdata = np.stack([a[:, 3], a[:, 2] * MS, a[:, 4]], axis=1)
                 trace.showlegend = bool(mbs)
             self.widget.layout.yaxis.tickvals = list(range(p))
             self.widget.layout.yaxis.ticktext = [f"rank {r}" for r in range(p)]
             self.widget.layout.yaxis.range = [p - 0.5, -0.5]    # rank 0 on top
+            # a row per rank tall enough for its microbatch labels (many ranks: a taller chart)
+            self.widget.layout.height = max(self._height, 165 + ROW_PX * p)
             self.widget.layout.title.text = title
             self.blocks = blocks

@@ -12,7 +12,9 @@ from traitlets import TraitError
 
 from widgets.state import ScenarioState, get_path
 
-FIELD_LAYOUT = w.Layout(width="260px")
+# wide enough for the longest choices ("NVIDIA B200 (HGX B200, SXM6) 180GB", "1: ZeRO-1 /
+# distributed optimizer") beside a 130 px description
+FIELD_LAYOUT = w.Layout(width="400px")
 STYLE = {"description_width": "130px"}
 
 

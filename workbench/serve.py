@@ -18,6 +18,10 @@ from workbench.process_runner import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "notebooks" / "dashboard.ipynb"
+# Seconds before Voila starts the next preheated kernel once a page took one (its default: 1 s).
+# Starting it runs the whole notebook; on a 2-core machine that took the CPU from the browser
+# drawing the page that was just served (benchmarks/dashboard_first_chart.py).
+POOL_FILL_DELAY_S = 15
 
 
 def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900,
@@ -29,6 +33,7 @@ def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900,
         sys.executable, "-m", "voila", str(notebook),
         "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
         "--preheat_kernel=True", "--pool_size=1", "--show_tracebacks=False",
+        f"--VoilaKernelManager.fill_delay={POOL_FILL_DELAY_S}",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle_s}",
         f"--MappingKernelManager.cull_interval={cull_interval_s}",
         "--MappingKernelManager.cull_connected=False",

@@ -25,8 +25,13 @@ function render({ model, el, host }) {
   el.append(message, plot);
   let Plotly = null;
   let drawn = false;
+  let pending = false;   // a revision not drawn yet because the chart is hidden
 
   async function draw() {
+    // A chart in a hidden tab is drawn when it is first shown: drawing the page's nine charts
+    // at once kept a 2-core machine busy for seconds before the visible ones appeared.
+    if (el.offsetWidth === 0 && !model.get("message")) { pending = true; return; }
+    pending = false;
     const fig = JSON.parse(model.get("figure"));
     const layout = fig.layout || {};
     const text = model.get("message");
@@ -47,9 +52,11 @@ function render({ model, el, host }) {
     }
   }
 
-  // A chart drawn inside a hidden tab has no width; redraw at its real size once shown.
+  // Shown (or resized): draw what waited, or fit the drawn chart to its new size.
   const resize = new ResizeObserver(() => {
-    if (Plotly && drawn && plot.offsetWidth > 0) Plotly.Plots.resize(plot);
+    if (!Plotly || el.offsetWidth === 0) return;
+    if (pending) draw();
+    else if (drawn && plot.offsetWidth > 0) Plotly.Plots.resize(plot);
   });
   resize.observe(el);
   const redraw = () => { if (Plotly) draw(); };

@@ -2,6 +2,7 @@
 the GPU count or one parallel degree, as ``workbench.plan.scaling.scaling_curve`` returns them."""
 from __future__ import annotations
 
+import textwrap
 import threading
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,11 @@ def _x_title(over: str, df: "pd.DataFrame") -> str:
         return "ep degree (EP drawn from dp x cp; GPUs unchanged; log scale)"
     gpus = int(df["gpus"].iloc[0]) if len(df) else 0
     return f"{over} degree (dp fills the {gpus} GPUs; log scale)"
+
+
+def _note(text: str) -> str:
+    """One line of the note under the plot, cut at a word to fit the chart's width."""
+    return textwrap.shorten(text, 125, placeholder=" ...")
 
 
 def _layout_text(row) -> str:
@@ -120,8 +126,8 @@ class ScalingChart:
                  + (f"; {n_host} fit the GPUs only with offload beyond the host's memory"
                     if n_host else ""))
         short = [(int(v), str(r)) for v, r, h in zip(ok["value"], ok["reason"], host) if h]
-        lines = [f"{over} {v} does not fit: {why[:110]}" for v, why in short[:NOTE_LINES]]
-        lines += [f"{over} {v} not drawn: {why[:110]}" for v, why in self.dropped[:NOTE_LINES]]
+        lines = [_note(f"{over} {v} does not fit: {why}") for v, why in short[:NOTE_LINES]]
+        lines += [_note(f"{over} {v} not drawn: {why}") for v, why in self.dropped[:NOTE_LINES]]
         if len(short) + len(self.dropped) > len(lines):
             lines.append(f"and {len(short) + len(self.dropped) - len(lines)} more")
         note = "<br>".join(lines)

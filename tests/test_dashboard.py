@@ -493,6 +493,24 @@ TIMELINE_FIT = """() => {
 }"""
 
 
+# Shown choices whose text is wider than their dropdown's box (cut off on the page): the
+# selected option of every visible dropdown, measured in the select's own font, with room for
+# the arrow.
+CUT_OFF = """() => {
+  const ctx = document.createElement('canvas').getContext('2d');
+  const out = [];
+  for (const s of document.querySelectorAll('.widget-dropdown select')) {
+    if (s.offsetWidth === 0 || s.selectedIndex < 0) continue;
+    ctx.font = getComputedStyle(s).font;
+    const text = s.options[s.selectedIndex].text;
+    const need = ctx.measureText(text).width + 26;
+    if (need > s.clientWidth) out.push(text + ' (' + Math.round(need) + ' > ' + s.clientWidth
+                                       + ' px)');
+  }
+  return out;
+}"""
+
+
 def _shown(page, cls: str) -> str:
     """The text of the option the dropdown with DOM class ``cls`` shows (ipywidgets writes its
     spaces as no-break spaces)."""
@@ -525,6 +543,8 @@ def test_the_page_under_a_persons_hands(voila):
             assert _shown(page, "wb-shard-group") == "none (full sharding)"
             assert _shown(page, "wb-trial-inject") == "none"
             assert _shown(page, "wb-plan-pick") == "search first"
+            cut = page.evaluate(CUT_OFF)
+            assert cut == [], f"choices cut off: {cut}"
 
             _open_tab(page, "Compare")
             assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()

@@ -129,9 +129,11 @@ class App:
             self.more.set_title(i, name)
         self.more.selected_index = 0
         plan_tab = w.HBox([
-            w.VBox([panels], layout=w.Layout(width="34%")),
+            # the fields' choices name products ("NVLink 4 (H100/H200 SXM via NVSwitch; H200 NVL
+            # bridge)"): a column wide enough to show them whole at 1500 px
+            w.VBox([panels], layout=w.Layout(width="42%")),
             w.VBox([self.verdict, self.memory.widget, self.step.widget, self.more],
-                   layout=w.Layout(width="66%")),
+                   layout=w.Layout(width="58%")),
         ])
         trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
                             w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])

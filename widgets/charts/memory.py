@@ -15,7 +15,7 @@ COMPONENTS = (("params", "parameters"), ("grads", "gradients"), ("optimizer", "o
 COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
 HOVER = "%{x}<br>%{fullData.name}: %{y:,.2f} GiB<extra></extra>"
 # which figure a monitoring tool reports (the chart says it under the title)
-TOOLS = ("nvidia-smi / DCGM report the device figure; torch.cuda.max_memory_allocated the "
+TOOLS = ("nvidia-smi / DCGM report the device figure;<br>torch.cuda.max_memory_allocated the "
          "bars' total; torch.cuda.max_memory_reserved the reserved one")
 
 
@@ -46,7 +46,7 @@ class MemoryChart:
                           hovertemplate="%{x}<br>out of memory: %{customdata:,.2f} GiB on the "
                                         "device<extra></extra>",
                           marker={"symbol": "x", "size": 14, "color": "#cf222e"})],
-            layout=go.Layout(barmode="stack", height=430, margin={"t": 70, "b": 110},
+            layout=go.Layout(barmode="stack", height=460, margin={"t": 108, "b": 110},
                              title="Memory per GPU by pipeline rank",
                              xaxis={"title": "pipeline rank", "type": "category"},
                              yaxis={"title": "GiB (2^30 bytes)", "rangemode": "tozero"},
@@ -84,5 +84,5 @@ class MemoryChart:
             fits = "fits" if m.fits else "does NOT fit"
             self.widget.layout.title = (
                 f"Memory per GPU: {memory_text(m.per_gpu.device)} on the device of "
-                f"{memory_text(m.capacity)}, {fits} ({memory_text(m.per_gpu.total)} allocated, "
-                f"{memory_text(m.per_gpu.reserved)} reserved)<br><sub>{TOOLS}</sub>")
+                f"{memory_text(m.capacity)}, {fits}<br><sub>{memory_text(m.per_gpu.total)} "
+                f"allocated, {memory_text(m.per_gpu.reserved)} reserved; {TOOLS}</sub>")

@@ -12,10 +12,10 @@ from traitlets import TraitError
 
 from widgets.state import ScenarioState, get_path
 
-# wide enough for the longest choices ("NVIDIA B200 (HGX B200, SXM6) 180GB", "1: ZeRO-1 /
-# distributed optimizer") beside a 130 px description
-FIELD_LAYOUT = w.Layout(width="400px")
-STYLE = {"description_width": "130px"}
+# as wide as the panel allows: choices name products ("400GbE RoCE v2 (GPUDirect RDMA,
+# ConnectX-7)", "1: ZeRO-1 / distributed optimizer") beside a 128 px description
+FIELD_LAYOUT = w.Layout(width="96%", max_width="640px")
+STYLE = {"description_width": "128px"}
 
 
 class Panel:

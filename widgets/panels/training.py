@@ -9,7 +9,9 @@ import html
 
 import ipywidgets as w
 
-from widgets.panels.base import Panel, check, dropdown, float_box, int_box, select, set_options
+from widgets.panels.base import (
+    FIELD_LAYOUT, Panel, check, dropdown, float_box, int_box, select, set_options,
+)
 from workbench.engines import ENGINES
 from workbench.scenario.rules import allowed_values, check_rules, engine_allows
 from workbench.scenario.types import ATTENTION_KERNELS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE
@@ -40,7 +42,7 @@ class TrainingPanel(Panel):
         self.offload = dropdown("Offload", list(OFFLOAD))
         self.attention = dropdown("Attention kernel", list(ATTENTION_KERNELS))
         self.engine = dropdown("Engine", [(e.label, name) for name, e in ENGINES.items()])
-        self.engine.layout = w.Layout(width="420px", max_width="100%")   # labels name products
+        self.engine.layout = FIELD_LAYOUT   # labels name products
         self.compile = check("torch.compile")
         self.fp8_recipe = dropdown("FP8 recipe", [("engine default", None)])
         self.async_tp = check("Async TP (overlap TP comm)")

@@ -166,6 +166,25 @@ def _offline_page(browser):
     return page
 
 
+@contextlib.contextmanager
+def _dashboard_page(voila: str):
+    """The dashboard in a fresh offline page of a headless Chromium: yields (page, errors), the
+    page's uncaught JavaScript errors collected as they happen; the browser closes at the
+    end."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = _launch(p)
+        try:
+            page = _offline_page(browser)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(voila + "/", timeout=90_000)
+            yield page, errors
+        finally:
+            browser.close()
+
+
 MEMORY_LEGEND = {"parameters", "gradients", "optimizer states", "activations", "buffers",
                  "reserved (allocator)", "device (nvidia-smi)", "capacity", "out of memory"}
 
@@ -179,8 +198,6 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
     error band; an invalid edit shows the message and keeps the charts; one screenshot per tab
     in tests/artifacts/."""
     _require_chromium()
-    from playwright.sync_api import sync_playwright
-
     from widgets.charts.labels import band_words
     from workbench.engines import ENGINES
     from widgets.charts.step_time import step_terms
@@ -197,190 +214,182 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         "hardware.gpus_per_node=4", "parallel.dp=1", "parallel.tp=2", "parallel.pp=2",
         "training.engine=torchtitan"]))
     steps = [k for k, _ in step_terms(brief)] + ["step"]
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = _launch(p)
-        try:
-            page = _offline_page(browser)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(voila + "/", timeout=90_000)
+    with _dashboard_page(voila) as (page, errors):
 
-            # -- first sight: no click, no edit ---------------------------------------------
-            mem = _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5,
-                             "the memory bars", 90)
-            assert mem["message"] == "" and mem["shown"]
-            assert mem["xticks"] == ["pp rank 0"]
-            assert MEMORY_LEGEND <= set(mem["legend"])
-            assert f"{memory_text(brief.memory.per_gpu.device)} on the device of" in mem["title"]
-            assert "does NOT fit" in mem["title"]
-            assert "nvidia-smi / DCGM report the device figure" in mem["title"]
-            step = _wait_seen(page, "wb-step-chart", lambda s: s["points"] == len(steps),
-                              "the step-time waterfall")
-            assert step["xticks"] == steps
-            assert f"{brief.run.tokens_per_s:,.0f} tokens/s" in step["title"]
-            assert band_words(brief) in step["title"]
-            assert ("typical error ±" in step["title"]
-                    or "no measured runs of this engine" in step["title"])
-            tl = _wait_seen(page, "wb-timeline-chart", lambda s: s["points"] > 0,
-                            "the pipeline timeline")
-            assert {"forward", "backward"} <= set(tl["legend"]) and tl["yticks"] == ["rank 0"]
-            assert "no pipeline (pp = 1)" in tl["title"]
-            verdict = page.locator(".wb-app-verdict").inner_text()
-            assert memory_text(brief.memory.per_gpu.total) in verdict
-            _shot(page, "plan", "wb-memory-chart", "wb-step-chart", "wb-timeline-chart")
+        # -- first sight: no click, no edit ---------------------------------------------
+        mem = _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5,
+                         "the memory bars", 90)
+        assert mem["message"] == "" and mem["shown"]
+        assert mem["xticks"] == ["pp rank 0"]
+        assert MEMORY_LEGEND <= set(mem["legend"])
+        assert f"{memory_text(brief.memory.per_gpu.device)} on the device of" in mem["title"]
+        assert "does NOT fit" in mem["title"]
+        assert "nvidia-smi / DCGM report the device figure" in mem["title"]
+        step = _wait_seen(page, "wb-step-chart", lambda s: s["points"] == len(steps),
+                          "the step-time waterfall")
+        assert step["xticks"] == steps
+        assert f"{brief.run.tokens_per_s:,.0f} tokens/s" in step["title"]
+        assert band_words(brief) in step["title"]
+        assert ("typical error ±" in step["title"]
+                or "no measured runs of this engine" in step["title"])
+        tl = _wait_seen(page, "wb-timeline-chart", lambda s: s["points"] > 0,
+                        "the pipeline timeline")
+        assert {"forward", "backward"} <= set(tl["legend"]) and tl["yticks"] == ["rank 0"]
+        assert "no pipeline (pp = 1)" in tl["title"]
+        verdict = page.locator(".wb-app-verdict").inner_text()
+        assert memory_text(brief.memory.per_gpu.total) in verdict
+        _shot(page, "plan", "wb-memory-chart", "wb-step-chart", "wb-timeline-chart")
 
-            # -- edits: GPUs per node 8 -> 4 (dp follows), TP 2, PP 2 -------------------------
-            box = page.locator(".wb-gpus-per-node input")
-            box.fill("4")
-            box.press("Enter")
-            title = f"{memory_text(four.memory.per_gpu.device)} on the device of"
-            mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
-                             "the 4-GPU memory")
-            assert mem["xticks"] == ["pp rank 0"] and MEMORY_LEGEND <= set(mem["legend"])
-            page.locator(".wb-tp select").select_option("2")
-            title = f"{memory_text(four_tp2.memory.per_gpu.device)} on the device of"
-            _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "TP 2's memory")
-            _wait_seen(page, "wb-step-chart",
-                       lambda s: f"{four_tp2.run.tokens_per_s:,.0f} tokens/s" in s["title"],
-                       "TP 2's step time")
-            page.locator(".wb-pp select").select_option("2")
-            mem = _wait_seen(page, "wb-memory-chart",
-                             lambda s: s["xticks"] == ["pp rank 0", "pp rank 1"],
-                             "one bar per pipeline rank")
-            assert MEMORY_LEGEND - {"out of memory"} <= set(mem["legend"])
-            step = _wait_seen(page, "wb-step-chart",
-                              lambda s: f"{four_tp2_pp2.run.tokens_per_s:,.0f} tokens/s"
-                              in s["title"], "PP 2's step time")
-            assert step["xticks"] == steps
-            tl = _wait_seen(page, "wb-timeline-chart",
-                            lambda s: s["yticks"] == ["rank 0", "rank 1"], "two pipeline rows")
-            assert "1f1b schedule, pp = 2" in tl["title"] and tl["points"] > 0
+        # -- edits: GPUs per node 8 -> 4 (dp follows), TP 2, PP 2 -------------------------
+        box = page.locator(".wb-gpus-per-node input")
+        box.fill("4")
+        box.press("Enter")
+        title = f"{memory_text(four.memory.per_gpu.device)} on the device of"
+        mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
+                         "the 4-GPU memory")
+        assert mem["xticks"] == ["pp rank 0"] and MEMORY_LEGEND <= set(mem["legend"])
+        page.locator(".wb-tp select").select_option("2")
+        title = f"{memory_text(four_tp2.memory.per_gpu.device)} on the device of"
+        _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "TP 2's memory")
+        _wait_seen(page, "wb-step-chart",
+                   lambda s: f"{four_tp2.run.tokens_per_s:,.0f} tokens/s" in s["title"],
+                   "TP 2's step time")
+        page.locator(".wb-pp select").select_option("2")
+        mem = _wait_seen(page, "wb-memory-chart",
+                         lambda s: s["xticks"] == ["pp rank 0", "pp rank 1"],
+                         "one bar per pipeline rank")
+        assert MEMORY_LEGEND - {"out of memory"} <= set(mem["legend"])
+        step = _wait_seen(page, "wb-step-chart",
+                          lambda s: f"{four_tp2_pp2.run.tokens_per_s:,.0f} tokens/s"
+                          in s["title"], "PP 2's step time")
+        assert step["xticks"] == steps
+        tl = _wait_seen(page, "wb-timeline-chart",
+                        lambda s: s["yticks"] == ["rank 0", "rank 1"], "two pipeline rows")
+        assert "1f1b schedule, pp = 2" in tl["title"] and tl["points"] > 0
 
-            # -- the engine: torchtitan offers torch.compile and per-op recompute -------------
-            compile_box = page.locator(".wb-compile input")
-            recompute = page.locator(".wb-recompute select option")
-            assert not compile_box.is_visible()              # generic has no switches
-            assert "op" not in recompute.all_text_contents()
-            page.locator(".wb-engine select").select_option(label=ENGINES["torchtitan"].label)
-            compile_box.wait_for(state="visible", timeout=30_000)
-            step = _wait_seen(page, "wb-step-chart",
-                              lambda s: f"{titan.run.tokens_per_s:,.0f} tokens/s" in s["title"],
-                              "torchtitan's step time")
-            assert band_words(titan) in step["title"]
-            assert "op" in recompute.all_text_contents()
-            title = f"{memory_text(titan.memory.per_gpu.device)} on the device of"
-            mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
-                             "torchtitan's memory")
-            assert {"reserved (allocator)", "device (nvidia-smi)"} <= set(mem["legend"])
-            _shot(page, "engine-torchtitan", "wb-training-panel", "wb-memory-chart",
-                  "wb-step-chart")
-            page.locator(".wb-engine select").select_option(label=ENGINES["generic"].label)
-            compile_box.wait_for(state="hidden", timeout=30_000)
-            step = _wait_seen(page, "wb-step-chart",
-                              lambda s: f"{four_tp2_pp2.run.tokens_per_s:,.0f} tokens/s"
-                              in s["title"], "generic's step time again")
-            assert band_words(four_tp2_pp2) in step["title"]
-            assert "op" not in recompute.all_text_contents()
-            assert not page.locator(".wb-engine-switches").is_visible()
-            _shot(page, "engine-generic", "wb-training-panel")
+        # -- the engine: torchtitan offers torch.compile and per-op recompute -------------
+        compile_box = page.locator(".wb-compile input")
+        recompute = page.locator(".wb-recompute select option")
+        assert not compile_box.is_visible()              # generic has no switches
+        assert "op" not in recompute.all_text_contents()
+        page.locator(".wb-engine select").select_option(label=ENGINES["torchtitan"].label)
+        compile_box.wait_for(state="visible", timeout=30_000)
+        step = _wait_seen(page, "wb-step-chart",
+                          lambda s: f"{titan.run.tokens_per_s:,.0f} tokens/s" in s["title"],
+                          "torchtitan's step time")
+        assert band_words(titan) in step["title"]
+        assert "op" in recompute.all_text_contents()
+        title = f"{memory_text(titan.memory.per_gpu.device)} on the device of"
+        mem = _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"],
+                         "torchtitan's memory")
+        assert {"reserved (allocator)", "device (nvidia-smi)"} <= set(mem["legend"])
+        _shot(page, "engine-torchtitan", "wb-training-panel", "wb-memory-chart",
+              "wb-step-chart")
+        page.locator(".wb-engine select").select_option(label=ENGINES["generic"].label)
+        compile_box.wait_for(state="hidden", timeout=30_000)
+        step = _wait_seen(page, "wb-step-chart",
+                          lambda s: f"{four_tp2_pp2.run.tokens_per_s:,.0f} tokens/s"
+                          in s["title"], "generic's step time again")
+        assert band_words(four_tp2_pp2) in step["title"]
+        assert "op" not in recompute.all_text_contents()
+        assert not page.locator(".wb-engine-switches").is_visible()
+        _shot(page, "engine-generic", "wb-training-panel")
 
-            # -- the GPU mesh: drawn when its tab opens; a click selects a GPU ----------------
-            _open_tab(page, "GPU mesh")
-            mesh = _wait_seen(page, "wb-mesh-chart", lambda s: s["shown"] and s["points"] >= 4,
-                              "the GPU cells")
-            assert {"TP group (2 GPUs)", "PP group (2 GPUs)"} <= set(mesh["legend"])
-            # point at rank 3's cell as a person does, until plotly's hover names it (the
-            # chart may still be settling to its tab's width), then click
-            cell = page.locator(".wb-mesh-chart .scatterlayer .trace").first.locator(
-                ".point").nth(3)
-            hover = page.locator(".wb-mesh-chart .hoverlayer")
-            for _ in range(50):
-                cell.scroll_into_view_if_needed()
-                box3 = cell.bounding_box()
-                page.mouse.move(box3["x"] + box3["width"] / 2, box3["y"] + box3["height"] / 2)
-                time.sleep(0.2)
-                if "rank 3:" in (hover.text_content() or ""):
-                    break
-                page.mouse.move(0, 0)
-            assert "rank 3:" in hover.text_content()
-            page.mouse.click(box3["x"] + box3["width"] / 2, box3["y"] + box3["height"] / 2)
-            _wait_seen(page, "wb-mesh-chart", lambda s: s["title"].startswith("rank 3 "),
-                       "rank 3 selected by a click")
-            _shot(page, "mesh", "wb-mesh-chart")
+        # -- the GPU mesh: drawn when its tab opens; a click selects a GPU ----------------
+        _open_tab(page, "GPU mesh")
+        mesh = _wait_seen(page, "wb-mesh-chart", lambda s: s["shown"] and s["points"] >= 4,
+                          "the GPU cells")
+        assert {"TP group (2 GPUs)", "PP group (2 GPUs)"} <= set(mesh["legend"])
+        # point at rank 3's cell as a person does, until plotly's hover names it (the
+        # chart may still be settling to its tab's width), then click
+        cell = page.locator(".wb-mesh-chart .scatterlayer .trace").first.locator(
+            ".point").nth(3)
+        hover = page.locator(".wb-mesh-chart .hoverlayer")
+        for _ in range(50):
+            cell.scroll_into_view_if_needed()
+            box3 = cell.bounding_box()
+            page.mouse.move(box3["x"] + box3["width"] / 2, box3["y"] + box3["height"] / 2)
+            time.sleep(0.2)
+            if "rank 3:" in (hover.text_content() or ""):
+                break
+            page.mouse.move(0, 0)
+        assert "rank 3:" in hover.text_content()
+        page.mouse.click(box3["x"] + box3["width"] / 2, box3["y"] + box3["height"] / 2)
+        _wait_seen(page, "wb-mesh-chart", lambda s: s["title"].startswith("rank 3 "),
+                   "rank 3 selected by a click")
+        _shot(page, "mesh", "wb-mesh-chart")
 
-            # -- scaling: says what to do, then draws on request ----------------------------
-            _open_tab(page, "Scaling")
-            _empty_state(page, "wb-scaling-chart", "Press \u201cDraw scaling curve\u201d",
-                         "scaling")
-            page.get_by_role("button", name="Draw scaling curve").click()
-            sc = _wait_seen(page, "wb-scaling-chart", lambda s: s["lines"] >= 2, "the curves",
-                            120)
-            assert {"tokens/s", "memory per GPU", "GPU capacity"} <= set(sc["legend"])
-            assert sc["points"] > 0 and "scaling with the GPU count" in sc["title"]
-            assert {"1", "2", "4"} <= set(sc["xticks"])
-            _shot(page, "scaling", "wb-scaling-chart")
+        # -- scaling: says what to do, then draws on request ----------------------------
+        _open_tab(page, "Scaling")
+        _empty_state(page, "wb-scaling-chart", "Press \u201cDraw scaling curve\u201d",
+                     "scaling")
+        page.get_by_role("button", name="Draw scaling curve").click()
+        sc = _wait_seen(page, "wb-scaling-chart", lambda s: s["lines"] >= 2, "the curves",
+                        120)
+        assert {"tokens/s", "memory per GPU", "GPU capacity"} <= set(sc["legend"])
+        assert sc["points"] > 0 and "scaling with the GPU count" in sc["title"]
+        assert {"1", "2", "4"} <= set(sc["xticks"])
+        _shot(page, "scaling", "wb-scaling-chart")
 
-            # -- a real 2-rank trial, streamed live, then the comparison --------------------
-            _open_tab(page, "Trial")
-            _empty_state(page, "wb-trial-chart", "Run a trial to see step time", "trial")
-            page.locator(".wb-trial-world select").select_option("2")
-            page.locator(".wb-run-trial").click()
-            tr = _wait_seen(page, "wb-trial-chart", lambda s: s["shown"] and s["lines"] >= 3
-                            and {"rank 0", "rank 1", "loss"} <= set(s["legend"]),
-                            "step-time lines of both ranks and the loss", 180)
-            page.locator(".wb-compare-box table.wb-compare").wait_for(timeout=120_000)
-            assert "exact" in page.locator(".wb-compare-box").inner_text()
-            tr = _wait_seen(page, "wb-trial-chart", lambda s: "r0 params" in s["xticks"],
-                            "memory bars per rank and component")
-            assert {"memory measured", "memory predicted", "comm measured"} <= set(tr["legend"])
-            _shot(page, "trial", "wb-trial-chart")
-            _open_tab(page, "Compare")
-            assert "exact" in page.locator(".wb-compare-tab").inner_text()
-            _shot(page, "compare")
+        # -- a real 2-rank trial, streamed live, then the comparison --------------------
+        _open_tab(page, "Trial")
+        _empty_state(page, "wb-trial-chart", "Run a trial to see step time", "trial")
+        page.locator(".wb-trial-world select").select_option("2")
+        page.locator(".wb-run-trial").click()
+        tr = _wait_seen(page, "wb-trial-chart", lambda s: s["shown"] and s["lines"] >= 3
+                        and {"rank 0", "rank 1", "loss"} <= set(s["legend"]),
+                        "step-time lines of both ranks and the loss", 180)
+        page.locator(".wb-compare-box table.wb-compare").wait_for(timeout=120_000)
+        assert "exact" in page.locator(".wb-compare-box").inner_text()
+        tr = _wait_seen(page, "wb-trial-chart", lambda s: "r0 params" in s["xticks"],
+                        "memory bars per rank and component")
+        assert {"memory measured", "memory predicted", "comm measured"} <= set(tr["legend"])
+        _shot(page, "trial", "wb-trial-chart")
+        _open_tab(page, "Compare")
+        assert "exact" in page.locator(".wb-compare-tab").inner_text()
+        _shot(page, "compare")
 
-            # -- the planner: says what to do, then the Pareto chart and the table ----------
-            _open_tab(page, "Planner")
-            _empty_state(page, "wb-pareto-chart", "Search layouts to see", "planner")
-            page.get_by_role("button", name="Search layouts").click()
-            pa = _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
-                            "the Pareto front", 120)
-            assert {"layouts that fit", "Pareto front (fastest for its memory)",
-                    "top of the table (#1-#5 numbered)"} <= set(pa["legend"])
-            assert "layouts fit" in pa["title"] and pa["points"] > 0
-            assert page.locator("table.wb-plan tr").count() > 1
-            _shot(page, "planner", "wb-pareto-chart")
+        # -- the planner: says what to do, then the Pareto chart and the table ----------
+        _open_tab(page, "Planner")
+        _empty_state(page, "wb-pareto-chart", "Search layouts to see", "planner")
+        page.get_by_role("button", name="Search layouts").click()
+        pa = _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
+                        "the Pareto front", 120)
+        assert {"layouts that fit", "Pareto front (fastest for its memory)",
+                "top of the table (#1-#5 numbered)"} <= set(pa["legend"])
+        assert "layouts fit" in pa["title"] and pa["points"] > 0
+        assert page.locator("table.wb-plan tr").count() > 1
+        _shot(page, "planner", "wb-pareto-chart")
 
-            # -- collectives: says what to do, then busbw against size ----------------------
-            _open_tab(page, "Collectives")
-            _empty_state(page, "wb-bench-chart", "Run the benchmark", "collectives")
-            page.get_by_role("button", name="Run benchmark").click()
-            be = _wait_seen(page, "wb-bench-chart", lambda s: s["shown"] and s["lines"] >= 1,
-                            "the busbw lines", 120)
-            assert any("all_reduce" in t for t in be["legend"])
-            _shot(page, "collectives", "wb-bench-chart")
+        # -- collectives: says what to do, then busbw against size ----------------------
+        _open_tab(page, "Collectives")
+        _empty_state(page, "wb-bench-chart", "Run the benchmark", "collectives")
+        page.get_by_role("button", name="Run benchmark").click()
+        be = _wait_seen(page, "wb-bench-chart", lambda s: s["shown"] and s["lines"] >= 1,
+                        "the busbw lines", 120)
+        assert any("all_reduce" in t for t in be["legend"])
+        _shot(page, "collectives", "wb-bench-chart")
 
-            _open_tab(page, "Build check")
-            assert "pipeline rank" in page.locator(".wb-build-check").inner_text()
-            _shot(page, "build-check")
-            _open_tab(page, "YAML")
-            assert "gpus_per_node: 4" in page.locator(".wb-yaml textarea").input_value()
-            _shot(page, "yaml")
+        _open_tab(page, "Build check")
+        assert "pipeline rank" in page.locator(".wb-build-check").inner_text()
+        _shot(page, "build-check")
+        _open_tab(page, "YAML")
+        assert "gpus_per_node: 4" in page.locator(".wb-yaml textarea").input_value()
+        _shot(page, "yaml")
 
-            # -- an invalid edit: the message, and the charts keep the last valid scenario --
-            _open_tab(page, "Plan")
-            gb = page.locator(".wb-global-batch input")
-            gb.fill("1")
-            gb.press("Enter")
-            err = page.locator(".wb-error").first
-            err.wait_for(timeout=30_000)
-            assert "1f1b with pp=2 needs at least 2 (got 1)" in err.inner_text()
-            mem = _seen(page, "wb-memory-chart")
-            assert mem["xticks"] == ["pp rank 0", "pp rank 1"] and mem["points"] >= 5
-            _shot(page, "invalid", "wb-memory-chart")
-            assert "Traceback" not in page.content()
-            assert errors == []
-        finally:
-            browser.close()
+        # -- an invalid edit: the message, and the charts keep the last valid scenario --
+        _open_tab(page, "Plan")
+        gb = page.locator(".wb-global-batch input")
+        gb.fill("1")
+        gb.press("Enter")
+        err = page.locator(".wb-error").first
+        err.wait_for(timeout=30_000)
+        assert "1f1b with pp=2 needs at least 2 (got 1)" in err.inner_text()
+        mem = _seen(page, "wb-memory-chart")
+        assert mem["xticks"] == ["pp rank 0", "pp rank 1"] and mem["points"] >= 5
+        _shot(page, "invalid", "wb-memory-chart")
+        assert "Traceback" not in page.content()
+        assert errors == []
 
 
 def _kernels(server: psutil.Process) -> list[psutil.Process]:
@@ -525,74 +534,64 @@ def test_the_page_under_a_persons_hands(voila):
     dropdown's choices said nothing, the planner's Layout blank after a search, the Compare tab
     empty without a word. Read from the page: the selected option's text, the messages."""
     _require_chromium()
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(exist_ok=True)
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = _launch(p)
-        try:
-            page = _offline_page(browser)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(voila + "/", timeout=90_000)
-            _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars",
-                       90)
-            blank = [d["label"] for d in page.evaluate(DROPDOWNS) if not d["shown"]]
-            assert blank == [], f"dropdowns showing nothing: {blank}"
-            assert _shown(page, "wb-reshard") == "torchtitan default"
-            assert _shown(page, "wb-shard-group") == "none (full sharding)"
-            assert _shown(page, "wb-trial-inject") == "none"
-            assert _shown(page, "wb-plan-pick") == "search first"
-            cut = page.evaluate(CUT_OFF)
-            assert cut == [], f"choices cut off: {cut}"
+    with _dashboard_page(voila) as (page, errors):
+        _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars",
+                   90)
+        blank = [d["label"] for d in page.evaluate(DROPDOWNS) if not d["shown"]]
+        assert blank == [], f"dropdowns showing nothing: {blank}"
+        assert _shown(page, "wb-reshard") == "torchtitan default"
+        assert _shown(page, "wb-shard-group") == "none (full sharding)"
+        assert _shown(page, "wb-trial-inject") == "none"
+        assert _shown(page, "wb-plan-pick") == "search first"
+        cut = page.evaluate(CUT_OFF)
+        assert cut == [], f"choices cut off: {cut}"
 
-            _open_tab(page, "Compare")
-            assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()
+        _open_tab(page, "Compare")
+        assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()
 
-            # the planner: after a search its Layout shows #1, and Load puts it in
-            _open_tab(page, "Planner")
-            page.get_by_role("button", name="Search layouts").click()
-            _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
-                       "the Pareto front", 120)
-            deadline = time.monotonic() + 30
-            while _shown(page, "wb-plan-pick") != "#1" and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert _shown(page, "wb-plan-pick") == "#1"
-            _shot(page, "planner-searched")
+        # the planner: after a search its Layout shows #1, and Load puts it in
+        _open_tab(page, "Planner")
+        page.get_by_role("button", name="Search layouts").click()
+        _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
+                   "the Pareto front", 120)
+        deadline = time.monotonic() + 30
+        while _shown(page, "wb-plan-pick") != "#1" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _shown(page, "wb-plan-pick") == "#1"
+        _shot(page, "planner-searched")
 
-            # the YAML tab: tp 3 is named beside the YAML and beside the TP field
-            _open_tab(page, "YAML")
-            box = page.locator(".wb-yaml textarea")
-            text = box.input_value()
-            assert "  tp: 1\n" in text
-            box.fill(text.replace("  tp: 1\n", "  tp: 3\n"))
-            box.blur()
-            status = page.locator(".wb-yaml-status")
-            deadline = time.monotonic() + 30
-            while "parallel.tp" not in status.inner_text() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            said = status.inner_text()
-            assert "showing the last valid scenario" in said, said
-            assert "parallel.tp: must divide model.heads = 64 (got 3)" in said, said
-            _shot(page, "yaml-invalid")
-            _open_tab(page, "Plan")
-            assert _shown(page, "wb-tp") == "3"
-            tp_texts = page.locator(".wb-tp select option").all_text_contents()
-            assert tp_texts.count("3") == 1 and all("(" not in t for t in tp_texts), tp_texts
-            assert "must divide model.heads" in page.locator(".wb-error").first.inner_text()
-            _shot(page, "tp3-invalid")
+        # the YAML tab: tp 3 is named beside the YAML and beside the TP field
+        _open_tab(page, "YAML")
+        box = page.locator(".wb-yaml textarea")
+        text = box.input_value()
+        assert "  tp: 1\n" in text
+        box.fill(text.replace("  tp: 1\n", "  tp: 3\n"))
+        box.blur()
+        status = page.locator(".wb-yaml-status")
+        deadline = time.monotonic() + 30
+        while "parallel.tp" not in status.inner_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        said = status.inner_text()
+        assert "showing the last valid scenario" in said, said
+        assert "parallel.tp: must divide model.heads = 64 (got 3)" in said, said
+        _shot(page, "yaml-invalid")
+        _open_tab(page, "Plan")
+        assert _shown(page, "wb-tp") == "3"
+        tp_texts = page.locator(".wb-tp select option").all_text_contents()
+        assert tp_texts.count("3") == 1 and all("(" not in t for t in tp_texts), tp_texts
+        assert "must divide model.heads" in page.locator(".wb-error").first.inner_text()
+        _shot(page, "tp3-invalid")
 
-            # the 405B example: the timeline's title fits the chart, its labels do not pile up
-            page.locator(".wb-example select").select_option("llama3-405b-h200-cluster")
-            tl = _wait_seen(page, "wb-timeline-chart", lambda s: len(s["yticks"]) == 16,
-                            "16 pipeline rows", 90)
-            assert "interleaved-1f1b schedule, pp = 16" in tl["title"], tl["title"]
-            fit = page.evaluate(TIMELINE_FIT)
-            assert fit["title_left"] >= fit["svg_left"] and fit["title_right"] <= fit[
-                "svg_right"], fit
-            assert fit["overlaps"] == 0, fit      # narrow blocks go unlabelled (hover names them)
-            _shot(page, "timeline-405b", "wb-timeline-chart")
-            assert "Traceback" not in page.content()
-            assert errors == []
-        finally:
-            browser.close()
+        # the 405B example: the timeline's title fits the chart, its labels do not pile up
+        page.locator(".wb-example select").select_option("llama3-405b-h200-cluster")
+        tl = _wait_seen(page, "wb-timeline-chart", lambda s: len(s["yticks"]) == 16,
+                        "16 pipeline rows", 90)
+        assert "interleaved-1f1b schedule, pp = 16" in tl["title"], tl["title"]
+        fit = page.evaluate(TIMELINE_FIT)
+        assert fit["title_left"] >= fit["svg_left"] and fit["title_right"] <= fit[
+            "svg_right"], fit
+        assert fit["overlaps"] == 0, fit      # narrow blocks go unlabelled (hover names them)
+        _shot(page, "timeline-405b", "wb-timeline-chart")
+        assert "Traceback" not in page.content()
+        assert errors == []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,33 @@ def calibration_folder(tmp_path, monkeypatch) -> Path:
 
     monkeypatch.setenv(ENV, os.pathsep.join([str(tmp_path), str(PROJECT_FOLDER)]))
     return tmp_path
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One run of ``workbench calibrate --quick`` at its default world sizes (2, 4, 8)."""
+    path: Path
+    stdout: str
+    left_alive: list           # processes the command left running (must be none)
+
+
+@pytest.fixture(scope="session")
+def quick_calibration(tmp_path_factory) -> Calibration:
+    """This machine measured once for the session, by the command a person runs: the
+    calibration tests check what it wrote and the proof runs its trials against it (each
+    measuring its own took 25-40 s of the suite on a loaded 2-core machine)."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    path = tmp_path_factory.mktemp("calibration") / "here.json"
+    run = subprocess.run([sys.executable, "-m", "workbench", "calibrate", "--quick", "--out",
+                          str(path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"workbench calibrate --quick failed:\n{run.stderr}"
+    alive = [c for c in psutil.Process().children(recursive=True)
+             if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    return Calibration(path, run.stdout, alive)
 
 
 @pytest.fixture(autouse=True, scope="session")

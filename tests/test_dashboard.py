@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -80,6 +81,48 @@ def test_voila_keeps_sources_private(voila):
     assert "App()" not in page                     # sources are stripped
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(voila + "/voila/files/notebooks/dashboard.ipynb", timeout=10)
+
+
+def test_a_page_takes_a_refilling_pool_entry_without_sitting_out_its_delay():
+    """The pool's refill waits its delay unless a page takes the entry first
+    (workbench/voila_server.py): a woken entry with an hour's delay starts its kernel now."""
+    import asyncio
+
+    from workbench.voila_server import wait_before, wake_pool_entry
+
+    async def start_kernel():
+        return "kernel started"
+
+    async def a_page_arrives():
+        entry = asyncio.ensure_future(wait_before(3600, start_kernel()))
+        await asyncio.sleep(0)                 # the entry begins its delay
+        assert wake_pool_entry(entry)
+        # a deadline, not a timing: without the wake this entry would wait an hour
+        return await asyncio.wait_for(entry, 60)
+
+    async def nobody_arrives():
+        return await wait_before(0.01, start_kernel())
+
+    assert asyncio.run(a_page_arrives()) == "kernel started"
+    assert asyncio.run(nobody_arrives()) == "kernel started"
+    assert not wake_pool_entry(asyncio.Future(loop=asyncio.new_event_loop()))
+
+
+def test_the_served_voila_uses_the_prompt_pool():
+    """``workbench dashboard`` (serve.voila_command) runs Voila through workbench.voila_server,
+    whose kernel manager wakes the pool entry a page takes; without preheating Voila's own."""
+    assert voila_command(8866)[1:3] == ["-m", "workbench.voila_server"]
+    code = ("from workbench import voila_server as v; v._install()\n"
+            "import voila.app, voila.voila_kernel_manager as k\n"
+            "from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager"
+            " as M\n"
+            "print(voila.app.voila_kernel_manager_factory(M, True, 1).__name__,"
+            " voila.app.voila_kernel_manager_factory(M, False, 1).__name__,"
+            " k.wait_before is v.wait_before)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert run.stdout.split() == ["PromptPoolKernelManager", "NormalKernelManager", "True"], (
+        run.stderr)
 
 
 def _require_chromium():

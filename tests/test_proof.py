@@ -23,13 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def profile_file(tmp_path_factory):
-    """A quick calibration of this machine, measured once for the module."""
-    from workbench.calibrate.measure import measure_profile
-
-    path = tmp_path_factory.mktemp("calibration") / "here.json"
-    measure_profile(quick=True).save(path)
-    return path
+def profile_file(quick_calibration):
+    """The session's quick calibration of this machine (tests/conftest.py)."""
+    return quick_calibration.path
 
 
 def test_row_checks():

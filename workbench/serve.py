@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "notebooks" / "dashboard.ipynb"
 # Seconds before Voila starts the next preheated kernel once a page took one (its default: 1 s).
 # Starting it runs the whole notebook; on a 2-core machine that took the CPU from the browser
-# drawing the page that was just served (benchmarks/dashboard_first_chart.py).
+# drawing the page that was just served (benchmarks/dashboard_first_chart.py). A page arriving
+# meanwhile does not wait for it: workbench/voila_server.py starts the refill at once then.
 POOL_FILL_DELAY_S = 15
 
 
@@ -30,7 +31,7 @@ def voila_command(port: int, notebook: Path = DASHBOARD, cull_idle_s: int = 900,
     for ``cull_idle_s`` (a closed page's too) are shut down, checked every
     ``cull_interval_s``."""
     return [
-        sys.executable, "-m", "voila", str(notebook),
+        sys.executable, "-m", "workbench.voila_server", str(notebook),
         "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
         "--preheat_kernel=True", "--pool_size=1", "--show_tracebacks=False",
         f"--VoilaKernelManager.fill_delay={POOL_FILL_DELAY_S}",

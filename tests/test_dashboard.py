@@ -103,9 +103,12 @@ def test_a_page_takes_a_refilling_pool_entry_without_sitting_out_its_delay():
     async def nobody_arrives():
         return await wait_before(0.01, start_kernel())
 
+    async def not_a_pool_entry():
+        return wake_pool_entry(asyncio.get_running_loop().create_future())
+
     assert asyncio.run(a_page_arrives()) == "kernel started"
     assert asyncio.run(nobody_arrives()) == "kernel started"
-    assert not wake_pool_entry(asyncio.Future(loop=asyncio.new_event_loop()))
+    assert asyncio.run(not_a_pool_entry()) is False
 
 
 def test_the_served_voila_uses_the_prompt_pool():

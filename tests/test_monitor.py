@@ -228,7 +228,8 @@ def test_endpoint_drops_silent_connections_and_keeps_serving(monkeypatch):
     from workbench.monitor import exporter
 
     # the per-read timeout shortened from its 10 s: the behaviour, not the figure, is tested
-    monkeypatch.setattr(exporter._Handler, "timeout", 3.0)
+    timeout_s = 3.0
+    monkeypatch.setattr(exporter._Handler, "timeout", timeout_s)
     with _endpoint() as ep:
         silent = socket.create_connection(("127.0.0.1", ep.port), timeout=30)
         partial = socket.create_connection(("127.0.0.1", ep.port), timeout=30)
@@ -237,7 +238,7 @@ def test_endpoint_drops_silent_connections_and_keeps_serving(monkeypatch):
             # while both hold a server thread, a scrape still answers
             assert "workbench_planned_step_seconds" in {n for n, _ in _scrape(ep.url)}
             for sock in (silent, partial):          # dropped without an answer
-                assert _read_until_closed(sock, 3.0 + 20) == b""
+                assert _read_until_closed(sock, timeout_s + 20) == b""
         finally:
             silent.close()
             partial.close()

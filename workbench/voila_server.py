@@ -70,6 +70,8 @@ def _install() -> None:
     import voila.app
     import voila.voila_kernel_manager as vkm
 
+    if _voila_factory is not None:          # installed: a second time would wrap our own
+        return
     _voila_factory = vkm.voila_kernel_manager_factory
     voila.app.voila_kernel_manager_factory = prompt_kernel_manager_factory
     vkm.wait_before = wait_before

@@ -13,5 +13,8 @@ ENGINE = Engine(
     zero=(0, 1, 2, 3),
     attention="flash2",
     allowance_in_total=True,
+    # every method and optimizer the scenario can name, each costed by its mechanism
+    methods=("pretrain", "full", "lora", "qlora"),
+    optimizers=("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor"),
     sources=("Rajbhandari et al. 2020 (ZeRO); Korthikanti et al. 2022 (selective recompute)",),
 )

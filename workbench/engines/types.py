@@ -94,6 +94,17 @@ class Engine:
     optimizers: tuple[str, ...] | None = None
     expert_tp_tp_or_1: bool = False   # expert TP is 1 or tp, nothing else
     ep_within_shard_group: bool = False   # EP ranks come from the HSDP shard group (x tp)
+    # -- fine-tuning (training.method, estimate/finetune.py). Methods the engine trains with.
+    methods: tuple[str, ...] = ("pretrain", "full")
+    # What dtype the trainable weights, their gradients and optimizer states live in:
+    # "mixed" (the mixed-precision table of estimate/model_states.py: 16-bit weights, fp32
+    # gradients and fp32 master weights in the optimizer), "param" (everything in the compute
+    # dtype, no master copy: a model loaded in bf16 and trained as it is).
+    state_dtype: str = "mixed"
+    # LoRA / QLoRA adapters: "param" (the model's dtype) or "fp32" (upcast on creation).
+    adapter_dtype: str = "param"
+    optimizer_in_backward: bool = False   # offers the optimizer step inside backward
+    activation_offload: bool = False      # offers saved activations in host memory
     why: dict[str, str] = field(default_factory=dict)   # limit -> the engine's words, cited
     # Gradient memory the engine keeps on top of what the ZeRO table already counts (bytes per
     # parameter held by the GPU, unsharded): nanotron's DDP bucket copy; 0 where the table's

@@ -26,7 +26,11 @@ ALLOWED = {
     "training.precision": sc.PRECISIONS, "training.recompute": sc.RECOMPUTE,
     "training.optimizer": sc.OPTIMIZERS, "training.offload": sc.OFFLOAD,
     "training.attention": sc.ATTENTION_KERNELS, "model.mlp": sc.MLP_KINDS,
-    "model.norm": sc.NORM_KINDS,
+    "model.norm": sc.NORM_KINDS, "training.method": sc.METHODS,
+    "training.lora.quant": sc.LORA_QUANT,
+    "training.lora.targets": ("attention", "mlp", "all-linear", "or a list of "
+                              + ", ".join(sc.LORA_PROJECTIONS)),
+    "training.lora.trainable": ("a list of " + ", ".join(sc.LORA_TRAINABLE),),
 }
 
 
@@ -63,7 +67,7 @@ def _default(value: Any) -> str:
 
 _TYPE_WORDS = {"int": "whole number", "float": "number", "bool": "true or false", "str": "text",
                "MoE": "table", "InterNode": "table or link key", "Host": "table",
-               "Storage": "table"}
+               "Storage": "table", "Lora": "table"}
 
 
 def _type_words(annotation: str) -> str:
@@ -185,6 +189,11 @@ def scenario_reference() -> str:
         "",
         *_table("training", tuple(f.name for f in dataclasses.fields(sc.Training)), sc.Training,
                 {}),
+        "",
+        "### training.lora",
+        "",
+        *_table("training.lora", tuple(f.name for f in dataclasses.fields(sc.Lora)), sc.Lora,
+                {"targets": "all-linear", "trainable": "[]"}),
         "",
         "## Rules across fields",
         "",

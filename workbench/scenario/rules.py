@@ -459,6 +459,10 @@ layout_rule(
                             + ", ".join(map(str, v.eng.offload.get(v.tr.offload, ()))))))
 
 
+# What an engine record without an ``optimizers`` limit builds: torch.optim's AdamW and SGD.
+CLASSIC_OPTIMIZERS = ("adamw", "sgd")
+
+
 def _recipe(v: Layouts):
     """The FP8 recipe that runs: training.fp8_recipe, else the engine's default (fp8 only)."""
     if v.tr.precision != "fp8":
@@ -474,8 +478,9 @@ layout_rule(
               lambda v: v.eng.precisions is None or v.tr.precision in v.eng.precisions,
               lambda v: why(v, "precisions", "trains in " + ", ".join(v.eng.precisions or ()))),
     Condition("training.optimizer", ("training.optimizer", E),
-              lambda v: v.eng.optimizers is None or v.tr.optimizer in v.eng.optimizers,
-              lambda v: why(v, "optimizers", "builds " + ", ".join(v.eng.optimizers or ()))),
+              lambda v: v.tr.optimizer in (v.eng.optimizers or CLASSIC_OPTIMIZERS),
+              lambda v: why(v, "optimizers", "builds " + ", ".join(
+                  v.eng.optimizers or CLASSIC_OPTIMIZERS))),
     Condition("training.fp8_recipe", ("training.fp8_recipe", "hardware.gpu", E),
               lambda v: (_recipe(v) not in v.eng.fp8_recipes
                          or not v.eng.fp8_recipes[_recipe(v)].archs
@@ -592,6 +597,49 @@ layout_rule(
     Condition("training.offload", ("training.offload", "hardware.storage.drives"),
               lambda v: (v.tr.offload != "nvme") | (v.hw.storage.drives > 0),
               lambda v: "needs hardware.storage.drives >= 1", value=lambda v: "nvme"))
+
+
+layout_rule(
+    "fine_tuning", "training.method is one the training.engine trains with; LoRA/QLoRA target "
+    "projections the model has; QLoRA dequantises to a 16- or 32-bit compute dtype; "
+    "optimizer_in_backward and activation_offload only where the engine offers them, the "
+    "former without gradient accumulation",
+    Condition("training.method", ("training.method", E),
+              lambda v: v.tr.method in v.eng.methods,
+              lambda v: why(v, "methods", "trains with method " + ", ".join(v.eng.methods))),
+    Condition("training.lora.targets", ("training.lora.targets", "model.mlp"),
+              lambda v: (v.tr.lora is None or v.m.mlp == "swiglu"
+                         or "gate" not in v.tr.lora.targets),
+              lambda v: ("a GELU MLP has no gate projection (up and down only); name up, down "
+                         "or the group mlp"),
+              value=lambda v: list(v.tr.lora.targets) if v.tr.lora else None),
+    Condition("training.precision", ("training.precision", "training.method"),
+              lambda v: (v.tr.method != "qlora") or v.tr.precision in ("bf16", "fp16", "fp32"),
+              lambda v: ("QLoRA dequantises its 4/8-bit base to the compute dtype for each "
+                         "GEMM: use bf16, fp16 or fp32")),
+    Condition("parallel.tp", (P + "tp", "training.method", E),
+              lambda v: (v.par.tp == 1) | (not v.tr.adapters) | ("adapter_tp" not in v.eng.why),
+              lambda v: v.eng.why.get("adapter_tp", "")),
+    Condition("training.optimizer_in_backward", ("training.optimizer_in_backward",
+                                                 "training.method", E),
+              lambda v: (not v.tr.optimizer_in_backward)
+              or (v.eng.optimizer_in_backward and v.tr.method == "full")
+              or (v.eng.name == "generic"),
+              lambda v: why(v, "optimizer_in_backward", "has no optimizer step inside "
+                            "backward"), value=lambda v: True),
+    Condition("training.optimizer_in_backward", ("training.optimizer_in_backward",
+                                                 "training.global_batch",
+                                                 "training.micro_batch", P + "dp"),
+              lambda v: (not v.tr.optimizer_in_backward) | (v.microbatches <= 1),
+              lambda v: (f"steps each parameter as its gradient arrives, so it cannot "
+                         f"accumulate {v.microbatches} microbatches: set global_batch = "
+                         f"micro_batch x dp"),
+              value=lambda v: True),
+    Condition("training.activation_offload", ("training.activation_offload", E),
+              lambda v: (not v.tr.activation_offload) or v.eng.activation_offload
+              or v.eng.name == "generic",
+              lambda v: why(v, "activation_offload", "does not offload activations"),
+              value=lambda v: True))
 
 
 # -- what the workbench's own trial runtime runs (workbench/trial): asked by its preparation

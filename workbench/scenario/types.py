@@ -15,7 +15,17 @@ PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
 RECOMPUTE = ("none", "selective", "op", "layer", "full")   # least recomputed first; op:
 # torchtitan per-op; layer: every ``recompute_every``-th block fully (torchtitan layer SAC)
 #                                                  selective activation checkpointing
-OPTIMIZERS = ("adamw", "sgd")
+# adamw / sgd: torch.optim; adamw8bit, paged_adamw8bit: bitsandbytes AdamW8bit / PagedAdamW8bit;
+# adamw4bit: torchao AdamW4bit; adafactor: factored second moment (Shazeer & Stern 2018)
+OPTIMIZERS = ("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor")
+# pretrain and full fine-tuning train every weight (same mechanisms, their own token counts);
+# lora / qlora freeze the base and train low-rank adapters (Hu et al. 2021; Dettmers et al. 2023)
+METHODS = ("pretrain", "full", "lora", "qlora")
+LORA_PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
+LORA_TARGET_GROUPS = {"attention": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down"),
+                      "all-linear": LORA_PROJECTIONS}
+LORA_QUANT = ("nf4", "int8")          # QLoRA's frozen base: bitsandbytes NF4 or LLM.int8
+LORA_TRAINABLE = ("embeddings", "norms", "head")   # parts trained in full beside the adapters
 OFFLOAD = ("none", "cpu", "nvme")
 SCHEDULES = SCHEDULE_NAMES   # one record each: scenario/schedules.py
 ZERO_STAGES = (0, 1, 2, 3)
@@ -141,6 +151,20 @@ class Parallel:
 
 
 @dataclass(frozen=True)
+class Lora:
+    """Low-rank adapters (``training.lora``): W x + (alpha / rank) B A x on each target
+    projection, the base W frozen (Hu et al. 2021, arXiv:2106.09685). Defaults as the
+    scenario contract names them (docs/scenario.md)."""
+
+    rank: int = 16            # r: A is r x in, B is out x r
+    alpha: float = 32         # scaling alpha / r (no memory or time of its own)
+    targets: tuple[str, ...] = LORA_PROJECTIONS   # projections adapted (all-linear)
+    quant: str = "nf4"        # qlora: the frozen base's storage (nf4 | int8)
+    double_quant: bool = True  # qlora nf4: quantise the block constants too (QLoRA Sec. 3)
+    trainable: tuple[str, ...] = ()   # parts trained in full beside the adapters
+
+
+@dataclass(frozen=True)
 class Training:
     seq_len: int = 4096       # tokens per sequence
     micro_batch: int = 1      # sequences per micro-batch per data-parallel rank
@@ -148,7 +172,8 @@ class Training:
     precision: str = "bf16"   # compute precision (mixed precision with fp32 master weights)
     recompute: str = "selective"     # activation recomputation (Korthikanti et al. 2022)
     recompute_every: int = 2  # recompute "layer": every k-th block is checkpointed whole
-    optimizer: str = "adamw"  # adamw (two fp32 moments) or sgd (momentum)
+    optimizer: str = "adamw"  # adamw, sgd (torch.optim); adamw8bit, paged_adamw8bit
+    #                           (bitsandbytes); adamw4bit (torchao); adafactor (factored)
     offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)
     tokens: float = 1e12      # tokens to train on, for time to train and energy
     attention: str = "flash2"                 # attention kernel (default: the engine's)
@@ -157,6 +182,16 @@ class Training:
     fp8_recipe: str | None = None   # FP8 scaling recipe (null: the engine's default)
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
+    method: str = "pretrain"  # pretrain, full (fine-tuning: every weight trains), lora, qlora
+    #                           (frozen base, low-rank adapters: training.lora)
+    lora: Lora | None = None  # the adapters, with method lora / qlora (defaults filled in)
+    optimizer_in_backward: bool = False   # each parameter's step inside backward (torchtune)
+    activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
+
+    @property
+    def adapters(self) -> bool:
+        """The base is frozen and low-rank adapters train (LoRA, QLoRA)."""
+        return self.method in ("lora", "qlora")
 
     @property
     def flash(self) -> bool:

@@ -17,8 +17,9 @@ from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShap
 from workbench.errors import Problem, ScenarioError, shown
 from workbench.scenario.rules import check_rules
 from workbench.scenario.types import (
-    ATTENTION_KERNELS, MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
-    Hardware, Host, InterNode, Parallel, Scenario, Storage, Training,
+    ATTENTION_KERNELS, LORA_PROJECTIONS, LORA_QUANT, LORA_TARGET_GROUPS, LORA_TRAINABLE, METHODS,
+    MLP_KINDS, NORM_KINDS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, SCHEDULES, ZERO_STAGES,
+    Hardware, Host, InterNode, Lora, Parallel, Scenario, Storage, Training,
 )
 
 _MISSING = object()
@@ -553,6 +554,10 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
         "compile": c.boolean(d, "compile", p, dfl.compile),
         "recompute_every": c.integer(d, "recompute_every", p, dfl.recompute_every,
                                      hi=1_000_000),
+        "method": c.choice(d, "method", p, METHODS, dfl.method),
+        "optimizer_in_backward": c.boolean(d, "optimizer_in_backward", p,
+                                           dfl.optimizer_in_backward),
+        "activation_offload": c.boolean(d, "activation_offload", p, dfl.activation_offload),
     }
     # The attention kernel and the recompute policy default to the engine's (generic: flash2,
     # selective).
@@ -566,10 +571,71 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
             else None
-    if any(v is None for k, v in vals.items()
-           if not k.startswith("price") and k != "fp8_recipe") or any(
-            d.get(k) is not None and vals[k] is None for k in ("price_per_gpu_hour",
-                                                               "price_per_kwh", "fp8_recipe")):
+    lora_ok = True
+    vals["lora"] = None
+    if vals["method"] in ("lora", "qlora"):
+        vals["lora"] = _lora(c, d.get("lora"), vals["method"])
+        lora_ok = vals["lora"] is not None
+    elif d.get("lora") is not None and vals["method"] is not None:
+        c.add("training.lora", d.get("lora"), f"applies to method lora or qlora only (method is "
+              f"{vals['method']}); remove it or set training.method")
+        lora_ok = False
+    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "lora")
+    if not lora_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
+            d.get(k) is not None and vals[k] is None for k in optional[:3]):
         return None, dict(d)
     tr = Training(**vals)
-    return tr, dataclasses.asdict(tr)
+    doc = dataclasses.asdict(tr)
+    if tr.lora is not None:      # lists, as a document has them (YAML writes no tuples)
+        doc["lora"] = {k: list(v) if isinstance(v, tuple) else v for k, v in doc["lora"].items()}
+    return tr, doc
+
+
+def _names(c: _Checker, value: Any, path: str, allowed: tuple[str, ...],
+           groups: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
+    """A list of names from ``allowed`` (or one group name standing for several)."""
+    if isinstance(value, str) and value.strip().lower() in groups:
+        return groups[value.strip().lower()]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        c.add(path, value, f"must be {' | '.join(groups) + ' or ' if groups else ''}a list of "
+              f"{', '.join(allowed)}")
+        return None
+    out = []
+    for item in value:
+        name = item.strip().lower() if isinstance(item, str) else item
+        if name not in allowed:
+            c.add(path, item, f"unknown name; allowed: {', '.join(allowed)}")
+            return None
+        if name not in out:
+            out.append(name)
+    return tuple(n for n in allowed if n in out)     # canonical order
+
+
+def _lora(c: _Checker, raw: Any, method: str) -> Lora | None:
+    """``training.lora`` for method lora / qlora; every key optional (defaults: ``Lora``)."""
+    p = "training.lora"
+    d = c.table(raw, p, tuple(f.name for f in dataclasses.fields(Lora)))
+    dfl = Lora()
+    n = len(c.problems)
+    rank = c.integer(d, "rank", p, dfl.rank, hi=65_536)
+    alpha = c.number(d, "alpha", p, dfl.alpha)
+    targets = _names(c, d.get("targets", "all-linear"), p + ".targets", LORA_PROJECTIONS,
+                     LORA_TARGET_GROUPS)
+    if targets is not None and not targets:
+        c.add(p + ".targets", d.get("targets"), "must name at least one projection")
+    trainable = _names(c, d.get("trainable", []), p + ".trainable", LORA_TRAINABLE, {})
+    quant, double_quant = dfl.quant, dfl.double_quant
+    if method == "qlora":
+        quant = c.choice(d, "quant", p, LORA_QUANT, dfl.quant)
+        double_quant = c.boolean(d, "double_quant", p, dfl.double_quant)
+    else:
+        for key in ("quant", "double_quant"):
+            if key in d:
+                c.add(f"{p}.{key}", d[key], "applies to method qlora only (a LoRA base stays in "
+                      "the compute dtype)")
+    if len(c.problems) > n:
+        return None
+    return Lora(rank=rank, alpha=alpha, targets=targets, quant=quant,
+                double_quant=double_quant, trainable=trainable)

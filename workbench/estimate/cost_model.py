@@ -288,7 +288,7 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
            "reserved": reserved_bytes(eng, ms.params + ms.grads + ms.optimizer + activ + buffers,
                                       gathers=np.asarray(G.zero) == 3),
            "host": ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
-           "nvme": ms.nvme}
+           "nvme": ms.nvme, "params_frozen": np.zeros(rows.n), "paged": np.zeros(rows.n)}
     return out, bufs
 
 

@@ -40,15 +40,26 @@ class GPUMemory:
     buffers: float
     reserved: float = 0.0
     device: float = 0.0
+    # Fine-tuning: the frozen weights' share of ``params`` (LoRA/QLoRA base in its stored
+    # format); the rest of ``params`` trains.
+    params_frozen: float = 0.0
+    # Optimizer states in CUDA managed memory (bitsandbytes' paged optimizers): outside the
+    # caching allocator, so not in ``total`` or ``reserved``; in ``device`` while resident.
+    paged: float = 0.0
 
     @property
     def total(self) -> float:
         return self.params + self.grads + self.optimizer + self.activations + self.buffers
 
+    @property
+    def params_trainable(self) -> float:
+        return self.params - self.params_frozen
+
     def as_dict(self) -> dict[str, float]:
         return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
                 "activations": self.activations, "buffers": self.buffers, "total": self.total,
-                "reserved": self.reserved, "device": self.device}
+                "reserved": self.reserved, "device": self.device,
+                "params_frozen": self.params_frozen, "paged": self.paged}
 
 
 @dataclass(frozen=True)

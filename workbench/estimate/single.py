@@ -29,7 +29,8 @@ def memory_of(s: Scenario, ev: Evaluation) -> MemoryEstimate:
     for i in _ranks(ev):
         mem = GPUMemory(*(float(rk[k][i]) for k in ("params", "grads", "optimizer",
                                                      "activations", "buffers", "reserved",
-                                                     "device")))
+                                                     "device", "params_frozen",
+                                                     "paged")))
         bufs = {k: float(v[i]) for k, v in ev.buffers.items() if v[i]}
         stages.append(StageMemory(
             rank=i, layers=int(rk["layers"][i]), has_embedding=bool(rk["has_embedding"][i]),

@@ -50,15 +50,36 @@ class ActivationShape:
     recompute: str
     pytorch_eager: bool = False
     recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
+    # LoRA / QLoRA (estimate/finetune.py): linear inputs nothing keeps ("qkv", "proj", "fc1",
+    # "fc2", "router", "head"), and the adapters, each saving an r-wide hidden per token
+    dropped: frozenset = frozenset()
+    lora_rank: int = 0
+    lora_attention: int = 0       # adapted attention projections
+    lora_mlp: int = 0             # adapted MLP projections (each routed expert's too)
 
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
     """Collect the per-GPU activation quantities of a scenario."""
     elem = 4 if tr.precision == "fp32" else 2   # the compute dtype (buffers.compute_dtype_bytes)
+    lora = {}
+    if tr.adapters:
+        from workbench.estimate.finetune import saved_inputs_dropped
+        targets = set(tr.lora.targets)
+        lora = {"dropped": saved_inputs_dropped(tr), "lora_rank": tr.lora.rank,
+                "lora_attention": len(targets & {"q", "k", "v", "o"}),
+                "lora_mlp": len(targets & {"gate", "up", "down"})}
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
-        recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every)
+        recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
+        **lora)
+
+
+def _adapter_hidden(x: ActivationShape, tokens: float, adapters: int) -> float:
+    """The r-wide hiddens ``adapters`` LoRA adapters save for ``tokens`` tokens (``lora_A``'s
+    output, the input ``lora_B`` keeps; eager PyTorch folds it to 2-D as for any linear without
+    bias: ``_copies``)."""
+    return adapters * tokens * x.lora_rank * x.elem * _copies(x)
 
 
 def _copies(x: ActivationShape, bias: bool = False) -> int:
@@ -96,6 +117,10 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     if model.mla:
         terms.update(_mla_terms(model, x, r))
         q = model.heads * model.value_head_dim      # attention output width
+    if "qkv" in x.dropped:
+        del terms["qkv_input"]
+    if x.lora_attention:
+        terms["lora_hidden"] = _adapter_hidden(x, sb, x.lora_attention)
     if x.flash:
         terms["attn_out"] = sb * q / t * x.elem
         terms["softmax_lse"] = sb * a_loc * 4
@@ -109,6 +134,8 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
                 terms["attn_dropout_mask"] = scores * 1
                 terms["attn_dropout_out"] = scores * x.elem
         terms["proj_input"] = sb * q / t * x.gemm_in
+    if "proj" in x.dropped:
+        terms.pop("proj_input", None)
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
@@ -180,6 +207,16 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
             inner = _mlp_inner(model, x, sb, m.shared_experts * m.expert_ffn_hidden // t)
             terms["shared_act"] = inner["act"]
             terms["shared_fc2_input"] = inner["fc2_input"]
+    for key in [k for k in terms if ("fc1" in x.dropped and k.endswith(("fc1_input",
+                                                                        "expert_input")))
+                or ("fc2" in x.dropped and k.endswith("fc2_input"))
+                or ("router" in x.dropped and k == "router_input")]:
+        del terms[key]
+    if x.lora_mlp:
+        routed = sb * model.moe.top_k * (model.moe.capacity_factor or 1.0) if moe_layer else 0
+        shared = bool(moe_layer and model.moe.shared_experts)
+        terms["lora_hidden"] = _adapter_hidden(
+            x, (sb if not moe_layer or shared else 0) + routed, x.lora_mlp)
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
@@ -269,6 +306,6 @@ def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     sb = x.s * x.b
     norm = _norm_terms(model, x, r)
     vocab_local = -(-model.vocab // x.t)
-    head_in = sb * model.hidden / rg * x.gemm_in * _copies(x)
+    head_in = 0 if "head" in x.dropped else sb * model.hidden / rg * x.gemm_in * _copies(x)
     targets = sb * 8 if x.pytorch_eager else 0
     return norm["input"] + norm["stats"] + head_in + sb * vocab_local * 4 + targets

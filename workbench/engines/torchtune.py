@@ -54,7 +54,7 @@ ENGINE = Engine(
     elementwise_traffic=1.75,
     eager_activations=True,
     # CEWithChunkedOutputLoss: "logits.float()" per chunk (TT torchtune/modules/loss/ce_chunked_output_loss.py)
-    loss="upcast",
+    loss="chunked",
     why={
         "methods": "torchtune fine-tunes (full, lora, qlora recipes); for pre-training pick "
                    "another engine",

@@ -37,6 +37,11 @@ from workbench.estimate.attention_shapes import qkv_widths
 from workbench.scenario.types import Parallel
 
 ALLOCATOR_FRACTION = 0.05
+# Gradient bytes per logit the loss holds at once in its backward (``Engine.loss``): fused
+# kernel 4; fp32 upcast 4 + 4; chunked upcast (torchtune ``CEWithChunkedOutputLoss``,
+# num_output_chunks 8, each chunk ``logits.float()`` on its own: modules/loss/
+# ce_chunked_output_loss.py L30-43 @ v0.6.1) the upcast's 8 for one chunk in 8.
+LOSS_GRADIENT_BYTES = {"fused": 4.0, "upcast": 8.0, "chunked": 8.0 / 8}
 
 
 def compute_dtype_bytes(precision: str) -> int:
@@ -71,7 +76,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
         "logits": np.where(has_head, sb * -(-model.vocab // tp)
-                           * (x.elem + (8 if loss == "upcast" else 4)), 0),
+                           * (x.elem + LOSS_GRADIENT_BYTES[loss]), 0),
         "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):

@@ -120,7 +120,8 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
             split = ft.layer_split(m, tr, moe, lp.dense, lp.expert, 2 * _norm(m), tp, par.etp,
                                    local or 1)
             d.update(act=act.layer_bytes(m, x, moe), ws=act.full_recompute_working_set(m, x, moe),
-                     pdense=lp.dense, pexpert=lp.expert,
+                     pdense=lp.dense + split.adapter_dense,
+                     pexpert=lp.expert + split.adapter_expert,
                      tdense=split.trainable_dense, texpert=split.trainable_expert,
                      qdense=split.quantized_dense, qexpert=split.quantized_expert,
                      tensors=eager_ops.layer_tensors(m, moe, local))

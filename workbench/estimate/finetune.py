@@ -120,6 +120,8 @@ class LayerSplit:
     trainable_expert: float
     quantized_dense: float      # frozen block-linear weights stored quantised (QLoRA)
     quantized_expert: float
+    adapter_dense: float        # the adapters' elements: held beside the base's
+    adapter_expert: float
 
 
 def layer_split(m: ModelShape, tr: Training, moe_layer: bool, dense: float, expert: float,
@@ -129,7 +131,7 @@ def layer_split(m: ModelShape, tr: Training, moe_layer: bool, dense: float, expe
     block linear's weight (bitsandbytes replaces each ``nn.Linear`` but the output head;
     torchtune's qlora builders every block linear): all but the norms."""
     if not tr.adapters:
-        return LayerSplit(dense, expert, 0.0, 0.0)
+        return LayerSplit(dense, expert, 0.0, 0.0, 0.0, 0.0)
     t_dense = t_expert = 0.0
     for p in adapted(tr, m, moe_layer, local_experts):
         n = adapter_elements(p, tr.lora.rank, etp if p.expert else t)
@@ -137,12 +139,13 @@ def layer_split(m: ModelShape, tr: Training, moe_layer: bool, dense: float, expe
             t_expert += n
         else:
             t_dense += n
+    added = (t_dense, t_expert)
     if "norms" in tr.lora.trainable:
         t_dense += norms
     base_dense, base_expert = dense - norms, expert
     quantized = tr.method == "qlora"
     return LayerSplit(t_dense, t_expert, base_dense if quantized else 0.0,
-                      base_expert if quantized else 0.0)
+                      base_expert if quantized else 0.0, *added)
 
 
 def edge_trainable(tr: Training, part: str) -> bool:

@@ -44,7 +44,8 @@ DIMS = ("dp", "tp", "pp", "cp", "ep")
 # passes move data: forward upcast (2 + 4) and log-softmax (4 + 4) = 14, backward 20.
 # "fused": one kernel reads the 16-bit logits and writes their gradient in the forward (2 + 2),
 # the backward scales that gradient (2 + 2) — bytes counted, not measured here.
-LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0)}
+# "chunked" (torchtune): the upcast loss run chunk by chunk moves the same bytes.
+LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "chunked": (14.0, 20.0)}
 
 
 @dataclass

@@ -44,6 +44,7 @@ import json
 from workbench.errors import Problem
 from workbench.export.common import (
     Exported, ExportError, Notes, Source, preset_key, refuse_what_engine_cannot_run,
+    switch_problems,
 )
 from workbench.scenario.types import Scenario
 
@@ -112,6 +113,7 @@ def peft_config(s: Scenario) -> tuple[dict, list[str]]:
         refuse_what_engine_cannot_run(s, ENGINE, TARGET)
     except ExportError as err:
         problems += err.problems
+    problems += switch_problems(s, ENGINE)
     targets, save, fan_in_fan_out, model_problems = _modules(s)
     problems += model_problems
     if problems:

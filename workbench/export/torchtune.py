@@ -43,7 +43,8 @@ import json
 from workbench.errors import Problem
 from workbench.export.common import (
     Exported, ExportError, Expand, Notes, Source, layout_summary, model_label, one_line,
-    preset_key, refuse_what_engine_cannot_run, shell_word, spelling, train_steps,
+    preset_key, refuse_what_engine_cannot_run, shell_word, spelling, switch_problems,
+    train_steps,
 )
 from workbench.scenario.types import Scenario
 
@@ -148,6 +149,7 @@ def torchtune_config(s: Scenario) -> tuple[dict, dict[str, str], list[str]]:
         refuse_what_engine_cannot_run(s, ENGINE, TARGET)
     except ExportError as err:
         problems += err.problems
+    problems += switch_problems(s, ENGINE)
     try:
         module, size, ckpt_dir, ckpt_files, model_type, tok, tok_path, _ = _builder(s)
     except ExportError as err:

@@ -33,7 +33,7 @@ peft 0.21.2 (``peft/tuners/lora/config.py``) and transformers 5 (``BitsAndBytesC
 
 REFUSED (an :class:`ExportError` naming the field): training.method pretrain or full (PEFT
 exports adapters), what the hf engine record says the stack cannot run (asked through the rule
-table), MoE models (their experts are fused parameters in Transformers 5, not per-expert
+table, recompute policies through the engine-switch rule), MoE models (their experts are fused parameters in Transformers 5, not per-expert
 Linear modules ``target_modules`` can name), multi-head latent attention, and on GPT-2-style
 models a part of q, k, v (one ``c_attn``).
 """

@@ -32,7 +32,8 @@ REFUSED (an :class:`ExportError` naming the field): what the torchtune engine re
 torchtune cannot run (workbench/engines/torchtune.py, asked through the rule table:
 pretraining, pipeline and context parallelism, zero 1/2, DDP, fp16/fp8, NVMe offload, TP with
 adapters, int8 QLoRA, part of the MLP, parts trained in full beside adapters, optimizer in
-backward with adapters or accumulation, activation offload without recompute), and a model
+backward with adapters or accumulation, activation offload without recompute; and, through
+the engine-switch rule, recompute policies other than none and full), and a model
 torchtune v0.6.1 has no builder for (:data:`BUILDERS`: Llama 3.1 8B/70B/405B, Llama 3.2 1B,
 Mistral 7B, unmodified presets only).
 """

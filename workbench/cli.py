@@ -293,7 +293,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
                                       "DeepSpeed/Megatron-LM artefact (or the trial command), "
-                                      "or its Grafana dashboard / Prometheus alert rules")
+                                      "a fine-tuning run as a torchtune config or PEFT "
+                                      "LoraConfig, or its Grafana dashboard / Prometheus alert "
+                                      "rules")
     x.add_argument("scenario", help="scenario file (YAML or JSON)")
     x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")

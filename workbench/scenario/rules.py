@@ -351,7 +351,12 @@ layout_rule(
                   v.eng.zero0_pure_dp_only & (v.par.zero == 0)
                   & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
               lambda v: why(v, "zero0_pure_dp_only", "runs DDP (zero 0) only when data "
-                            "parallelism is the only dimension; use zero 3")))
+                            "parallelism is the only dimension; use zero 3")),
+    Condition(P + "zero", (P + "zero", P + "dp", E),
+              lambda v: np.logical_not(v.eng.zero0_without_dp & (v.par.zero == 0)
+                                       & (v.par.dp > 1)),
+              lambda v: why(v, "zero0_without_dp", "has no DDP: with dp > 1 it shards "
+                            "(zero 3)")))
 
 layout_rule(
     "engine_pipeline", "with pp > 1, parallel.pp_schedule is one the training.engine runs and "
@@ -603,7 +608,8 @@ layout_rule(
     "fine_tuning", "training.method is one the training.engine trains with; LoRA/QLoRA target "
     "projections the model has; QLoRA dequantises to a 16- or 32-bit compute dtype; "
     "optimizer_in_backward and activation_offload only where the engine offers them, the "
-    "former without gradient accumulation",
+    "former without gradient accumulation, the latter (torchtune) with recompute; the "
+    "engine's QLoRA storages, whole-MLP adapters and parts trained in full beside them",
     Condition("training.method", ("training.method", E),
               lambda v: v.tr.method in v.eng.methods,
               lambda v: why(v, "methods", "trains with method " + ", ".join(v.eng.methods))),
@@ -639,7 +645,35 @@ layout_rule(
               lambda v: (not v.tr.activation_offload) or v.eng.activation_offload
               or v.eng.name == "generic",
               lambda v: why(v, "activation_offload", "does not offload activations"),
-              value=lambda v: True))
+              value=lambda v: True),
+    Condition("training.activation_offload", ("training.activation_offload",
+                                              "training.recompute", E),
+              lambda v: (not v.tr.activation_offload) or v.tr.recompute != "none"
+              or not v.eng.activation_offload_needs_recompute,
+              lambda v: why(v, "activation_offload_needs_recompute", "offloads only the "
+                            "activations of checkpointed blocks; set training.recompute full"),
+              value=lambda v: True),
+    Condition("training.lora.quant", ("training.lora.quant", "training.method", E),
+              lambda v: (v.tr.method != "qlora") or v.tr.lora is None
+              or v.eng.lora_quant is None or v.tr.lora.quant in v.eng.lora_quant,
+              lambda v: why(v, "lora_quant", "stores a QLoRA base as "
+                            + ", ".join(v.eng.lora_quant or ())),
+              value=lambda v: v.tr.lora.quant if v.tr.lora else None),
+    Condition("training.lora.targets", ("training.lora.targets", "training.method", E),
+              lambda v: (not v.tr.adapters) or v.tr.lora is None or not v.eng.lora_mlp_whole
+              or len({"gate", "up", "down"} & set(v.tr.lora.targets)) in (0, 3)
+              or (v.m.mlp != "swiglu"
+                  and len({"up", "down"} & set(v.tr.lora.targets)) in (0, 2)),
+              lambda v: why(v, "lora_mlp_whole", "adapts the whole MLP or none of it; "
+                            "name all of its projections or none"),
+              value=lambda v: list(v.tr.lora.targets) if v.tr.lora else None),
+    Condition("training.lora.trainable", ("training.lora.trainable", "training.method", E),
+              lambda v: (not v.tr.adapters) or v.tr.lora is None or v.eng.lora_trainable is None
+              or set(v.tr.lora.trainable) <= set(v.eng.lora_trainable),
+              lambda v: why(v, "lora_trainable", "trains only the adapters"
+                            if not v.eng.lora_trainable else "trains in full only "
+                            + ", ".join(v.eng.lora_trainable)),
+              value=lambda v: list(v.tr.lora.trainable) if v.tr.lora else None))
 
 
 # -- what the workbench's own trial runtime runs (workbench/trial): asked by its preparation

@@ -12,11 +12,11 @@ from workbench.scenario import parse_scenario
 H, KV, L, FFN, V = 4096, 1024, 32, 14336, 128256      # Llama 3 8B
 
 
-def doc(**training) -> dict:
-    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 2},
+def doc(dp: int = 1, zero: int = 0, **training) -> dict:
+    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": dp},
             "model": {"preset": "llama3-8b"},
-            "parallel": {"dp": 2, "zero": 0},
-            "training": {"seq_len": 2048, "micro_batch": 1, "global_batch": 2,
+            "parallel": {"dp": dp, "zero": zero},
+            "training": {"seq_len": 2048, "micro_batch": 1, "global_batch": dp,
                          "recompute": "full", "engine": "torchtune", **training}}
 
 
@@ -62,16 +62,16 @@ def test_hf_adapters_train_in_fp32():
 
 
 def test_ddp_reduces_only_the_adapters_gradients():
-    e = estimate(parse_scenario(doc(method="lora", lora={"rank": 8, "targets": ["q", "v"]})))
+    e = estimate(parse_scenario(doc(2, method="lora", engine="hf",
+                                    lora={"rank": 8, "targets": ["q", "v"]})))
     dp = e.time.volume["dp"]
-    assert dp["all_reduce"]["bytes"] == pytest.approx(2 * adapters_qv(8))   # bf16 gradients
+    assert dp["all_reduce"]["bytes"] == pytest.approx(4 * adapters_qv(8))   # fp32 adapters
     assert set(dp) == {"all_reduce"}
 
 
 def test_fsdp_gathers_the_frozen_base_in_its_stored_format():
-    base = doc(method="qlora", lora={"rank": 8, "targets": ["q", "v"]})
-    base["parallel"]["zero"] = 3
-    e = estimate(parse_scenario(base))
+    e = estimate(parse_scenario(doc(2, 3, method="qlora",
+                                    lora={"rank": 8, "targets": ["q", "v"]})))
     g = e.time.volume["dp"]
     frozen = e.memory.per_gpu.params_frozen * 2          # two shards, whole model gathered
     trained = (e.memory.per_gpu.params - e.memory.per_gpu.params_frozen) * 2
@@ -106,8 +106,7 @@ def test_paged_states_live_outside_the_allocator():
 
 
 def test_optimizer_in_backward_keeps_one_gradient():
-    g = estimate(parse_scenario(doc(method="full", optimizer_in_backward=True,
-                                    global_batch=2))).memory.per_gpu
+    g = estimate(parse_scenario(doc(method="full", optimizer_in_backward=True))).memory.per_gpu
     assert g.grads == 0 and g.buffers > 0
 
 
@@ -117,7 +116,7 @@ def test_optimizer_in_backward_keeps_one_gradient():
     ({"method": "lora", "lora": {"quant": "nf4"}}, "applies to method qlora only"),
     ({"method": "lora", "lora": {"targets": ["q", "x"]}}, "allowed: q, k, v, o, gate, up, down"),
     ({"method": "full", "optimizer_in_backward": True, "global_batch": 8},
-     "cannot accumulate 4 microbatches"),
+     "cannot accumulate 8 microbatches"),
 ])
 def test_fine_tuning_settings_are_checked(training, message):
     with pytest.raises(ScenarioError, match=message):

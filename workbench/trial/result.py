@@ -43,6 +43,9 @@ class TrialResult:
                     values = [e[key] for e in calm if e.get(key) is not None]
                     measured[k] = max(values) if values else None
                 measured["device_scope"] = last.get("device_scope")
+            for k in ("params_frozen", "params_trainable", "trainable_numel"):
+                if k in last:           # not part of the peak: params already counts them
+                    measured[k] = last[k]
             pred = self.predicted.get(r, {}) if last else {}
             out.append({"rank": r, "pp_rank": last.get("pp_rank"),
                         "step_time_s": [e["time"] for e in mine],

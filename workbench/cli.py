@@ -101,7 +101,10 @@ def _trial(args: argparse.Namespace) -> int:
                 continue
             print(f"rank {r['rank']:2}: " + ", ".join(
                 f"{k} {m[k]:,.0f} B (predicted {p.get(k, 0):,.0f})"
-                for k in ("params", "grads", "optimizer", "activations")))
+                for k in ("params", "grads", "optimizer", "activations"))
+                + (f" [params frozen {m['params_frozen']:,.0f} B, trainable "
+                   f"{m['params_trainable']:,.0f} B]" if m.get("params_frozen") else ""))
+        print(fine_tuning_line(result.fine_tuning()))
         if comparison is not None:
             from workbench.proof.slice_compare import render_rows
 
@@ -116,6 +119,27 @@ def _trial(args: argparse.Namespace) -> int:
         if result.error:
             print(f"trial failed: {result.error}")
     return 1 if result.error else 0
+
+
+def fine_tuning_line(ft: dict) -> str:
+    """One line: the trial's method (LoRA: rank, alpha, targets, parts trained in full), its
+    optimizer and how many parameters train."""
+    text = f"method {ft['method']}"
+    lora = ft.get("lora")
+    if lora:
+        text += (f": rank {lora['rank']}, alpha {lora['alpha']:g}, targets "
+                 f"{', '.join(lora['targets'])}")
+        if lora["trainable"]:
+            text += f", also trained: {', '.join(lora['trainable'])}"
+        if "quant" in lora:
+            text += f", base {lora['quant']}" + (" (double quant)" if lora["double_quant"]
+                                                  else "")
+    text += f"; optimizer {ft['optimizer']}"
+    if "parameters" in ft:
+        share = ft["trainable_parameters"] / ft["parameters"] if ft["parameters"] else 0.0
+        text += (f"; trainable parameters {ft['trainable_parameters']:,} of "
+                 f"{ft['parameters']:,} ({share:.2%})")
+    return text
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -698,7 +698,36 @@ TRIAL_LIMITS: tuple[Condition, ...] = (
               lambda v: ("trials take EP ranks from dp x cp only (torchtitan's EP mesh); MoE "
                          "parallel folding is estimated but not run; leave expert_tp out for "
                          "the trial")),
+    # fine-tuning trials (trial/adapters.py): a frozen base with PEFT adapters, or an optimizer
+    # whose state the trial predicts tensor by tensor (estimate/optimizer_states.py)
+    Condition("training.method", ("training.method", "training.optimizer", P + "tp", P + "pp",
+                                  "model.moe"),
+              lambda v: (not _tensor_states(v)) or ((v.par.tp == 1) & (v.par.pp == 1)
+                                                    & (v.m.moe is None)),
+              lambda v: ("trials of LoRA/QLoRA and of the 8-bit, 4-bit and Adafactor "
+                         "optimizers run dense models with data and context parallelism only "
+                         "(PEFT wraps the projections the TP plan shards; their states are "
+                         "predicted whole or dim-0 sharded): use tp 1 and pp 1 for the trial, "
+                         "or method full with adamw or sgd"),
+              value=lambda v: f"{v.tr.method} with {v.tr.optimizer}"),
+    Condition("training.method", ("training.method", P + "zero"),
+              lambda v: (v.tr.method != "qlora") | (v.par.zero < 2),
+              lambda v: ("QLoRA's packed base (bitsandbytes Params4bit / Int8Params) is not "
+                         "sharded by FSDP2 in the trial: trial qlora with zero 0 or 1 (DDP), or "
+                         "method lora under FSDP2")),
+    Condition("training.optimizer", ("training.optimizer", P + "zero"),
+              lambda v: (v.tr.optimizer not in ("adamw8bit", "paged_adamw8bit", "adafactor"))
+              | (v.par.zero < 2),
+              lambda v: ("steps FSDP2's DTensor parameters with no sharding rule "
+                         "(bitsandbytes' optimizer_update kernels have no DTensor strategy; "
+                         "torch's Adafactor squares a Partial gradient in place): trial it with "
+                         "zero 0 or 1, or trial adamw4bit (torchao) under FSDP2")),
 )
+
+
+def _tensor_states(v: Layouts) -> bool:
+    """A fine-tuning trial predicted tensor by tensor (trial_prediction.by_tensor)."""
+    return v.tr.method in ("lora", "qlora") or v.tr.optimizer not in ("adamw", "sgd")
 
 
 def trial_problems(s: Scenario) -> list[Problem]:

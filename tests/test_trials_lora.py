@@ -32,6 +32,8 @@ def _assert_exact(result) -> None:
         for key in ("params", "grads", "optimizer", "params_frozen", "params_trainable",
                     "trainable_numel"):
             assert m[key] == p[key], (r["rank"], key, m[key], p[key])
+        # saved activations: the frozen base's linears keep no input (estimate/finetune.py)
+        assert abs(m["activations"] / p["activations"] - 1) <= 0.05, (r["rank"], m, p)
         measured, predicted = r["comm"]["measured"], r["comm"]["predicted"]
         assert set(measured) == set(predicted) == {"dp"}, r["rank"]
         assert set(measured["dp"]) == set(predicted["dp"]), r["rank"]
@@ -141,11 +143,11 @@ def test_fine_tuning_trials_refuse_what_they_cannot_run():
 def test_cli_trial_of_a_lora_scenario_says_method_rank_targets_and_trainable(tmp_path):
     doc = tmp_path / "lora.yaml"
     doc.write_text("hardware: {gpu: h100-sxm, gpus_per_node: 2}\nmodel: {preset: tiny-dense}\n"
-                   "parallel: {dp: 2}\ntraining: {seq_len: 256, global_batch: 8, engine: "
+                   "parallel: {dp: 2, zero: 3}\ntraining: {seq_len: 256, global_batch: 8, engine: "
                    "torchtune, method: lora, lora: {rank: 8, alpha: 16, targets: [q, v]}}\n")
     r = subprocess.run([sys.executable, "-m", "workbench", "trial", str(doc), "--steps", "2"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert ("method lora: rank 8, alpha 16, targets q, v; optimizer adamw; trainable "
             "parameters 896 of 23,504 (3.81%)") in r.stdout, r.stdout
-    assert "params frozen 90,432 B, trainable 3,584 B" in r.stdout
+    assert "params frozen 45,216 B, trainable 1,792 B" in r.stdout      # zero 3: half each

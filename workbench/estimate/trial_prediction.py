@@ -365,11 +365,11 @@ def quant_constants(m: ModelShape, lora) -> int:
 
 def fine_tuning_comm(run: Scenario, dp: dict) -> dict:
     """The data-parallel traffic of a fine-tuning trial (tp = pp = 1), from the estimator's
-    ``dp`` volume for the same layout with every weight trained: DDP all-reduces only the
+    ``dp`` volume for the same layout, tensor by tensor: DDP all-reduces only the
     trainable gradients (one bucket here); ZeRO-1 also broadcasts each trainable tensor from
     its owner; FSDP2 still all-gathers every unit's parameters, frozen base included, as often
-    as the estimator says (bytes grow by the adapters' share; every unit is gathered equally
-    often), and reduce-scatters, per microbatch, only the units that hold trainable tensors,
+    as the estimator says (bytes: each tensor's dim 0 padded to a multiple of the shards), and
+    reduce-scatters, per microbatch, only the units that hold trainable tensors,
     each its trainable tensors (dim 0 padded to a multiple of dp x cp)."""
     par, tr, m = run.parallel, run.training, run.model
     ranks = par.dp * par.cp
@@ -387,12 +387,11 @@ def fine_tuning_comm(run: Scenario, dp: dict) -> dict:
     def padded(t: Tensor) -> int:
         return -(-t.shape[0] // ranks) * ranks * (t.numel // t.shape[0])
 
-    base = [t for t in parameter_shapes(m)]
     new = dict(dp)
     gather = dp.get("all_gather")
-    if gather:
+    if gather:      # the estimator gathers the same tensors, unpadded
         scale = (sum(padded(t) * t.elem_bytes for t in tensors)
-                 / sum(padded(t) * t.elem_bytes for t in base))
+                 / sum(t.numel * t.elem_bytes for t in tensors))
         new["all_gather"] = {"bytes": gather["bytes"] * scale, "count": gather["count"]}
     units: dict[int, int] = {}
     for t in trainable:

@@ -57,6 +57,8 @@ class ActivationShape:
     lora_attention: int = 0       # adapted attention projections
     lora_mlp: int = 0             # adapted MLP projections (each routed expert's too)
     norm_trains: bool = True      # the norms' weights train (not under LoRA unless asked)
+    logprobs_saved: bool = True   # the loss keeps fp32 log-probabilities for its backward (not
+    #                               when compiled and fused: a log-sum-exp per token instead)
     first_input_grad: bool = True  # the first layer's input needs a gradient (no: a frozen
     #                                embedding under LoRA; that layer's first norm keeps nothing)
 
@@ -73,11 +75,16 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
                 "lora_mlp": len(targets & {"gate", "up", "down"}),
                 "norm_trains": "norms" in tr.lora.trainable,
                 "first_input_grad": "embeddings" in tr.lora.trainable}
+    from workbench.engines import ENGINES
+    # torchtune compiles its chunked loss with the model (training/_compile.py compile_loss @
+    # v0.6.1): Inductor fuses each chunk's upcast, log-softmax and NLL and keeps the per-token
+    # log-sum-exp instead of the fp32 log-probabilities
+    fused_loss = tr.compile and ENGINES[tr.engine].loss == "chunked"
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
-        **lora)
+        logprobs_saved=not fused_loss, **lora)
 
 
 def _adapter_hidden(x: ActivationShape, tokens: float, adapters: int) -> float:
@@ -338,4 +345,5 @@ def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     vocab_local = -(-model.vocab // x.t)
     head_in = sb * model.hidden / rg * x.gemm_in * _norm_fed(x, False, "head")
     targets = sb * 8 if x.pytorch_eager else 0
-    return norm["input"] + norm["stats"] + head_in + sb * vocab_local * 4 + targets
+    logprobs = sb * vocab_local * 4 if x.logprobs_saved else sb * 4
+    return norm["input"] + norm["stats"] + head_in + logprobs + targets

@@ -149,9 +149,10 @@ def _plan(args: argparse.Namespace) -> int:
     from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
-    c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines)
+    c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines, args.optimizers)
     c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
-                    gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines)
+                    gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines,
+                    optimizers=c.optimizers)
     import time
 
     shown = {"at": 0.0}
@@ -182,7 +183,7 @@ def _plan(args: argparse.Namespace) -> int:
     t = result.ranked
     # the engine and switch columns, shown when a row leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
-                         ("fp8_recipe", None)):
+                         ("fp8_recipe", None), ("optimizer", scenario.training.optimizer)):
         if any(v != default for v in t[col].tolist()):
             cols.insert(cols.index("step"), col)
     names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
@@ -310,7 +311,12 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     pl.add_argument("--engines", metavar="all|NAME,NAME",
                     help="search these engines instead of the scenario's training.engine: a "
                     "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "
-                    "nanotron, or all (every one but generic, the idealised stack)")
+                    "nanotron, torchtune, hf, or all (every one but generic, the idealised "
+                    "stack)")
+    pl.add_argument("--optimizers", metavar="all|NAME,NAME",
+                    help="also search these optimizers (each where the engine builds it): a "
+                    "comma-separated list of adamw, sgd, adamw8bit, paged_adamw8bit, adamw4bit, "
+                    "adafactor, or all")
     pl.add_argument("--gpu-counts", type=integer(1, 10_000_000), nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")

@@ -188,9 +188,9 @@ def saved_inputs_dropped(tr: Training) -> frozenset[str]:
     return frozenset(out)
 
 
-def largest_linear(m: ModelShape, t: int) -> float:
+def largest_linear(m: ModelShape, t=1):
     """Elements of the largest block-linear weight on one TP rank (QLoRA dequantises one
     linear at a time into a compute-dtype buffer)."""
     ffn = m.ffn_hidden if m.moe is None else max(
         m.moe.expert_ffn_hidden, m.moe.shared_experts * m.moe.expert_ffn_hidden, m.ffn_hidden)
-    return max(m.hidden * ffn / t, m.hidden * m.heads * m.dim_per_head / t)
+    return m.hidden * max(ffn, m.heads * m.dim_per_head) / t    # t: a number or an array

@@ -587,7 +587,10 @@ def _training(c: _Checker, raw: Any) -> tuple[Training | None, dict]:
     tr = Training(**vals)
     doc = dataclasses.asdict(tr)
     if tr.lora is not None:      # lists, as a document has them (YAML writes no tuples)
-        doc["lora"] = {k: list(v) if isinstance(v, tuple) else v for k, v in doc["lora"].items()}
+        doc["lora"] = {k: list(v) if isinstance(v, tuple) else v for k, v in doc["lora"].items()
+                       # quant and double_quant are QLoRA's: a LoRA document without them
+                       # reads back (the validator refuses them with method lora)
+                       if tr.method == "qlora" or k not in ("quant", "double_quant")}
     return tr, doc
 
 

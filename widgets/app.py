@@ -81,6 +81,7 @@ class App:
         self.fit_instead.add_class("wb-fit-instead")
         self._fit_generation = 0
         self._fit_thread: threading.Thread | None = None
+        self._fit_in_cell = False
         self.checks = w.HTML()
         self.yaml_text = w.Textarea(layout=w.Layout(width="100%", height="480px"),
                                     continuous_update=False)
@@ -167,7 +168,15 @@ class App:
             self.tabs.set_title(i, name)
         self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
         s.on_change(lambda _s: self.redraw())
-        self.redraw()
+        # the first "what would fit instead" is searched in the notebook's cell, not in a
+        # thread: Voila sends the page the widgets' state as the cell left it, and a thread's
+        # update before the page has connected never reaches it (seen: the page kept
+        # "searching" for good)
+        self._fit_in_cell = True
+        try:
+            self.redraw()
+        finally:
+            self._fit_in_cell = False
 
     def redraw(self) -> None:
         """Every view from the state's last valid estimate (charts keep it while invalid)."""
@@ -213,8 +222,9 @@ class App:
     def _search_fit_instead(self, scenario) -> None:
         """For a scenario that does not fit (None: it fits, nothing to show), search the best
         layout per fine-tuning method in a thread (``compare_methods``: ~0.6 s for the brief's
-        70B on 8 H200) and show the table; a later edit cancels it."""
-        from workbench.plan.methods import compare_methods
+        70B on 8 H200) and show the table; a later edit cancels it. While the app is being
+        built (the notebook's cell) the search runs at once, in the cell."""
+        from workbench.plan.methods import METHOD_LABELS, compare_methods
         from workbench.plan.search import Cancelled
 
         self._fit_generation += 1
@@ -227,14 +237,15 @@ class App:
         def current(*_args) -> bool:
             return mine == self._fit_generation
 
-        def work() -> None:
-            time.sleep(FIT_INSTEAD_DELAY_S)
+        def work(delay: float = FIT_INSTEAD_DELAY_S) -> None:
+            time.sleep(delay)
             if not current():
                 return
             try:
                 fits = compare_methods(scenario, progress=current)
                 text = fit_instead_html(fits, scenario.hardware.world,
-                                        scenario.hardware.gpu.name)
+                                        scenario.hardware.gpu.name,
+                                        METHOD_LABELS.get(scenario.training.method, ""))
             except Cancelled:
                 return
             except Exception as exc:   # never a traceback on the page
@@ -242,6 +253,9 @@ class App:
             if current():
                 self.fit_instead.value = text
 
+        if self._fit_in_cell:
+            work(delay=0.0)
+            return
         self._fit_thread = threading.Thread(target=work, daemon=True, name="fit-instead")
         self._fit_thread.start()
 

@@ -1,14 +1,19 @@
 """Exported launch scripts carry scenario values as data: a hostile model name, scenario path or
 ``--set`` value in a torchrun, Slurm, Megatron-LM or trial export never runs a command, neither
 through ``$(...)``/backticks in a word nor through a newline in a comment. Each script is
-checked with ``bash -n`` and then run with stub launchers that record the arguments they got."""
+checked with ``bash -n`` and then run with stub launchers that record the arguments they got.
+The config exports with a launch line in a comment (torchtune) or none (PEFT) keep a hostile
+name inside their comments: the file parses to the same keys, and the ``tune run`` line, run
+under bash with a stub ``tune``, runs nothing else."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from workbench.export import Source, export
 from workbench.scenario import parse_scenario
@@ -72,3 +77,41 @@ def test_comments_and_notes_stay_on_their_line():
     text = text if isinstance(text, str) else text.text
     assert "bad\\nname\\r\\x1b[31m" in text
     assert "\x1b" not in text and "\r" not in text
+
+
+def _finetune(name: str):
+    return parse_scenario({
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "model": {"preset": "llama3-8b", "name": name},
+        "parallel": {"dp": 16, "zero": 3},
+        "training": {"engine": "torchtune", "method": "lora", "recompute": "full",
+                     "seq_len": 4096, "global_batch": 64},
+    })
+
+
+@pytest.mark.parametrize("target", ["torchtune", "peft"])
+def test_a_hostile_name_stays_in_a_config_exports_comments(target, tmp_path):
+    source = Source(path=f"scen {HOSTILE}.yaml", overrides=(f"model.name={HOSTILE}",))
+    text = export(_finetune(HOSTILE), target, source)
+    plain = export(_finetune("plain"), target, source)
+    load = json.loads if target == "peft" else yaml.safe_load
+    assert load(text) == load(plain)        # the name changed no key and no value
+    if target == "peft":
+        return
+    assert "\x1b" not in text and "\r" not in text
+    launch = [line for line in text.splitlines() if line.startswith("#   tune run")]
+    assert len(launch) == 1
+    script = tmp_path / "run.sh"
+    script.write_text(launch[0].lstrip("# ") + "\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tune").write_text('#!/bin/bash\nprintf "%s\\n" "$@" >> "$ARGS_FILE"\n')
+    (bin_dir / "tune").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "ARGS_FILE": str(tmp_path / "args"), "MASTER_ADDR": "node0"}
+    run = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert not list(tmp_path.glob("INJ*")), "an injected command ran"
+    got = (tmp_path / "args").read_text().split()
+    assert got[:2] == ["run", "--nnodes"] and "node0:29500" in got

@@ -101,7 +101,10 @@ def _trial(args: argparse.Namespace) -> int:
                 continue
             print(f"rank {r['rank']:2}: " + ", ".join(
                 f"{k} {m[k]:,.0f} B (predicted {p.get(k, 0):,.0f})"
-                for k in ("params", "grads", "optimizer", "activations")))
+                for k in ("params", "grads", "optimizer", "activations"))
+                + (f" [params frozen {m['params_frozen']:,.0f} B, trainable "
+                   f"{m['params_trainable']:,.0f} B]" if m.get("params_frozen") else ""))
+        print(fine_tuning_line(result.fine_tuning()))
         if comparison is not None:
             from workbench.proof.slice_compare import render_rows
 
@@ -118,6 +121,27 @@ def _trial(args: argparse.Namespace) -> int:
     return 1 if result.error else 0
 
 
+def fine_tuning_line(ft: dict) -> str:
+    """One line: the trial's method (LoRA: rank, alpha, targets, parts trained in full), its
+    optimizer and how many parameters train."""
+    text = f"method {ft['method']}"
+    lora = ft.get("lora")
+    if lora:
+        text += (f": rank {lora['rank']}, alpha {lora['alpha']:g}, targets "
+                 f"{', '.join(lora['targets'])}")
+        if lora["trainable"]:
+            text += f", also trained: {', '.join(lora['trainable'])}"
+        if "quant" in lora:
+            text += f", base {lora['quant']}" + (" (double quant)" if lora["double_quant"]
+                                                  else "")
+    text += f"; optimizer {ft['optimizer']}"
+    if "parameters" in ft:
+        share = ft["trainable_parameters"] / ft["parameters"] if ft["parameters"] else 0.0
+        text += (f"; trainable parameters {ft['trainable_parameters']:,} of "
+                 f"{ft['parameters']:,} ({share:.2%})")
+    return text
+
+
 def _plan(args: argparse.Namespace) -> int:
     from workbench.plan import Constraints, plan
     from workbench.plan.explain import describe_start, explain
@@ -125,9 +149,10 @@ def _plan(args: argparse.Namespace) -> int:
     from workbench.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set, layout_required=False)
-    c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines)
+    c = Constraints.parse(args.fix, args.max_memory_fraction, args.engines, args.optimizers)
     c = Constraints(fixed=c.fixed, max_memory_fraction=c.max_memory_fraction,
-                    gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines)
+                    gpu_counts=tuple(args.gpu_counts or ()), engines=c.engines,
+                    optimizers=c.optimizers)
     import time
 
     shown = {"at": 0.0}
@@ -158,7 +183,7 @@ def _plan(args: argparse.Namespace) -> int:
     t = result.ranked
     # the engine and switch columns, shown when a row leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
-                         ("fp8_recipe", None)):
+                         ("fp8_recipe", None), ("optimizer", scenario.training.optimizer)):
         if any(v != default for v in t[col].tolist()):
             cols.insert(cols.index("step"), col)
     names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
@@ -286,14 +311,21 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     pl.add_argument("--engines", metavar="all|NAME,NAME",
                     help="search these engines instead of the scenario's training.engine: a "
                     "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "
-                    "nanotron, or all (every one but generic, the idealised stack)")
+                    "nanotron, torchtune, hf, or all (every one but generic, the idealised "
+                    "stack)")
+    pl.add_argument("--optimizers", metavar="all|NAME,NAME",
+                    help="also search these optimizers (each where the engine builds it): a "
+                    "comma-separated list of adamw, sgd, adamw8bit, paged_adamw8bit, adamw4bit, "
+                    "adafactor, or all")
     pl.add_argument("--gpu-counts", type=integer(1, 10_000_000), nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"
                                       "DeepSpeed/Megatron-LM artefact (or the trial command), "
-                                      "or its Grafana dashboard / Prometheus alert rules")
+                                      "a fine-tuning run as a torchtune config or PEFT "
+                                      "LoraConfig, or its Grafana dashboard / Prometheus alert "
+                                      "rules")
     x.add_argument("scenario", help="scenario file (YAML or JSON)")
     x.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a field, e.g. --set parallel.tp=8 (repeatable)")

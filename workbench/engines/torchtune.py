@@ -47,6 +47,22 @@ ENGINE = Engine(
     adapter_dtype="param",
     optimizer_in_backward=True,
     activation_offload=True,
+    # TT recipes/lora_finetune_distributed.py (and the other three recipes): RuntimeError
+    # "enable_activation_offloading should only be True when enable_activation_checkpointing is
+    # True"
+    activation_offload_needs_recompute=True,
+    # QLoRA's base is torchao NF4 only (TT torchtune/modules/peft/lora.py LoRALinear
+    # quantize_base -> to_nf4; FrozenNF4Linear for the projections without adapters)
+    lora_quant=("nf4",),
+    # one switch adapts w1, w2 and w3 together (TT torchtune/models/llama3/_component_builders.py
+    # lora_llama3: ``if apply_lora_to_mlp: mlp = lora_llama3_mlp(...)``)
+    lora_mlp_whole=True,
+    # only the adapters train (TT recipes/lora_finetune_distributed.py
+    # ``set_trainable_params(model, get_adapter_params(model))``)
+    lora_trainable=(),
+    # the distributed recipes always shard with FSDP2 (TT recipes/lora_finetune_distributed.py
+    # ``training.shard_model``; full_finetune_distributed.py whenever data_parallel_dim > 1)
+    zero0_without_dp=True,
     attention="flash2",
     # torchtune's Llama blocks are plain modules as torchtitan's (RMSNorm in fp32, RoPE on
     # reshaped fp32 copies, SwiGLU as three eager ops): the same eager elementwise traffic as
@@ -54,7 +70,7 @@ ENGINE = Engine(
     elementwise_traffic=1.75,
     eager_activations=True,
     # CEWithChunkedOutputLoss: "logits.float()" per chunk (TT torchtune/modules/loss/ce_chunked_output_loss.py)
-    loss="upcast",
+    loss="chunked",
     why={
         "methods": "torchtune fine-tunes (full, lora, qlora recipes); for pre-training pick "
                    "another engine",
@@ -70,6 +86,20 @@ ENGINE = Engine(
                                  "bwd', recipes/full_finetune_distributed.py)",
         "adapter_tp": "torchtune's LoRA recipes have no tensor parallelism "
                       "(tensor_parallel_dim is a full_finetune_distributed key); use tp 1",
+        "activation_offload_needs_recompute": "torchtune offloads only checkpointed "
+                                              "activations ('enable_activation_offloading "
+                                              "should only be True when "
+                                              "enable_activation_checkpointing is True'); set "
+                                              "training.recompute full",
+        "lora_quant": "torchtune's QLoRA stores the base as NF4 only (torchao to_nf4); use "
+                      "quant nf4",
+        "lora_mlp_whole": "torchtune adapts the whole MLP or none of it (apply_lora_to_mlp: "
+                          "w1, w2, w3 together); name gate, up and down together or none",
+        "lora_trainable": "torchtune's LoRA recipes train only the adapters "
+                          "(set_trainable_params(model, get_adapter_params(model))); use "
+                          "trainable []",
+        "zero0_without_dp": "torchtune has no DDP: its distributed recipes shard with FSDP2; "
+                            "use zero 3 (or dp 1)",
     },
     flags={
         "recompute": "enable_activation_checkpointing",

@@ -105,6 +105,17 @@ class Engine:
     adapter_dtype: str = "param"
     optimizer_in_backward: bool = False   # offers the optimizer step inside backward
     activation_offload: bool = False      # offers saved activations in host memory
+    # Saved activations go to host memory only from checkpointed blocks (torchtune refuses
+    # enable_activation_offloading without enable_activation_checkpointing).
+    activation_offload_needs_recompute: bool = False
+    # QLoRA base storages (training.lora.quant) it loads; None: nf4 and int8.
+    lora_quant: tuple[str, ...] | None = None
+    # LoRA on the MLP adapts all of its projections or none (torchtune's apply_lora_to_mlp).
+    lora_mlp_whole: bool = False
+    # Parts it trains in full beside the adapters (training.lora.trainable); None: any.
+    lora_trainable: tuple[str, ...] | None = None
+    # ZeRO-0 only without data parallelism (dp 1): no DDP, data parallelism is always FSDP.
+    zero0_without_dp: bool = False
     why: dict[str, str] = field(default_factory=dict)   # limit -> the engine's words, cited
     # Gradient memory the engine keeps on top of what the ZeRO table already counts (bytes per
     # parameter held by the GPU, unsharded): nanotron's DDP bucket copy; 0 where the table's

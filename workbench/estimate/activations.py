@@ -50,15 +50,59 @@ class ActivationShape:
     recompute: str
     pytorch_eager: bool = False
     recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
+    # LoRA / QLoRA (estimate/finetune.py): linear inputs nothing keeps ("qkv", "proj", "fc1",
+    # "fc2", "router", "head"), and the adapters, each saving an r-wide hidden per token
+    dropped: frozenset = frozenset()
+    lora_rank: int = 0
+    lora_attention: int = 0       # adapted attention projections
+    lora_mlp: int = 0             # adapted MLP projections (each routed expert's too)
+    norm_trains: bool = True      # the norms' weights train (not under LoRA unless asked)
+    logprobs_saved: bool = True   # the loss keeps fp32 log-probabilities for its backward (not
+    #                               when compiled and fused: a log-sum-exp per token instead)
+    first_input_grad: bool = True  # the first layer's input needs a gradient (no: a frozen
+    #                                embedding under LoRA; that layer's first norm keeps nothing)
 
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
     """Collect the per-GPU activation quantities of a scenario."""
     elem = 4 if tr.precision == "fp32" else 2   # the compute dtype (buffers.compute_dtype_bytes)
+    lora = {}
+    if tr.adapters:
+        from workbench.estimate.finetune import saved_inputs_dropped
+        targets = set(tr.lora.targets)
+        lora = {"dropped": saved_inputs_dropped(tr), "lora_rank": tr.lora.rank,
+                "lora_attention": len(targets & {"q", "k", "v", "o"}),
+                "lora_mlp": len(targets & {"gate", "up", "down"}),
+                "norm_trains": "norms" in tr.lora.trainable,
+                "first_input_grad": "embeddings" in tr.lora.trainable}
+    from workbench.engines import ENGINES
+    # torchtune compiles its chunked loss with the model (training/_compile.py compile_loss @
+    # v0.6.1): Inductor fuses each chunk's upcast, log-softmax and NLL and keeps the per-token
+    # log-sum-exp instead of the fp32 log-probabilities
+    fused_loss = tr.compile and ENGINES[tr.engine].loss == "chunked"
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
-        recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every)
+        recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
+        logprobs_saved=not fused_loss, **lora)
+
+
+def _adapter_hidden(x: ActivationShape, tokens: float, adapters: int) -> float:
+    """The r-wide hiddens ``adapters`` LoRA adapters save for ``tokens`` tokens (``lora_A``'s
+    output, the input ``lora_B`` keeps: one copy, measured in the LoRA trials)."""
+    return adapters * tokens * x.lora_rank * x.elem
+
+
+def _norm_fed(x: ActivationShape, bias: bool, linear: str | None) -> int:
+    """Saved copies of a norm's output that feeds linear layers (``linear``: the group's name in
+    ``x.dropped``; None for one that always trains). Eager PyTorch keeps two (``_copies``): the
+    linears' input, and — the second copy — the normalised input an eager RMSNorm keeps for its
+    weight's gradient (its decomposed ``x * rstd`` before ``* weight``; measured in the LoRA
+    trials: with the norm's weight frozen it is gone). Each copy goes with what needs it: the
+    first with a linear (or adapter) that trains, the second with a norm weight that trains."""
+    linear_kept = linear is None or linear not in x.dropped
+    extra = _copies(x, bias) - 1
+    return int(linear_kept) + (extra if x.norm_trains else 0)
 
 
 def _copies(x: ActivationShape, bias: bool = False) -> int:
@@ -88,7 +132,7 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     norm = _norm_terms(model, x, r)
     terms = {
         "norm_input": norm["input"], "norm_stats": norm["stats"],
-        "qkv_input": sb * h / rg * x.gemm_in * _copies(x, model.bias),
+        "qkv_input": sb * h / rg * x.gemm_in * _norm_fed(x, model.bias, "qkv"),
         "q": sb * q / t * x.elem,
         "k": sb * kv / t * x.elem,
         "v": sb * kv / t * x.elem,
@@ -96,6 +140,10 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     if model.mla:
         terms.update(_mla_terms(model, x, r))
         q = model.heads * model.value_head_dim      # attention output width
+    if not terms["qkv_input"]:
+        del terms["qkv_input"]
+    if x.lora_attention:
+        terms["lora_hidden"] = _adapter_hidden(x, sb, x.lora_attention)
     if x.flash:
         terms["attn_out"] = sb * q / t * x.elem
         terms["softmax_lse"] = sb * a_loc * 4
@@ -109,6 +157,8 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
                 terms["attn_dropout_mask"] = scores * 1
                 terms["attn_dropout_out"] = scores * x.elem
         terms["proj_input"] = sb * q / t * x.gemm_in
+    if "proj" in x.dropped:
+        terms.pop("proj_input", None)
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
@@ -155,7 +205,7 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
     norm = _norm_terms(model, x, r)
     terms = {"norm_input": norm["input"], "norm_stats": norm["stats"]}
     if not moe_layer:
-        terms["fc1_input"] = sb * h / rg * x.gemm_in * _copies(x, model.bias)
+        terms["fc1_input"] = sb * h / rg * x.gemm_in * _norm_fed(x, model.bias, "fc1")
         terms.update(_mlp_inner(model, x, sb, model.ffn_hidden // t))
     else:
         m = model.moe
@@ -180,6 +230,17 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
             inner = _mlp_inner(model, x, sb, m.shared_experts * m.expert_ffn_hidden // t)
             terms["shared_act"] = inner["act"]
             terms["shared_fc2_input"] = inner["fc2_input"]
+    for key in [k for k in terms if ("fc1" in x.dropped and k.endswith(("shared_fc1_input",
+                                                                        "expert_input")))
+                or not terms[k]
+                or ("fc2" in x.dropped and k.endswith("fc2_input"))
+                or ("router" in x.dropped and k == "router_input")]:
+        del terms[key]
+    if x.lora_mlp:
+        routed = sb * model.moe.top_k * (model.moe.capacity_factor or 1.0) if moe_layer else 0
+        shared = bool(moe_layer and model.moe.shared_experts)
+        terms["lora_hidden"] = _adapter_hidden(
+            x, (sb if not moe_layer or shared else 0) + routed, x.lora_mlp)
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
@@ -258,7 +319,20 @@ def embedding_bytes(model: ModelShape, x: ActivationShape) -> float:
     under the PyTorch-eager convention also the token ids."""
     r = x.t if x.sp else 1
     ids = x.s * x.b * 8 if x.pytorch_eager else 0      # int64 token ids for the lookup's backward
-    return (x.s * x.b * model.hidden / r if model.dropout else 0.0) + ids
+    out = (x.s * x.b * model.hidden / r if model.dropout else 0.0) + ids
+    if not x.first_input_grad and x.recompute not in ("full", "layer"):
+        # A frozen embedding's output needs no gradient, and autograd saves only for gradients
+        # something needs: the first layer's attention norm keeps neither its input nor its
+        # statistics; without attention adapters (and frozen norms) nothing in that layer's
+        # attention block needs a gradient, nor the MLP's norm after it (measured in the LoRA
+        # trials). Counted here, on the rank holding layer 0.
+        norm = _norm_terms(model, x, r)
+        out -= norm["input"] + norm["stats"]
+        if not x.lora_attention and not x.norm_trains:
+            attn = attention_terms(model, x)
+            out -= sum(v for k, v in attn.items() if not k.startswith("norm_"))
+            out -= norm["input"] + norm["stats"]
+    return out
 
 
 def head_bytes(model: ModelShape, x: ActivationShape) -> float:
@@ -269,6 +343,7 @@ def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     sb = x.s * x.b
     norm = _norm_terms(model, x, r)
     vocab_local = -(-model.vocab // x.t)
-    head_in = sb * model.hidden / rg * x.gemm_in * _copies(x)
+    head_in = sb * model.hidden / rg * x.gemm_in * _norm_fed(x, False, "head")
     targets = sb * 8 if x.pytorch_eager else 0
-    return norm["input"] + norm["stats"] + head_in + sb * vocab_local * 4 + targets
+    logprobs = sb * vocab_local * 4 if x.logprobs_saved else sb * 4
+    return norm["input"] + norm["stats"] + head_in + logprobs + targets

@@ -37,6 +37,11 @@ from workbench.estimate.attention_shapes import qkv_widths
 from workbench.scenario.types import Parallel
 
 ALLOCATOR_FRACTION = 0.05
+# Gradient bytes per logit the loss holds at once in its backward (``Engine.loss``): fused
+# kernel 4; fp32 upcast 4 + 4; chunked upcast (torchtune ``CEWithChunkedOutputLoss``,
+# num_output_chunks 8, each chunk ``logits.float()`` on its own: modules/loss/
+# ce_chunked_output_loss.py L30-43 @ v0.6.1) the upcast's 8 for one chunk in 8.
+LOSS_GRADIENT_BYTES = {"fused": 4.0, "upcast": 8.0, "chunked": 8.0 / 8}
 
 
 def compute_dtype_bytes(precision: str) -> int:
@@ -45,27 +50,33 @@ def compute_dtype_bytes(precision: str) -> int:
 
 
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
-                 stage_params, unit, has_head, has_moe_layer, loss: str = "fused") -> dict:
+                 stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
+                 gather_bytes=None, grad_share=1.0, grad_bytes=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
-    layouts (then every term is present, zero where it does not apply)."""
+    layouts (then every term is present, zero where it does not apply). Fine-tuning:
+    ``gather_bytes`` per gathered parameter (its stored format; default the compute dtype),
+    ``grad_share`` of the parameters that have gradients, ``grad_bytes`` per unsharded gradient
+    and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy)."""
     cd = compute_dtype_bytes(precision)
+    gb = cd if gather_bytes is None else gather_bytes
+    rb = cd + 4 if grad_bytes is None else grad_bytes
     tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
     fsdp = (np.asarray(par.zero) == 3) & (np.asarray(par.dense_shard) > 1)
     sb = np.asarray(x.s) * x.b
     terms = {
-        "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * cd,
-                                                         stage_params * cd), 0),
+        "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * gb,
+                                                         stage_params * gb), 0),
         # PyTorch's pipelining schedules run the backward of every microbatch but the last
         # without gradient sync, so FSDP2 accumulates unsharded fp32 gradients of the stage.
-        "fsdp_unsharded_grads": np.where(fsdp, np.where(pp > 1, stage_params * 4 + unit * cd,
-                                                        unit * (cd + 4)), 0),
+        "fsdp_unsharded_grads": grad_share * np.where(
+            fsdp, np.where(pp > 1, stage_params * (rb - cd) + unit * cd, unit * rb), 0),
         "tp_comm": np.where(tp > 1, np.where(par.sp, 2, 1) * sb * model.hidden * x.elem, 0),
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
         "logits": np.where(has_head, sb * -(-model.vocab // tp)
-                           * (x.elem + (8 if loss == "upcast" else 4)), 0),
+                           * (x.elem + LOSS_GRADIENT_BYTES[loss]), 0),
         "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):

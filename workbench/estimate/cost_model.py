@@ -19,6 +19,7 @@ import numpy as np
 from workbench.estimate import activations as act
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
+from workbench.estimate import finetune as ft
 from workbench.engines import ENGINES
 from workbench.estimate.buffers import (
     ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, reserved_bytes,
@@ -28,13 +29,14 @@ from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.pipeline_ranks import rank_rows
 from workbench.scenario.layouts import LayoutGrid
-from workbench.estimate.model_states import model_states, optimizer_params
+from workbench.estimate.model_states import bytes_per_param, model_states, optimizer_params
 from workbench.estimate.params import (
-    chunk_of, chunk_owner, chunk_size, chunk_start, embedding_params, head_params, is_moe_layer,
-    layer_params,
+    _norm, chunk_of, chunk_owner, chunk_size, chunk_start, embedding_params, head_params,
+    is_moe_layer, layer_params,
 )
 from workbench.estimate.step_time import (
-    block_costs, dp_exposed, optimizer_and_offload, serial_comm_time, sp_grad_reduction,
+    block_costs, dp_exposed, optimizer_and_offload, optimizer_bytes_moved, pcie_bytes_per_s,
+    serial_comm_time, sp_grad_reduction,
 )
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
@@ -115,14 +117,31 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
             moe = kind == "moe"
             index = next((i for i in range(m.layers) if is_moe_layer(m, i) == moe), 0)
             lp = layer_params(m, index, tp, ep, par.etp)
+            split = ft.layer_split(m, tr, moe, lp.dense, lp.expert, 2 * _norm(m), tp, par.etp,
+                                   local or 1)
             d.update(act=act.layer_bytes(m, x, moe), ws=act.full_recompute_working_set(m, x, moe),
-                     pdense=lp.dense, pexpert=lp.expert,
+                     pdense=lp.dense + split.adapter_dense,
+                     pexpert=lp.expert + split.adapter_expert,
+                     tdense=split.trainable_dense, texpert=split.trainable_expert,
+                     qdense=split.quantized_dense, qexpert=split.quantized_expert,
                      tensors=eager_ops.layer_tensors(m, moe, local))
         out[kind] = d
+    emb = embedding_params(m, tp)
+    head_same = head_params(m, tp, separate_stage=False)
+    head_sep = head_params(m, tp, separate_stage=True)
+
+    def head_trained(total: float) -> float:
+        """The head's trained part: its matrix with lora.trainable head (or a tied embedding
+        that trains), its final norm with norms."""
+        matrix = total - _norm(m)
+        train = ft.edge_trainable(tr, "head") or (
+            m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
+        return matrix * train + _norm(m) * ft.edge_trainable(tr, "norms")
+
     out.update(emb_act=act.embedding_bytes(m, x), head_act=act.head_bytes(m, x),
-               emb_params=embedding_params(m, tp),
-               head_params_same=head_params(m, tp, separate_stage=False),
-               head_params_sep=head_params(m, tp, separate_stage=True))
+               emb_params=emb, head_params_same=head_same, head_params_sep=head_sep,
+               emb_trained=emb * ft.edge_trainable(tr, "embeddings"),
+               head_trained_same=head_trained(head_same), head_trained_sep=head_trained(head_sep))
     return out
 
 
@@ -170,7 +189,7 @@ class Rows:
             key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, tr.recompute_every,
                    pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
-                   base.parallel.expert_tp)
+                   base.parallel.expert_tp, tr.method, tr.lora)
             i = table.index.get(key)
             if i is None:
                 i = table.add(key, _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
@@ -239,6 +258,63 @@ class Rows:
         return same if same is not None else np.asarray(x)[self.starts]
 
 
+@dataclass
+class _FineTuneStates:
+    """What the method changes in one row's model states: the trained (dense, expert)
+    parameters, ``model_states``' keyword arguments, ``buffer_terms``' and the largest
+    gradient one tensor has."""
+
+    trained: tuple
+    kwargs: dict
+    buffer_kwargs: dict
+    largest_grad: object
+
+
+def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
+                    ) -> _FineTuneStates:
+    """The method's model-state conventions per row (``estimate/finetune.py``): which
+    parameters train, the frozen ones' stored bytes, the state dtype of the engine (adapters:
+    the engine's adapter dtype), Adafactor's typical matrix, and whether a paged optimizer's
+    states are in managed memory (bitsandbytes pages a state of >= 1e5 elements:
+    optim/optimizer.py ``get_state_buffer`` L383-389 @ 95f9af30)."""
+    m, tr, col = base.model, base.training, rows.col
+    nd, nm = rows.dense, rows.moe
+    eng = ENGINES[tr.engine]
+    cd = compute_dtype_bytes(tr.precision)
+    head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
+                            col("head_trained_same"))
+    tdense = (nd * col("dense", "tdense") + nm * col("moe", "tdense")
+              + rows.has_emb * col("emb_trained") + rows.has_head * head_trained)
+    texpert = nm * col("moe", "texpert")
+    qd = nd * col("dense", "qdense") + nm * col("moe", "qdense")
+    qe = nm * col("moe", "qexpert")
+    qb = ft.quantized_bytes_per_param(tr, m) if tr.method == "qlora" else cd
+    frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
+    state_dtype = eng.state_dtype
+    if tr.adapters and eng.adapter_dtype == "fp32":
+        state_dtype = "fp32"
+    typical = (tr.lora.rank, m.hidden) if tr.adapters else (m.hidden, m.hidden)
+    kwargs = {"trained": (tdense, texpert), "frozen_bytes": frozen, "state_dtype": state_dtype,
+              "factored": typical,
+              "paged": tr.optimizer == "paged_adamw8bit" and typical[0] * typical[1] >= 1e5}
+    held = np.maximum(pdense + pexpert, 1)
+    grad_b = bytes_per_param(tr.precision, tr.optimizer, 3, state_dtype).grads
+    buffer_kwargs = {}
+    if tr.method != "pretrain" or state_dtype != "mixed":
+        buffer_kwargs = {"gather_bytes": (frozen[0] + frozen[1] + (tdense + texpert) * cd)
+                         / held,
+                         "grad_share": (tdense + texpert) / held,
+                         "grad_bytes": cd + 4 if state_dtype == "mixed" else grad_b}
+    embedding = np.where(rows.has_emb & (col("emb_trained") > 0), col("emb_params"), 0)
+    head = np.where(rows.has_head & (head_trained > 0), head_params_r, 0)
+    largest = np.maximum.reduce([embedding, head, ft.largest_linear(m, 1) / rows.grid.tp
+                                 if not tr.adapters else np.zeros(rows.n)])
+    if tr.adapters:   # an adapter's larger factor
+        largest = np.maximum(largest, tr.lora.rank * m.hidden)
+    return _FineTuneStates((tdense, texpert), kwargs, buffer_kwargs,
+                           largest * (grad_b if state_dtype != "mixed" else 4))
+
+
 def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
     """Per row: parameters held, model states, activations at the peak, named buffers, total,
     and what offload puts in host memory and on NVMe."""
@@ -254,8 +330,10 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
         np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
         np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
         rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
+    eng = ENGINES[tr.engine]
+    fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
     ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
-                      G.expert_shard, tr.offload)
+                      G.expert_shard, tr.offload, **fts.kwargs)
     inflight = sched.inflight(p, mbs, cpr, rows.rank)
     layer_act = nd * col("dense", "act") + nm * col("moe", "act")
     # one microbatch through every chunk of the rank, embedding and head included
@@ -268,27 +346,53 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
                                    np.where(nm > 0, col("moe", "ws"), 0))
     x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
                             sp=G.sp)
-    eng = ENGINES[tr.engine]
+    host_activations = 0.0
+    if tr.activation_offload:
+        # torchtune's OffloadActivations (training/_activation_offloading.py @ v0.6.1) copies
+        # each saved tensor to pinned host memory on a side stream and brings it back ahead of
+        # its backward; the output head's stay on the GPU (NoOpManager), and a stash of recent
+        # tensors until their copies finish: on the GPU, the head's and about two layers' sets
+        # (the one being offloaded in forward, the one prefetched in backward).
+        layer_one = np.maximum(np.where(nd > 0, col("dense", "act"), 0),
+                               np.where(nm > 0, col("moe", "act"), 0))
+        kept = np.minimum(activ, 2 * layer_one + rows.has_head * col("head_act"))
+        host_activations = activ - kept
+        activ = kept
     bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
-                        eng.loss)
+                        eng.loss, **fts.buffer_kwargs)
+    if tr.method == "qlora":
+        # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
+        # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
+        bufs["dequantized_weight"] = np.asarray(ft.largest_linear(m, G.tp)
+                                                * compute_dtype_bytes(tr.precision))
+    if tr.optimizer_in_backward:
+        # each parameter steps from its gradient hook and frees the gradient: one tensor's
+        # gradient alive instead of all (torchtune optimizer_in_bwd)
+        bufs["in_backward_gradient"] = np.asarray(fts.largest_grad)
     if eng.unsharded_grad_bytes:
         bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * (pdense + pexpert)
     if eng.dp_bucket_bytes:
         bufs["dp_buckets"] = np.where(G.dp * G.cp > 1, eng.dp_bucket_bytes, 0.0)
     bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
-    rest = ms.params + ms.grads + ms.optimizer + activ + sum(bufs.values())
+    grads = ms.grads * 0 if tr.optimizer_in_backward else ms.grads
+    rest = ms.params + grads + ms.optimizer + activ + sum(bufs.values())
     if eng.allowance_in_total:
         bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
     buffers = sum(bufs.values())
     out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
-           "expert_params": pexpert, "params": ms.params, "grads": ms.grads,
+           "expert_params": pexpert, "trained_dense": fts.trained[0],
+           "trained_expert": fts.trained[1], "params": ms.params, "grads": grads,
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
-           "total": ms.params + ms.grads + ms.optimizer + activ + buffers,
-           "reserved": reserved_bytes(eng, ms.params + ms.grads + ms.optimizer + activ + buffers,
+           "total": ms.params + grads + ms.optimizer + activ + buffers,
+           "reserved": reserved_bytes(eng, ms.params + grads + ms.optimizer + activ + buffers,
                                       gathers=np.asarray(G.zero) == 3),
-           "host": ms.host + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
-           "nvme": ms.nvme, "params_frozen": np.zeros(rows.n), "paged": np.zeros(rows.n)}
+           "host": ms.host + host_activations
+           + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
+           "nvme": ms.nvme, "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
+           "paged": np.broadcast_to(ms.paged, rows.n),
+           "offloaded_activations": np.broadcast_to(host_activations, rows.n),
+           "_finetune": fts}
     return out, bufs
 
 
@@ -364,13 +468,29 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     if vol is not None:
         vol.add("pp", "send_recv", p2p_bytes, np.where(G.pp > 1, rows.sends * mbs, 0))
     pdense, pexpert = mem["dense_params"], mem["expert_params"]
+    trained = (mem["trained_dense"], mem["trained_expert"])
+    fts = mem["_finetune"]
+    state = bytes_per_param(tr.precision, tr.optimizer, 0, fts.kwargs["state_dtype"],
+                            fts.kwargs["factored"])
+    default = tr.method == "pretrain" and fts.kwargs["state_dtype"] == "mixed"
     exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
-                        units=rows.layers + 1, expert_units=rows.moe)
+                        units=rows.layers + 1, expert_units=rows.moe, trained=trained,
+                        **({} if default else {
+                            "grad_bytes": 4 if fts.kwargs["state_dtype"] == "mixed"
+                            else state.grads,
+                            "gather_bytes": fts.buffer_kwargs["gather_bytes"]}))
+    classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
-        pdense, pexpert, G.zero, G.dense_shard, G.expert_shard))
+        *trained, G.zero, G.dense_shard, G.expert_shard),
+        None if classic else optimizer_bytes_moved(state))
     opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
         gpu, m, G, rows.dense * rows.col("dense", "tensors")
         + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
+    if tr.activation_offload:
+        # the offloaded activations go to host memory in forward and come back in backward on
+        # a side stream, under the compute of the microbatch (torchtune use_streams=True)
+        copies = 2 * mem["offloaded_activations"] / pcie_bytes_per_s(hw)
+        off = off + mbs * np.maximum(0.0, copies - (fwd + bwd))
     sp_bytes, sp_count, sp_secs = sp_grad_reduction(base, rows.layers, rows.has_head, G.zero,
                                                     G.tp, mbs, G.sp, G.dp * G.cp, G.pp)
     if vol is not None:
@@ -422,7 +542,7 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
     memory = worst(mem["total"])
     gpn = hw.gpus_per_node
     host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
-    flops = model_flops_per_step(m, tr.seq_len, tr.global_batch)
+    flops = model_flops_per_step(m, tr.seq_len, tr.global_batch, tr)
     layout = {"step": step, "bubble": bubble, "memory_per_gpu": memory,
               "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
                             & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb
@@ -463,7 +583,7 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     t = _times(base, rows, gpu, mem, vol)
     layout, serial = _per_step(base, g, rows, gpu, mem, t, vol, overlaps)
     rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,
-            "has_head": rows.has_head, **mem,
+            "has_head": rows.has_head, **{k: v for k, v in mem.items() if k != "_finetune"},
             **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
             **{f"serial_{dim}": v for dim, v in serial.items()}}
     return Evaluation(layout=layout, rank=rank, row_layout=rows.layout_of,

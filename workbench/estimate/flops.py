@@ -53,14 +53,38 @@ def logits_flops(model: ModelShape, tokens: float) -> float:
     return 2 * tokens * model.hidden * model.vocab
 
 
-def model_flops_per_step(model: ModelShape, seq_len: int, global_batch: int) -> float:
-    """Model FLOPs of one optimizer step (forward + backward = 3 x forward, no recompute,
-    full attention): the numerator of MFU."""
+def step_flops(model: ModelShape, seq_len: int, global_batch: int, training=None
+               ) -> tuple[float, float]:
+    """(forward, forward + backward) model FLOPs of one optimizer step (no recompute, full
+    attention). Training every weight, the backward is twice the forward (input and weight
+    gradients). LoRA / QLoRA (``training.method``): frozen weights get no weight gradient, so a
+    frozen linear's backward equals its forward; attention's backward stays twice its forward;
+    the adapters add 6 x their forward (2 x (k + n) x r per token and projection); a frozen
+    output head computes its input gradient only."""
     from workbench.estimate.params import layer_kinds
-
     tokens = seq_len * global_batch
-    fwd = logits_flops(model, tokens)
+    head = logits_flops(model, tokens)
+    gemm = attention = adapters = 0.0
     for moe, n in layer_kinds(model):
         lf = layer_flops(model, tokens, seq_len, moe)
-        fwd += n * (lf.gemm + lf.attention)
-    return 3 * fwd
+        gemm += n * lf.gemm
+        attention += n * lf.attention
+        if training is not None and training.adapters:
+            from workbench.estimate.finetune import adapted
+            k_tokens = {False: tokens, True: tokens * (model.moe.top_k / model.moe.experts
+                                                       if model.moe else 0)}
+            adapters += n * sum(2 * k_tokens[p.expert] * (p.k + p.n) * training.lora.rank
+                                * p.count for p in adapted(training, model, moe,
+                                                           model.moe.experts if moe else 1))
+    forward = head + gemm + attention + adapters
+    if training is None or not training.adapters:
+        return forward, 3 * forward
+    from workbench.estimate.finetune import edge_trainable
+    head_back = 2 * head if edge_trainable(training, "head") else head
+    return forward, forward + gemm + 2 * attention + 2 * adapters + head_back
+
+
+def model_flops_per_step(model: ModelShape, seq_len: int, global_batch: int,
+                         training=None) -> float:
+    """Model FLOPs of one optimizer step (``step_flops``): the numerator of MFU."""
+    return step_flops(model, seq_len, global_batch, training)[1]

@@ -38,21 +38,56 @@ from workbench.estimate.arrays import plain
 
 @dataclass(frozen=True)
 class BytesPerParam:
-    params: int
-    grads: int
-    optimizer: int
+    params: float
+    grads: float
+    optimizer: float
 
 
-def bytes_per_param(precision: str, optimizer: str, zero: int) -> BytesPerParam:
-    """The convention table above, for one precision, optimizer and ZeRO stage."""
-    moments = 8 if optimizer == "adamw" else 4
-    if precision == "fp32":
-        return BytesPerParam(4, 4, moments)
-    if zero == 3:  # FSDP2: fp32 sharded params are the master weights
-        return BytesPerParam(4, 4, moments)
-    if precision == "fp16":
-        return BytesPerParam(2, 2, 4 + 4 + moments)
-    return BytesPerParam(2, 4, 4 + moments)  # bf16, fp8
+# Optimizer state per trained parameter, besides any master copy (``moment_bytes``):
+# - adamw: two moments (exp_avg, exp_avg_sq), sgd one (momentum), in the state dtype;
+# - adamw8bit / paged_adamw8bit (bitsandbytes ``Optimizer2State``, optim/optimizer.py
+#   L502-529 @ 95f9af30): two uint8 states with one fp32 absmax per 256-element block; tensors
+#   under 4,096 elements keep 32-bit states (a rounding at model scale, counted per tensor by the
+#   trial's prediction);
+# - adamw4bit (torchao ``AdamW4bit``, torchao/optim/adam.py L352 @ 36027d82; subclass_4bit.py
+#   L126-127): two 4-bit states packed two per byte, one fp32 scale per 128-element block;
+# - adafactor (Shazeer & Stern 2018; torch.optim.Adafactor and transformers' default beta1
+#   None): no first moment, the second moment of an R x C matrix factored into R + C values.
+LOW_BIT_MOMENTS = {"adamw8bit": 2 * (1 + 4 / 256), "paged_adamw8bit": 2 * (1 + 4 / 256),
+                   "adamw4bit": 2 * (0.5 + 4 / 128)}
+
+
+def moment_bytes(optimizer: str, elem: float, factored: tuple[float, float] = (1, 1)) -> float:
+    """Optimizer state bytes per parameter (``LOW_BIT_MOMENTS`` and the table above) with
+    32-bit-style states in ``elem``-byte elements; ``factored``: the (rows, cols) of a typical
+    trained matrix, for Adafactor."""
+    if optimizer in LOW_BIT_MOMENTS:
+        return LOW_BIT_MOMENTS[optimizer]
+    if optimizer == "adafactor":
+        rows, cols = factored
+        return elem * (1 / rows + 1 / cols)
+    return (2 if optimizer == "adamw" else 1) * elem
+
+
+def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str = "mixed",
+                    factored: tuple[float, float] = (1, 1)) -> BytesPerParam:
+    """The convention table above, for one precision, optimizer and ZeRO stage, and for the
+    engines whose trained weights, gradients and states all stay in one dtype
+    (``state_dtype`` "param": the compute dtype, as torchtune and a bf16-loaded Trainer run;
+    "fp32": PEFT's upcast adapters): no master copy then."""
+    if precision == "fp32" or state_dtype == "fp32":
+        w = g = elem = 4
+        master = 0
+    elif state_dtype == "param":
+        w = g = elem = 2
+        master = 0
+    elif zero == 3:  # FSDP2: fp32 sharded params are the master weights
+        w, g, elem, master = 4, 4, 4, 0
+    elif precision == "fp16":
+        w, g, elem, master = 2, 2, 4, 4 + 4
+    else:  # bf16, fp8
+        w, g, elem, master = 2, 4, 4, 4
+    return BytesPerParam(w, g, master + moment_bytes(optimizer, elem, factored))
 
 
 @dataclass(frozen=True)
@@ -64,7 +99,8 @@ class ModelStates:
     optimizer: float
     host: float = 0.0   # bytes this GPU's states occupy in host DDR
     nvme: float = 0.0   # bytes this GPU's states occupy on NVMe
-
+    params_frozen: float = 0.0   # the frozen weights' share of ``params``
+    paged: float = 0.0  # optimizer states in CUDA managed memory (bitsandbytes paged optimizers)
 
 
 def _sharded(n, k):
@@ -83,19 +119,29 @@ def optimizer_params(dense, expert, zero, dense_shard, expert_shard):
 
 
 def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shard,
-                 expert_shard, offload: str = "none") -> ModelStates:
+                 expert_shard, offload: str = "none", *, trained=None, frozen_bytes=(0, 0),
+                 state_dtype: str = "mixed", factored: tuple[float, float] = (1, 1),
+                 paged: bool = False) -> ModelStates:
     """Model-state bytes on one GPU holding ``dense`` and ``expert`` parameters (after TP/EP/PP).
-    The numeric arguments may be numpy arrays (one entry per layout)."""
+    ``trained``: the (dense, expert) parameters among them that train (default: all); the
+    others are frozen and cost ``frozen_bytes`` = (dense, expert) bytes unsharded, sharded by
+    ZeRO-3 like the rest. ``paged``: the optimizer states live in CUDA managed memory. The
+    numeric arguments may be numpy arrays (one entry per layout)."""
     zero = np.asarray(zero)
-    full = np.asarray(dense) + expert
-    shard = _sharded(dense, dense_shard) + _sharded(expert, expert_shard)
+    tdense, texpert = (dense, expert) if trained is None else trained
+    full = np.asarray(tdense) + texpert
+    shard = _sharded(tdense, dense_shard) + _sharded(texpert, expert_shard)
 
     def column(stage: int, field: str) -> np.ndarray:
-        nbytes = np.choose(np.clip(zero, 0, 3), [getattr(bytes_per_param(precision, optimizer, z),
-                                                         field) for z in range(4)])
+        nbytes = np.choose(np.clip(zero, 0, 3), [getattr(bytes_per_param(
+            precision, optimizer, z, state_dtype, factored), field) for z in range(4)])
         return nbytes * np.where(zero >= stage, shard, full)
 
     params, grads, opt = column(3, "params"), column(2, "grads"), column(1, "optimizer")
+    fd, fe = (np.asarray(b, dtype=float) for b in frozen_bytes)
+    frozen = np.where(zero >= 3, fd / np.asarray(dense_shard) + fe / np.asarray(expert_shard),
+                      fd + fe)
+    params = params + frozen
     host = np.zeros_like(params, dtype=float)
     nvme = np.zeros_like(params, dtype=float)
     if offload != "none":
@@ -111,5 +157,8 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
         else:
             nvme = nvme + moved
         params = params - moved
-    return ModelStates(*(plain(np.asarray(x, dtype=float)) for x in (params, grads, opt, host,
-                                                                    nvme)))
+        frozen = np.where(zero >= 3, 0, frozen)
+    in_managed = opt if paged else opt * 0
+    opt = opt - in_managed
+    return ModelStates(*(plain(np.asarray(x, dtype=float)) for x in (
+        params, grads, opt, host, nvme, frozen, in_managed)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.estimate.efficiency import peak_flops
-from workbench.estimate.flops import model_flops_per_step
+from workbench.estimate.flops import step_flops
 from workbench.estimate.step_time import StepTime
 from workbench.scenario.types import Scenario
 
@@ -53,16 +53,15 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
     world = hw.world
     tokens_step = tr.seq_len * tr.global_batch
     tps = tokens_step / t.step
-    model_flops = model_flops_per_step(s.model, tr.seq_len, tr.global_batch)
+    forward, model_flops = step_flops(s.model, tr.seq_len, tr.global_batch, tr)
     peak = peak_flops(hw.gpu, tr.precision)
     mfu = model_flops / (t.step * world * peak)
     recompute_flops = 0.0
     if tr.recompute == "full":
-        recompute_flops = model_flops / 3
+        recompute_flops = forward
     elif tr.recompute == "layer":
         from workbench.estimate.activations import checkpointed_fraction
-        recompute_flops = model_flops / 3 * checkpointed_fraction(s.model,
-                                                                  tr.recompute_every)
+        recompute_flops = forward * checkpointed_fraction(s.model, tr.recompute_every)
     elif tr.recompute == "selective" and not tr.flash:
         from workbench.estimate.flops import layer_flops
         recompute_flops = s.model.layers * layer_flops(

@@ -25,6 +25,7 @@ from workbench.estimate.arrays import plain
 
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
+from workbench.estimate import finetune as ft
 from workbench.estimate.attention_shapes import (
     attention_gemm_input_width, attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
@@ -43,7 +44,8 @@ DIMS = ("dp", "tp", "pp", "cp", "ep")
 # passes move data: forward upcast (2 + 4) and log-softmax (4 + 4) = 14, backward 20.
 # "fused": one kernel reads the 16-bit logits and writes their gradient in the forward (2 + 2),
 # the backward scales that gradient (2 + 2) — bytes counted, not measured here.
-LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0)}
+# "chunked" (torchtune): the upcast loss run chunk by chunk moves the same bytes.
+LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "chunked": (14.0, 20.0)}
 
 
 @dataclass
@@ -229,6 +231,15 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
         mem_t += eff.runtime_ops(gpu, ops_f)
         mem_b += eff.runtime_ops(gpu, 0, ops_b)
+        if tr.adapters:
+            # frozen base: input-gradient GEMMs only; the adapters' GEMMs; QLoRA dequantises
+            # each linear's weight in forward, backward and any recomputed forward
+            ad = _adapter_costs(s, moe, tokens, gpu)
+            recompute = recompute + (ad.fwd + ad.dequant) * (passes - 2)
+            return BlockCost(fwd=g + ad.fwd + ad.dequant + a_f + mem_t,
+                             bwd=g + ad.dgrad + ad.wgrad + ad.dequant + a_b + mem_b,
+                             wgrad=ad.wgrad, recompute=recompute, comm=tuple(comm.items()),
+                             volume=tuple(volume))
         return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
@@ -236,10 +247,12 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     logits = tokens * m.vocab / t
     loss_f, loss_b = LOSS_BYTES[run.loss]
     ops_f, ops_b = eager_ops.head_ops(m)
+    # a frozen head computes its input gradient only
+    head_w = g if ft.edge_trainable(tr, "head") else 0.0
     head = BlockCost(
         fwd=g + eff.memory_time(loss_f * logits, gpu, kernels=4) + eff.runtime_ops(gpu, ops_f),
-        bwd=2 * g + eff.memory_time(loss_b * logits, gpu, kernels=4)
-        + eff.runtime_ops(gpu, 0, ops_b), wgrad=g)
+        bwd=g + head_w + eff.memory_time(loss_b * logits, gpu, kernels=4)
+        + eff.runtime_ops(gpu, 0, ops_b), wgrad=head_w)
     ops_f, ops_b = eager_ops.embedding_ops(m)
     embedding = BlockCost(fwd=eff.runtime_ops(gpu, ops_f), bwd=eff.runtime_ops(gpu, 0, ops_b))
     if t > 1:
@@ -251,6 +264,47 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     if m.moe is not None:
         out["moe"] = layer(True)
     return out
+
+
+@dataclass(frozen=True)
+class AdapterCost:
+    """One layer's LoRA work per microbatch on one GPU (seconds)."""
+
+    fwd: float        # x A, then (x A) B^T, per adapted projection
+    dgrad: float      # the two input-gradient GEMMs
+    wgrad: float      # the two weight-gradient GEMMs (dA, dB)
+    dequant: float    # QLoRA: one pass of dequantising every block linear's weight
+
+
+def _adapter_costs(s: Scenario, moe: bool, tokens: float, gpu) -> AdapterCost:
+    """Adapter GEMMs through the kernel model (r is small, so most are memory-bound: the
+    model's roofline takes the larger of FLOPs and bytes) and QLoRA's dequantisation traffic:
+    each pass reads the stored weight and writes its compute-dtype copy
+    (bitsandbytes ``dequantize_4bit``)."""
+    m, par, tr = s.model, s.parallel, s.training
+    prec, r = tr.precision, tr.lora.rank
+    local = m.moe.experts // par.ep if moe else 1
+    fwd = dgrad = wgrad = 0.0
+    for p in ft.adapted(tr, m, moe, local):
+        t = par.etp if p.expert else par.tp
+        k = p.k / t if p.style == "row" else p.k
+        n = p.n / t if p.style == "column" else p.n
+        # tokens per local expert, balanced routing (block_costs' ``rows``)
+        rows = tokens * m.moe.top_k * par.ep / m.moe.experts if p.expert else tokens
+        fwd += (eff.gemm_time(rows, r, k, gpu, prec, p.count)
+                + eff.gemm_time(rows, n, r, gpu, prec, p.count))
+        dgrad += (eff.gemm_time(rows, k, r, gpu, prec, p.count)
+                  + eff.gemm_time(rows, r, n, gpu, prec, p.count))
+        wgrad += (eff.gemm_time(r, k, rows, gpu, prec, p.count)
+                  + eff.gemm_time(n, r, rows, gpu, prec, p.count))
+    dequant = 0.0
+    if tr.method == "qlora":
+        elements = sum(p.count * p.k * p.n / ((par.etp if p.expert else par.tp)
+                                              if p.style != "replicated" else 1)
+                       for p in ft.projections(m, moe, local))
+        nbytes = elements * (ft.quantized_bytes_per_param(tr, m) + compute_dtype_bytes(prec))
+        dequant = eff.memory_time(nbytes, gpu, kernels=len(ft.projections(m, moe, local)))
+    return AdapterCost(fwd, dgrad, wgrad, dequant)
 
 
 def _tp_edge_ops(m, sp: bool, nbytes: float, tokens: float) -> tuple[list, list]:
@@ -330,7 +384,8 @@ def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1,
 
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
-               vol=None, units=1, expert_units=None):
+               vol=None, units=1, expert_units=None, trained=None, grad_bytes=4,
+               gather_bytes=None):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
@@ -340,23 +395,27 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     its own parameters: ``units`` collectives of 1/units of the bytes each. Under EP the experts
     of each MoE layer are a unit of their own over the expert-data-parallel group (torchtitan's
     ``apply_fsdp``: ``fully_shard(block.moe.experts, mesh=edp_mesh)``): ``expert_units`` (the
-    stage's MoE layers; default ``units``) collectives for the expert bytes."""
+    stage's MoE layers; default ``units``) collectives for the expert bytes. Fine-tuning:
+    gradients exist for the ``trained`` (dense, expert) parameters only, reduced in
+    ``grad_bytes`` each (DDP and FSDP2 reduce only parameters with gradients), while ZeRO-3
+    gathers every parameter in its stored format (``gather_bytes`` per parameter)."""
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
-    grad_b = 4        # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
-    param_b = compute_dtype_bytes(precision)
+    grad_b = grad_bytes   # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
+    param_b = compute_dtype_bytes(precision) if gather_bytes is None else gather_bytes
+    tdense, texpert = (dense, expert) if trained is None else trained
     counts = _dp_counts(par, mbs)
     tp, ep = np.asarray(par.tp), np.asarray(par.ep)
     # Without EP the experts replicate over the same ranks as the dense weights: one reduction
     # (DDP buckets and FSDP2 units hold both), so they join the dense group.
     joined = ep == 1
     expert_units = units if expert_units is None else np.maximum(expert_units, 1)
-    groups = [(dense + np.where(joined, expert, 0), np.asarray(par.dp) * par.cp,
-               par.dense_shard, tp, units),
-              (np.where(joined, 0, expert), np.asarray(par.expert_data_parallel),
-               par.expert_shard, tp * ep, expert_units)]
+    groups = [(dense + np.where(joined, expert, 0), tdense + np.where(joined, texpert, 0),
+               np.asarray(par.dp) * par.cp, par.dense_shard, tp, units),
+              (np.where(joined, 0, expert), np.where(joined, 0, texpert),
+               np.asarray(par.expert_data_parallel), par.expert_shard, tp * ep, expert_units)]
     ag = rs = ar = 0.0
-    for nparams, n, shard, stride, group_units in groups:
+    for nparams, ngrads, n, shard, stride, group_units in groups:
         if not np.any(nparams):      # no expert group (dense model, or experts joined): no cost
             continue
         shard = np.where(zero > 0, shard, n)
@@ -368,14 +427,14 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
         ar_span = type(shard_span)(*(np.where(zero > 0, a, b) for a, b in zip(
             (rep_span.size, rep_span.per_node, rep_span.nodes),
             (shard_span.size, shard_span.per_node, shard_span.nodes))))
-        ar_bytes = np.where(zero > 0, np.where(rep > 1, nparams * grad_b / shard, 0),
-                            nparams * grad_b)
+        ar_bytes = np.where(zero > 0, np.where(rep > 1, ngrads * grad_b / shard, 0),
+                            ngrads * grad_b)
         per_unit = np.where(zero == 3, group_units, 1)
         for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
-                                   ("reduce_scatter", nparams * grad_b, shard_span),
+                                   ("reduce_scatter", ngrads * grad_b, shard_span),
                                    ("all_reduce", ar_bytes, ar_span)):
             split = per_unit if kind != "all_reduce" else 1
-            one = np.where((counts[kind] > 0) & (n > 1) & (nparams > 0),
+            one = np.where((counts[kind] > 0) & (n > 1) & (nbytes > 0),
                            split * collective_time(kind, nbytes / split, span, hw), 0.0)
             if vol is not None:
                 vol.add("dp", kind, nbytes / split, np.where(one > 0, counts[kind] * split, 0))
@@ -409,7 +468,22 @@ def _dp_counts(par, mbs) -> dict:
             "all_reduce": np.asarray(1)}
 
 
-def optimizer_and_offload(hw, tr, local_params) -> tuple:
+def pcie_bytes_per_s(hw) -> float:
+    """Host copies over the GPU's PCIe link per direction: 80 % of its x16 rate (15.75 GB/s
+    per PCIe 3.0 x16, doubling each generation; the 80 % an assumption, not a measurement)."""
+    return hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
+
+
+def optimizer_bytes_moved(state) -> float:
+    """HBM bytes an optimizer step moves per parameter for ``state`` (a ``BytesPerParam``): it
+    reads the gradient, reads and writes every state (master copy included), and writes the
+    parameter; without a master copy it reads the parameter too. The mixed-precision table's
+    AdamW gives the 30 B of ``optimizer_and_offload``."""
+    master = state.params < 4 and state.optimizer >= 4 + 4   # a 16-bit weight beside fp32 ones
+    return state.grads + 2 * state.optimizer + state.params * (1 if master else 2)
+
+
+def optimizer_and_offload(hw, tr, local_params, moved_per_param: float | None = None) -> tuple:
     """(optimizer step on the GPU, offload traffic) in seconds for one GPU updating
     ``local_params`` parameters (arrays allowed).
     On the GPU, Adam reads master, grad, m, v and writes master, m, v and the 16-bit copy:
@@ -417,13 +491,15 @@ def optimizer_and_offload(hw, tr, local_params) -> tuple:
     parameters up over the GPU's PCIe link (80 % of its x16 rate per direction, 15.75 GB/s per
     PCIe 3.0 x16 doubling each generation), the CPU streams the optimizer for every GPU of the node
     through DDR (70 % of channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param
-    on the NVMe drives. The 80 % and 70 % are assumptions, not measurements."""
-    moved = (30 if tr.optimizer == "adamw" else 22) * np.asarray(local_params, dtype=float)
+    on the NVMe drives. The 80 % and 70 % are assumptions, not measurements.
+    ``moved_per_param`` replaces the 30 / 22 B where the states differ (``optimizer_bytes_moved``)."""
+    per = moved_per_param if moved_per_param is not None else (
+        30 if tr.optimizer == "adamw" else 22)
+    moved = per * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
         return plain(eff.memory_time(moved, eff.on_hardware(hw), kernels=4,
                                      kind="optimizer")), 0.0
-    pcie = hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
-    t_pcie = 2 * 2 * np.asarray(local_params) / pcie
+    t_pcie = 2 * 2 * np.asarray(local_params) / pcie_bytes_per_s(hw)
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)
     t_nvme = 0.0
     if tr.offload == "nvme":

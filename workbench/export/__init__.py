@@ -7,6 +7,10 @@
 - ``torchtitan`` a torchtitan TOML job config (:mod:`.torchtitan`)
 - ``deepspeed``  a DeepSpeed JSON config (:mod:`.deepspeed`)
 - ``megatron``   a Megatron-LM ``pretrain_gpt.py`` launch with its arguments (:mod:`.megatron`)
+- ``torchtune``  a torchtune recipe config (YAML) for full, LoRA or QLoRA fine-tuning
+  (:mod:`.torchtune`)
+- ``peft``       PEFT's ``LoraConfig`` (adapter_config.json form) and, for QLoRA, the
+  ``BitsAndBytesConfig``, as JSON (:mod:`.peft`)
 - ``trial``      the ``workbench trial`` command line (:mod:`.trial`)
 - ``grafana``    a Grafana dashboard JSON of the run against its plan (:mod:`.grafana`)
 - ``prometheus-rules`` Prometheus alerting rules against the plan (:mod:`.prometheus_rules`)
@@ -29,6 +33,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "torchtitan": ("torchtitan", "to_torchtitan"),
     "deepspeed": ("deepspeed", "to_deepspeed"),
     "megatron": ("megatron", "to_megatron"),
+    "torchtune": ("torchtune", "to_torchtune"),
+    "peft": ("peft", "to_peft"),
     "trial": ("trial", "to_trial"),
     "grafana": ("grafana", "to_grafana"),
     "prometheus-rules": ("prometheus_rules", "to_prometheus_rules"),

@@ -47,6 +47,18 @@ def refuse_what_engine_cannot_run(s: Scenario, engine: str, target: str) -> None
         raise ExportError(target, problems)
 
 
+def switch_problems(s: Scenario, engine: str) -> list[Problem]:
+    """The engine-switch rule (``scenario.rules`` ``engine_switches``: switches and the
+    training.recompute policy) judged with engine ``engine``'s record, for targets that have no
+    setting for a policy their engine does not offer (torchtune and the Hugging Face Trainer
+    checkpoint whole blocks or nothing). Word for word what the validator says for a scenario
+    of that engine."""
+    from dataclasses import replace
+
+    from workbench.scenario.rules import _engine_switches
+    return list(_engine_switches(replace(s, training=replace(s.training, engine=engine))))
+
+
 class Expand(str):
     """A word of an exported command whose ``$NAME`` references the script means to expand:
     the launcher's own variables (``$MASTER_ADDR``, ``$SLURM_JOB_ID``), written by the

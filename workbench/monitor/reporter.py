@@ -69,7 +69,7 @@ class StepReporter:
         # seq_len x global_batch tokens, so per token it is that over the step's tokens (a
         # step with fewer tokens, e.g. the last partial batch, scales with its count);
         # workbench.estimate.efficiency.peak_flops is one GPU's dense peak at the precision.
-        self._flops_per_token = (model_flops_per_step(scenario.model, tr.seq_len, tr.global_batch)
+        self._flops_per_token = (model_flops_per_step(scenario.model, tr.seq_len, tr.global_batch, tr)
                                  / self.tokens_per_step)
         self._peak_all = peak_flops(hw.gpu, tr.precision) * hw.world
         self._synchronize = synchronize

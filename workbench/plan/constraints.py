@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from workbench.engines import ENGINE_NAMES, FP8_RECIPES
 from workbench.errors import Problem, ScenarioError
-from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, ZERO_STAGES
+from workbench.scenario.types import OFFLOAD, OPTIMIZERS, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
 # The engines "all" stands for: every record but the idealised ``generic`` stack.
 REAL_ENGINES = tuple(e for e in ENGINE_NAMES if e != "generic")
@@ -27,12 +27,15 @@ class Constraints:
     """``fixed``: field -> the one value every layout must have (e.g. {"tp": 8});
     ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1);
     ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front;
-    ``engines``: search these engines instead of the scenario's own (empty: its own)."""
+    ``engines``: search these engines instead of the scenario's own (empty: its own);
+    ``optimizers``: search these optimizers, each where the engine builds it (empty: the
+    scenario's own) — the memory-saving ones a fine-tune may allow."""
 
     fixed: dict = field(default_factory=dict)
     max_memory_fraction: float = 1.0
     gpu_counts: tuple[int, ...] = ()
     engines: tuple[str, ...] = ()
+    optimizers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
@@ -56,6 +59,9 @@ class Constraints:
         for e in self.engines:
             if e not in ENGINE_NAMES:
                 problems.append(Problem("engines", e, f"one of: {', '.join(ENGINE_NAMES)}"))
+        for o in self.optimizers:
+            if o not in OPTIMIZERS:
+                problems.append(Problem("optimizers", o, f"one of: {', '.join(OPTIMIZERS)}"))
         for n in self.gpu_counts:
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 problems.append(Problem("gpu_counts", n, "positive integers"))
@@ -64,10 +70,11 @@ class Constraints:
 
     @classmethod
     def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0,
-              engines: str | None = None) -> "Constraints":
+              engines: str | None = None, optimizers: str | None = None) -> "Constraints":
         """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars;
         ``engines``: a comma-separated list, or "all" = every engine but ``generic``
-        (``REAL_ENGINES``; the CLI's --engines)."""
+        (``REAL_ENGINES``; the CLI's --engines); ``optimizers`` likewise, "all" = every one
+        (each searched where the engine builds it; the CLI's --optimizers)."""
         from workbench.scenario.io import parse_value
 
         out = {}
@@ -82,4 +89,9 @@ class Constraints:
             # engine's fitted factors make slower, so it would win every comparison
             names = REAL_ENGINES if engines.strip() == "all" else tuple(
                 e.strip() for e in engines.split(",") if e.strip())
-        return cls(fixed=out, max_memory_fraction=max_memory_fraction, engines=names)
+        opts: tuple[str, ...] = ()
+        if optimizers:
+            opts = OPTIMIZERS if optimizers.strip() == "all" else tuple(
+                o.strip() for o in optimizers.split(",") if o.strip())
+        return cls(fixed=out, max_memory_fraction=max_memory_fraction, engines=names,
+                   optimizers=opts)

@@ -37,11 +37,44 @@ def _layout_words(lay: dict) -> str:
     if t.get("engine", "generic") != "generic":
         words.append(t["engine"])
     words += switch_words({**t, "async_tp": p.get("async_tp")})
+    if t.get("optimizer", "adamw") != "adamw":
+        words.append(t["optimizer"])
     if t["recompute"] != "none":
         words.append(f"{t['recompute']} recompute")
     if t["offload"] != "none":
         words.append(f"{t['offload']} offload")
     return " ".join(words)
+
+
+def method_saving(s, est) -> str:
+    """For a fine-tune, what its method saves on this layout against training every weight in
+    the same engine and optimizer (full fine-tuning): GPU memory by component, in words."""
+    from workbench.estimate import estimate
+    from workbench.errors import ScenarioError
+    from workbench.scenario import parse_scenario
+
+    tr = s.training
+    if not tr.adapters and tr.optimizer == "adamw":
+        return ""
+    doc = s.to_dict()
+    doc["training"] = {**doc["training"], "method": "full", "optimizer": "adamw",
+                       "optimizer_in_backward": False}
+    doc["training"].pop("lora", None)
+    try:
+        full = estimate(parse_scenario(doc))
+    except ScenarioError:
+        return ""
+    a, b = est.memory.per_gpu, full.memory.per_gpu
+    what = {"lora": "LoRA", "qlora": "QLoRA"}.get(tr.method, "full fine-tuning")
+    if tr.optimizer != "adamw":
+        what += f" with {tr.optimizer}"
+    parts = [f"{name} {(getattr(b, key) - getattr(a, key)) / 2**30:,.1f}" for name, key in (
+        ("weights", "params"), ("gradients", "grads"), ("optimizer", "optimizer"),
+        ("activations", "activations"), ("buffers", "buffers")) if
+        abs(getattr(b, key) - getattr(a, key)) >= 0.05 * 2**30]
+    return (f"{what} saves {(b.device - a.device) / 2**30:,.1f} GiB per GPU on this layout "
+            f"against full fine-tuning with AdamW ({b.device / 2**30:,.1f} -> "
+            f"{a.device / 2**30:,.1f} GiB on the device; GiB saved: {', '.join(parts)})")
 
 
 def explain(result: PlanResult, others: int = 3) -> list[str]:
@@ -50,10 +83,14 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
 
     if not result.feasible:
         return [result.infeasible_reason().message]
-    best = estimate(result.scenario_of(1))
+    first = result.scenario_of(1)
+    best = estimate(first)
     bt = step_terms(best)
     lines = [f"#1 {_layout_words(result.layout(1))}: {best.time.step:.3f} s/step, "
              f"{best.memory.per_gpu.total / 2**30:.1f} GiB/GPU"]
+    saved = method_saving(first, best)
+    if saved:
+        lines.append(saved)
     for rank in range(2, min(len(result), others + 1) + 1):
         est = estimate(result.scenario_of(rank))
         ot = step_terms(est)

@@ -46,7 +46,7 @@ def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
     return dataclasses.replace(s, parallel=par, training=tr)
 
 
-SWITCH_COLUMNS = ("engine", "compile", "async_tp", "fp8_recipe")
+SWITCH_COLUMNS = ("engine", "compile", "async_tp", "fp8_recipe", "optimizer")
 
 
 def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
@@ -54,20 +54,29 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
     fixed = c.fixed
     names = [fixed["engine"]] if "engine" in fixed else list(c.engines or (s.training.engine,))
     out = []
+    from workbench.scenario.rules import CLASSIC_OPTIMIZERS
     for name in names:
         eng = ENGINES[name]
+        built = eng.optimizers or CLASSIC_OPTIMIZERS          # rule engine_numerics
+        optimizers = [o for o in (c.optimizers or (s.training.optimizer,)) if o in built]
         comp = fixed.get("compile", eng.offers("compile"))
         atp = fixed.get("async_tp", eng.offers("async_tp"))
         recipes = [None]
         if s.training.precision == "fp8" and eng.offers("fp8_recipe"):
             recipes = [fixed["fp8_recipe"]] if "fp8_recipe" in fixed else list(eng.fp8_recipes)
         for recipe in recipes:
-            tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
-                "compile"), fp8_recipe=recipe)
-            par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
-                                      expert_tp=s.parallel.expert_tp if eng.offers(
-                                          "expert_tp") else None)
-            out.append(dataclasses.replace(s, training=tr, parallel=par))
+            for optimizer in optimizers:
+                tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
+                    "compile"), fp8_recipe=recipe, optimizer=optimizer)
+                par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
+                                          expert_tp=s.parallel.expert_tp if eng.offers(
+                                              "expert_tp") else None)
+                out.append(dataclasses.replace(s, training=tr, parallel=par))
+    if not out:
+        from workbench.errors import Problem, ScenarioError
+        raise ScenarioError([Problem("optimizers", list(c.optimizers), "none of these is built "
+                                     "by engine " + ", ".join(names) + " (training.optimizer "
+                                     "lists what each builds)")])
     return out
 
 
@@ -134,7 +143,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     sps = [sp for sp in sps if sp or eng.tp_without_sp]   # rule engine_sp
     caches: dict = {}
     switches = {"engine": s.training.engine, "compile": s.training.compile,
-                "fp8_recipe": s.training.fp8_recipe}
+                "fp8_recipe": s.training.fp8_recipe, "optimizer": s.training.optimizer}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
         for sp in sps:

@@ -351,7 +351,12 @@ layout_rule(
                   v.eng.zero0_pure_dp_only & (v.par.zero == 0)
                   & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
               lambda v: why(v, "zero0_pure_dp_only", "runs DDP (zero 0) only when data "
-                            "parallelism is the only dimension; use zero 3")))
+                            "parallelism is the only dimension; use zero 3")),
+    Condition(P + "zero", (P + "zero", P + "dp", E),
+              lambda v: np.logical_not(v.eng.zero0_without_dp & (v.par.zero == 0)
+                                       & (v.par.dp > 1)),
+              lambda v: why(v, "zero0_without_dp", "has no DDP: with dp > 1 it shards "
+                            "(zero 3)")))
 
 layout_rule(
     "engine_pipeline", "with pp > 1, parallel.pp_schedule is one the training.engine runs and "
@@ -603,7 +608,8 @@ layout_rule(
     "fine_tuning", "training.method is one the training.engine trains with; LoRA/QLoRA target "
     "projections the model has; QLoRA dequantises to a 16- or 32-bit compute dtype; "
     "optimizer_in_backward and activation_offload only where the engine offers them, the "
-    "former without gradient accumulation",
+    "former without gradient accumulation, the latter (torchtune) with recompute; the "
+    "engine's QLoRA storages, whole-MLP adapters and parts trained in full beside them",
     Condition("training.method", ("training.method", E),
               lambda v: v.tr.method in v.eng.methods,
               lambda v: why(v, "methods", "trains with method " + ", ".join(v.eng.methods))),
@@ -639,7 +645,35 @@ layout_rule(
               lambda v: (not v.tr.activation_offload) or v.eng.activation_offload
               or v.eng.name == "generic",
               lambda v: why(v, "activation_offload", "does not offload activations"),
-              value=lambda v: True))
+              value=lambda v: True),
+    Condition("training.activation_offload", ("training.activation_offload",
+                                              "training.recompute", E),
+              lambda v: (not v.tr.activation_offload) or v.tr.recompute != "none"
+              or not v.eng.activation_offload_needs_recompute,
+              lambda v: why(v, "activation_offload_needs_recompute", "offloads only the "
+                            "activations of checkpointed blocks; set training.recompute full"),
+              value=lambda v: True),
+    Condition("training.lora.quant", ("training.lora.quant", "training.method", E),
+              lambda v: (v.tr.method != "qlora") or v.tr.lora is None
+              or v.eng.lora_quant is None or v.tr.lora.quant in v.eng.lora_quant,
+              lambda v: why(v, "lora_quant", "stores a QLoRA base as "
+                            + ", ".join(v.eng.lora_quant or ())),
+              value=lambda v: v.tr.lora.quant if v.tr.lora else None),
+    Condition("training.lora.targets", ("training.lora.targets", "training.method", E),
+              lambda v: (not v.tr.adapters) or v.tr.lora is None or not v.eng.lora_mlp_whole
+              or len({"gate", "up", "down"} & set(v.tr.lora.targets)) in (0, 3)
+              or (v.m.mlp != "swiglu"
+                  and len({"up", "down"} & set(v.tr.lora.targets)) in (0, 2)),
+              lambda v: why(v, "lora_mlp_whole", "adapts the whole MLP or none of it; "
+                            "name all of its projections or none"),
+              value=lambda v: list(v.tr.lora.targets) if v.tr.lora else None),
+    Condition("training.lora.trainable", ("training.lora.trainable", "training.method", E),
+              lambda v: (not v.tr.adapters) or v.tr.lora is None or v.eng.lora_trainable is None
+              or set(v.tr.lora.trainable) <= set(v.eng.lora_trainable),
+              lambda v: why(v, "lora_trainable", "trains only the adapters"
+                            if not v.eng.lora_trainable else "trains in full only "
+                            + ", ".join(v.eng.lora_trainable)),
+              value=lambda v: list(v.tr.lora.trainable) if v.tr.lora else None))
 
 
 # -- what the workbench's own trial runtime runs (workbench/trial): asked by its preparation
@@ -664,7 +698,36 @@ TRIAL_LIMITS: tuple[Condition, ...] = (
               lambda v: ("trials take EP ranks from dp x cp only (torchtitan's EP mesh); MoE "
                          "parallel folding is estimated but not run; leave expert_tp out for "
                          "the trial")),
+    # fine-tuning trials (trial/adapters.py): a frozen base with PEFT adapters, or an optimizer
+    # whose state the trial predicts tensor by tensor (estimate/optimizer_states.py)
+    Condition("training.method", ("training.method", "training.optimizer", P + "tp", P + "pp",
+                                  "model.moe"),
+              lambda v: (not _tensor_states(v)) or ((v.par.tp == 1) & (v.par.pp == 1)
+                                                    & (v.m.moe is None)),
+              lambda v: ("trials of LoRA/QLoRA and of the 8-bit, 4-bit and Adafactor "
+                         "optimizers run dense models with data and context parallelism only "
+                         "(PEFT wraps the projections the TP plan shards; their states are "
+                         "predicted whole or dim-0 sharded): use tp 1 and pp 1 for the trial, "
+                         "or method full with adamw or sgd"),
+              value=lambda v: f"{v.tr.method} with {v.tr.optimizer}"),
+    Condition("training.method", ("training.method", P + "zero"),
+              lambda v: (v.tr.method != "qlora") | (v.par.zero < 2),
+              lambda v: ("QLoRA's packed base (bitsandbytes Params4bit / Int8Params) is not "
+                         "sharded by FSDP2 in the trial: trial qlora with zero 0 or 1 (DDP), or "
+                         "method lora under FSDP2")),
+    Condition("training.optimizer", ("training.optimizer", P + "zero"),
+              lambda v: (v.tr.optimizer not in ("adamw8bit", "paged_adamw8bit", "adafactor"))
+              | (v.par.zero < 2),
+              lambda v: ("steps FSDP2's DTensor parameters with no sharding rule "
+                         "(bitsandbytes' optimizer_update kernels have no DTensor strategy; "
+                         "torch's Adafactor squares a Partial gradient in place): trial it with "
+                         "zero 0 or 1, or trial adamw4bit (torchao) under FSDP2")),
 )
+
+
+def _tensor_states(v: Layouts) -> bool:
+    """A fine-tuning trial predicted tensor by tensor (trial_prediction.by_tensor)."""
+    return v.tr.method in ("lora", "qlora") or v.tr.optimizer not in ("adamw", "sgd")
 
 
 def trial_problems(s: Scenario) -> list[Problem]:

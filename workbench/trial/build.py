@@ -14,6 +14,7 @@ from workbench.process_runner import Phase
 from workbench.scenario.types import Scenario
 from workbench.trial.device import Compute
 from workbench.trial.expert_parallel import expert_groups, expert_parameters
+from workbench.trial.adapters import apply_method
 from workbench.trial.model import Transformer, init_weights
 from workbench.trial.parallelize import make_optimizer, parallelize
 from workbench.trial.pipeline import (
@@ -74,6 +75,7 @@ def build_chunks(s: Scenario, seed: int, pp_rank: int,
     with torch.device(device):
         full = Transformer(s.model)
     init_weights(full, seed)
+    apply_method(full, s.training, seed)      # LoRA / QLoRA: frozen base, adapters (PEFT)
     chunks = stage_chunks(par, pp_rank) if par.pp > 1 else (0,)
     return chunks, [chunk_model(full, par, c) if par.pp > 1 else full for c in chunks]
 

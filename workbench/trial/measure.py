@@ -27,15 +27,31 @@ def local_bytes(t: torch.Tensor) -> int:
 
 
 def optimizer_bytes(opt) -> int:
-    """Bytes of this rank's optimizer state (ZeRO-1: its shard; several optimizers: all)."""
+    """Bytes of this rank's optimizer state (ZeRO-1: its shard; several optimizers: all): every
+    state tensor but the 0-d step counters, each storage once (bitsandbytes' 8-bit AdamW points
+    every tensor's ``qmap1``/``qmap2`` at one shared map), a tensor subclass by its inner
+    tensors (torchao's ``OptimState4bit``: codes, scale, qmap)."""
     total = 0
+    seen: set[int] = set()
     for part in getattr(opt, "parts", [opt]):      # parallelize.Optimizers: ZeRO-1 under EP
         inner = getattr(part, "optim", part)   # ZeroRedundancyOptimizer keeps the local shard
         for state in inner.state.values():
             for v in state.values():
-                if hasattr(v, "numel") and v.dim() > 0:
-                    total += local_bytes(v)
+                if isinstance(v, torch.Tensor) and v.dim() > 0:
+                    total += _state_bytes(v, seen)
     return total
+
+
+def _state_bytes(t: torch.Tensor, seen: set[int]) -> int:
+    local = t.to_local() if hasattr(t, "to_local") else t
+    if hasattr(local, "__tensor_flatten__") and type(local) is not torch.Tensor:
+        names, _ = local.__tensor_flatten__()
+        return sum(_state_bytes(getattr(local, n), seen) for n in names)
+    ptr = local.untyped_storage().data_ptr()
+    if ptr in seen:
+        return 0
+    seen.add(ptr)
+    return local.numel() * local.element_size()
 
 
 def weight_pointers(params: list[nn.Parameter]) -> set[int]:

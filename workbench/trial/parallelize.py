@@ -206,19 +206,19 @@ class Optimizers:
 
 def make_optimizer(model: nn.Module, plan: Parallel, mesh: DeviceMesh, optimizer: str,
                    experts: tuple[list, object] | None = None):
-    """AdamW (fused on GPUs) or SGD (momentum); ZeRO-1 wraps it in ZeroRedundancyOptimizer
+    """The scenario's optimizer (``adapters.optimizer_class``: AdamW, fused on GPUs; SGD with
+    momentum; bitsandbytes' 8-bit AdamW; torchao's 4-bit AdamW; Adafactor) over the trainable
+    parameters; ZeRO-1 wraps it in ZeroRedundancyOptimizer
     over the DP group.
     Under EP, ``experts`` = (the rank's expert parameters, the expert-data-parallel group):
     experts differ between EP ranks, so ZeRO-1 partitions them over that group with a second
     ZeroRedundancyOptimizer (Megatron-LM's expert distributed optimizer), the dense parameters
     over dp x cp."""
+    from workbench.trial.adapters import optimizer_class
+
+    # trainable parameters only: a LoRA base is frozen (trial/adapters.py)
     params = [p for p in model.parameters() if p.requires_grad]
-    cls = torch.optim.AdamW if optimizer == "adamw" else torch.optim.SGD
-    kwargs = {"lr": 1e-3} if optimizer == "adamw" else {"lr": 1e-2, "momentum": 0.9}
-    if optimizer == "adamw" and params and params[0].device.type == "cuda":
-        # torchtitan's default optimizer.implementation = "fused" (CUDA only; pytorch/torchtitan
-        # torchtitan/config/job_config.py class Optimizer): one kernel per parameter group
-        kwargs["fused"] = True
+    cls, kwargs = optimizer_class(optimizer, params[0].device.type if params else "cpu")
     if plan.zero == 1 and plan.dp * plan.cp > 1:
         import torch.distributed as dist
         from torch.distributed.optim import ZeroRedundancyOptimizer

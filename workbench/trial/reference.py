@@ -7,6 +7,7 @@ from __future__ import annotations
 def reference_losses(trial, steps: int, seed: int = 1234) -> list[float]:
     import torch
 
+    from workbench.trial.adapters import apply_method
     from workbench.trial.build import loss_fn
     from workbench.trial.model import Transformer, init_weights
     from workbench.trial.parallelize import make_optimizer
@@ -16,6 +17,7 @@ def reference_losses(trial, steps: int, seed: int = 1234) -> list[float]:
     par, tr, m = trial.parallel, trial.training, trial.model
     model = Transformer(m)
     init_weights(model, seed)
+    apply_method(model, tr, seed)
     single = type(par)(dp=1)          # a plain optimizer: no ZeRO, one rank
     opt = make_optimizer(model, single, None, tr.optimizer)
     mbs = trial.microbatches

@@ -43,6 +43,9 @@ class TrialResult:
                     values = [e[key] for e in calm if e.get(key) is not None]
                     measured[k] = max(values) if values else None
                 measured["device_scope"] = last.get("device_scope")
+            for k in ("params_frozen", "params_trainable", "trainable_numel"):
+                if k in last:           # not part of the peak: params already counts them
+                    measured[k] = last[k]
             pred = self.predicted.get(r, {}) if last else {}
             out.append({"rank": r, "pp_rank": last.get("pp_rank"),
                         "step_time_s": [e["time"] for e in mine],
@@ -74,10 +77,34 @@ class TrialResult:
                       "seq_len": self.scenario.training.seq_len,
                       "micro_batch": self.scenario.training.micro_batch,
                       "microbatches": self.scenario.microbatches},
+            "fine_tuning": self.fine_tuning(),
             "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
             "wall_s": self.wall_s, "notes": list(self.notes), "shape": self.shape,
             **self.ran_on(),
         }
+
+    def fine_tuning(self) -> dict:
+        """The training method, optimizer and (LoRA / QLoRA) adapters the trial ran, with the
+        trainable and total parameter counts (rank 0's trainable elements; the model's total
+        from its tensor list)."""
+        from workbench.estimate.trial_prediction import parameter_shapes
+
+        tr = self.scenario.training
+        out: dict = {"method": tr.method, "optimizer": tr.optimizer}
+        if tr.lora is not None and tr.adapters:
+            out["lora"] = {"rank": tr.lora.rank, "alpha": tr.lora.alpha,
+                           "targets": list(tr.lora.targets),
+                           "trainable": list(tr.lora.trainable)}
+            if tr.method == "qlora":
+                out["lora"].update(quant=tr.lora.quant, double_quant=tr.lora.double_quant)
+        if self.scenario.model.moe is None:
+            tensors = parameter_shapes(self.scenario.model, tr.method, tr.lora)
+            out["parameters"] = sum(t.numel for t in tensors)
+            out["trainable_parameters"] = sum(t.numel for t in tensors if t.trainable)
+        first = next((e for e in self.steps if e["rank"] == 0 and "trainable_numel" in e), None)
+        if first is not None:
+            out["trainable_measured_rank0"] = first["trainable_numel"]
+        return out
 
     def ran_on(self) -> dict:
         """Where the ranks computed and in what precision (``device``: cpu or cuda:N of rank

@@ -60,7 +60,8 @@ def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
     tr = Training(seq_len=TRIAL_SEQ, micro_batch=micro_batch,
                   global_batch=micro_batch * par.dp * microbatches, precision="fp32",
                   recompute="none", optimizer=s.training.optimizer, offload="none",
-                  tokens=1e6, attention="flash2")
+                  tokens=1e6, attention="flash2", method=s.training.method,
+                  lora=s.training.lora)
     # The trial runs plain PyTorch (the engine switches are the full run's): generic engine,
     # no async TP (the trial's TP is DTensor's synchronous collectives).
     par = dataclasses.replace(par, async_tp=False, expert_tp=None)

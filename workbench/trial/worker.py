@@ -45,6 +45,7 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     import torch
     import torch.distributed as dist
 
+    from workbench.trial.adapters import quant_state_bytes
     from workbench.trial.build import build
     from workbench.trial.device import (
         Clock, compute_for, device_facts, memory_figures, reset_peaks,
@@ -73,6 +74,8 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
         recorder = CommRecorder(group_dims(rank))
         recorder.collect()                     # set-up traffic (broadcasts, mesh) is not a step
         weights = weight_pointers(rank.params)
+        # QLoRA: the quantized base's block constants (absmax, code) belong to the params
+        quant_bytes = quant_state_bytes(rank.modules[0]) if s.training.method == "qlora" else 0
         # per-block forward and backward times (CUDA events on a GPU); not under PP, where
         # several microbatches are in flight per block
         blocks = BlockTimer(rank.modules, compute.cuda) if par.pp == 1 else None
@@ -120,7 +123,13 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
                 "forward_backward_s": clock.elapsed("start", "backward"),
                 "optimizer_s": clock.elapsed("backward", "end"),
                 "loss": sum(losses) / len(losses) if losses else None,
-                "params": sum(local_bytes(p) for p in rank.params), "grads": grads,
+                "params": sum(local_bytes(p) for p in rank.params) + quant_bytes,
+                "params_frozen": sum(local_bytes(p) for p in rank.params
+                                     if not p.requires_grad) + quant_bytes,
+                "params_trainable": sum(local_bytes(p) for p in rank.params if p.requires_grad),
+                "trainable_numel": sum((p.to_local() if hasattr(p, "to_local") else p).numel()
+                                       for p in rank.params if p.requires_grad),
+                "grads": grads,
                 "optimizer": optimizer_bytes(rank.optimizer),
                 "activations_per_microbatch": activations_mb,
                 "pp_rank": rank.pp_rank, "chunks": list(rank.chunks),

@@ -1,0 +1,123 @@
+"""Fine-tuning in the estimate: each mechanism of estimate/finetune.py against a hand count."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.errors import ScenarioError
+from workbench.estimate import estimate
+from workbench.estimate.finetune import NF4_BYTES
+from workbench.estimate.params import total_params
+from workbench.scenario import parse_scenario
+
+H, KV, L, FFN, V = 4096, 1024, 32, 14336, 128256      # Llama 3 8B
+
+
+def doc(dp: int = 1, zero: int = 0, **training) -> dict:
+    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": dp},
+            "model": {"preset": "llama3-8b"},
+            "parallel": {"dp": dp, "zero": zero},
+            "training": {"seq_len": 2048, "micro_batch": 1, "global_batch": dp,
+                         "recompute": "full", "engine": "torchtune", **training}}
+
+
+def adapters_qv(r: int) -> int:
+    """LoRA on q (h -> h) and v (h -> kv) of every layer: r x (in + out) each."""
+    return L * r * ((H + H) + (H + KV))
+
+
+def test_lora_states_are_the_frozen_base_and_the_adapters():
+    e = estimate(parse_scenario(doc(method="lora", lora={"rank": 8, "targets": ["q", "v"]})))
+    g = e.memory.per_gpu
+    n = total_params(e.scenario.model) if hasattr(e, "scenario") else None
+    a = adapters_qv(8)
+    # torchtune: everything in bf16 (no master copy), AdamW's two moments in bf16
+    assert g.params - g.params_frozen == pytest.approx(2 * a)
+    assert g.grads == pytest.approx(2 * a)
+    assert g.optimizer == pytest.approx(2 * 2 * a)
+    model = parse_scenario(doc(method="full")).model
+    assert g.params_frozen == pytest.approx(2 * total_params(model))
+    assert n is None or n == total_params(model)
+
+
+def test_qlora_stores_block_linears_in_nf4_and_the_rest_in_bf16():
+    s = parse_scenario(doc(method="qlora", lora={"rank": 8, "targets": ["q", "v"]}))
+    g = estimate(s).memory.per_gpu
+    per_layer_linear = H * H + 2 * H * KV + H * H + 3 * H * FFN
+    linears = L * per_layer_linear
+    rest = total_params(s.model) - linears
+    assert g.params_frozen == pytest.approx(linears * NF4_BYTES[True] + rest * 2)
+    assert NF4_BYTES[True] == pytest.approx(0.5 + 0.127 / 8, rel=1e-3)   # QLoRA Sec. 3
+    off = estimate(parse_scenario(doc(method="qlora", lora={"rank": 8, "targets": ["q", "v"],
+                                                             "double_quant": False})))
+    assert off.memory.per_gpu.params_frozen - g.params_frozen == pytest.approx(
+        linears * (4 / 64 - 1 / 64 - 4 / (64 * 256)))
+
+
+def test_hf_adapters_train_in_fp32():
+    g = estimate(parse_scenario(doc(method="lora", engine="hf",
+                                    lora={"rank": 8, "targets": ["q", "v"]}))).memory.per_gpu
+    a = adapters_qv(8)
+    assert (g.params - g.params_frozen, g.grads, g.optimizer) == pytest.approx(
+        (4 * a, 4 * a, 8 * a))
+
+
+def test_ddp_reduces_only_the_adapters_gradients():
+    e = estimate(parse_scenario(doc(2, method="lora", engine="hf",
+                                    lora={"rank": 8, "targets": ["q", "v"]})))
+    dp = e.time.volume["dp"]
+    assert dp["all_reduce"]["bytes"] == pytest.approx(4 * adapters_qv(8))   # fp32 adapters
+    assert set(dp) == {"all_reduce"}
+
+
+def test_fsdp_gathers_the_frozen_base_in_its_stored_format():
+    e = estimate(parse_scenario(doc(2, 3, method="qlora",
+                                    lora={"rank": 8, "targets": ["q", "v"]})))
+    g = e.time.volume["dp"]
+    frozen = e.memory.per_gpu.params_frozen * 2          # two shards, whole model gathered
+    trained = (e.memory.per_gpu.params - e.memory.per_gpu.params_frozen) * 2
+    assert g["all_gather"]["bytes"] / g["all_gather"]["count"] * (L + 1) == pytest.approx(
+        (frozen + trained) * 2 / 2, rel=0.01)
+
+
+def test_a_frozen_base_has_no_weight_gradients():
+    full = estimate(parse_scenario(doc(method="full")))
+    lora = estimate(parse_scenario(doc(method="lora", lora={"rank": 8, "targets": ["q", "v"]})))
+    wf, wl = full.time.stages[0].wgrad, lora.time.stages[0].wgrad
+    assert 0 < wl < 0.05 * wf
+    assert lora.time.compute < full.time.compute
+    # model FLOPs: the base's backward is its input gradient only (4 N instead of 6 N)
+    assert lora.run.model_tflops_per_gpu * lora.time.step < full.run.model_tflops_per_gpu \
+        * full.time.step * 0.8
+
+
+def test_lora_keeps_no_input_of_a_linear_nothing_trains():
+    attn = estimate(parse_scenario(doc(method="lora", recompute="none",
+                                       lora={"rank": 8, "targets": "attention"})))
+    mlp_too = estimate(parse_scenario(doc(method="lora", recompute="none",
+                                          lora={"rank": 8, "targets": "all-linear"})))
+    assert attn.memory.per_gpu.activations < mlp_too.memory.per_gpu.activations
+
+
+def test_paged_states_live_outside_the_allocator():
+    s = parse_scenario(doc(method="full", optimizer="paged_adamw8bit"))
+    g = estimate(s).memory.per_gpu
+    assert g.optimizer == 0 and g.paged == pytest.approx(
+        total_params(s.model) * 2 * (1 + 4 / 256), rel=0.01)
+
+
+def test_optimizer_in_backward_keeps_one_gradient():
+    g = estimate(parse_scenario(doc(method="full", optimizer_in_backward=True))).memory.per_gpu
+    assert g.grads == 0 and g.buffers > 0
+
+
+@pytest.mark.parametrize("training,message", [
+    ({"method": "lora", "engine": "torchtitan"}, "trains with method pretrain, full"),
+    ({"method": "full", "lora": {"rank": 8}}, "applies to method lora or qlora only"),
+    ({"method": "lora", "lora": {"quant": "nf4"}}, "applies to method qlora only"),
+    ({"method": "lora", "lora": {"targets": ["q", "x"]}}, "allowed: q, k, v, o, gate, up, down"),
+    ({"method": "full", "optimizer_in_backward": True, "global_batch": 8},
+     "cannot accumulate 8 microbatches"),
+])
+def test_fine_tuning_settings_are_checked(training, message):
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(doc(**training))

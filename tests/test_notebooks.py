@@ -37,6 +37,7 @@ EXPECTED = {
     "08_collectives_and_networks": ["FSDP2: dp all_gather bytes", "DDP: dp all_reduce count"],
     "09_lora_qlora_full": ["on one H100 SXM, memory per GPU in GiB",
                            "lora dp=2: params bytes, rank 0..1", "lora dp=2: grads bytes",
+                           "lora dp=2: params_trainable, rank 0..1",
                            "all exact rows exact"],
     "claims_check": ["VERDICT: false", "VERDICT: misleading",
                      "70B on 8 x H200 within a day? (the planner's fastest fitting layout per "

@@ -716,9 +716,15 @@ def test_the_plan_tab_says_what_would_fit_instead():
         assert f">{f.label}<" in text
         if f.fits:
             assert f"{f.tokens_per_s:,.0f}" in text
-    app.panels["Training"].method.value = "lora"
+    app.panels["Training"].method.value = "lora"        # LoRA of the 70B fits this box
     app.wait_fit_instead()
-    assert "What would fit instead" in app.fit_instead.value
+    if app.state.estimate.memory.fits:
+        assert app.fit_instead.value == ""
+    else:
+        assert "What would fit instead of LoRA" in app.fit_instead.value
+    app.panels["Training"].method.value = "full"
+    app.wait_fit_instead()
+    assert "What would fit instead of full fine-tuning" in app.fit_instead.value
     app.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
     app.wait_fit_instead()
     assert app.state.estimate.memory.fits and app.fit_instead.value == ""

@@ -578,7 +578,9 @@ def _shown(page, cls: str) -> str:
 def test_the_page_under_a_persons_hands(voila):
     """Defects a person found: dropdowns blank for their default, a YAML edit outside a
     dropdown's choices said nothing, the planner's Layout blank after a search, the Compare tab
-    empty without a word. Read from the page: the selected option's text, the messages."""
+    empty without a word; and the fine-tuning method (LoRA: its fields, the memory chart's
+    weights, what would fit instead). Read from the page: the selected option's text, the
+    messages, the chart's legend."""
     _require_chromium()
     ARTIFACTS.mkdir(exist_ok=True)
     with _dashboard_page(voila) as (page, errors):
@@ -592,6 +594,43 @@ def test_the_page_under_a_persons_hands(voila):
         assert _shown(page, "wb-plan-pick") == "search first"
         cut = page.evaluate(CUT_OFF)
         assert cut == [], f"choices cut off: {cut}"
+
+        # fine-tuning: LoRA shows the adapters' fields; the memory chart splits the weights
+        # where the estimate freezes some; the brief's 70B does not fit, so the Plan tab says
+        # what would fit instead, per method
+        brief = ROOT / "examples/brief-8xh200-70b.yaml"
+        lora = estimate(load_scenario(brief, ["training.method=lora"]))
+        fit = page.locator(".wb-fit-instead")
+        fit.get_by_text("What would fit instead of pre-training").wait_for(timeout=60_000)
+        said = fit.inner_text()
+        assert "full fine-tuning" in said and "LoRA" in said and "QLoRA" in said, said
+        assert "tokens/s" in said and "time for 1.4 T tokens" in said, said
+        _shot(page, "fit-instead", "wb-fit-instead")
+        page.locator(".wb-method select").select_option(
+            label="LoRA (frozen model + small adapters)")
+        page.locator(".wb-lora-rank input").wait_for(state="visible", timeout=30_000)
+        if lora.memory.per_gpu.params_frozen > 0:
+            mem = _wait_seen(page, "wb-memory-chart",
+                             lambda s: "weights (frozen)" in s["legend"], "the frozen weights")
+            assert "weights (trainable)" in mem["legend"] and "parameters" not in mem["legend"]
+        else:      # the estimator freezes nothing yet: one weights bar
+            mem = _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5,
+                             "the memory bars")
+            assert "parameters" in mem["legend"]
+        title = f"{memory_text(lora.memory.per_gpu.device)} on the device of"
+        _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "LoRA's memory")
+        if lora.memory.fits:       # nothing to add where the scenario fits
+            deadline = time.monotonic() + 30
+            while fit.inner_text().strip() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert fit.inner_text().strip() == ""
+            assert "(fits)" in page.locator(".wb-app-verdict").inner_text()
+        else:
+            fit.get_by_text("What would fit instead of LoRA").wait_for(timeout=60_000)
+        assert "tokens/s" in said and ("fits" in said or "nothing fits" in said), said
+        _shot(page, "lora", "wb-training-panel", "wb-memory-chart")
+        page.locator(".wb-method select").select_option(label="pre-training (from scratch)")
+        page.locator(".wb-lora-rank input").wait_for(state="hidden", timeout=30_000)
 
         _open_tab(page, "Compare")
         assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()

@@ -59,12 +59,13 @@ def test_parallel_panel_offers_valid_divisors_and_tp_changes_memory():
     par = ParallelPanel(st)
     mem, _ = _wired(st)
     assert list(par.tp.options) == [1, 2, 4, 8]          # divides 8 GPUs and 32/8 heads
-    before = mem.widget.data[3].y[0]                     # activations, rank 0
+    acts = next(t for t in mem.widget.data if t.name == "activations")
+    before = acts.y[0]                                   # rank 0
     par.tp.value = 4
     assert st.scenario.parallel.tp == 4 and st.scenario.parallel.dp == 2
-    assert mem.widget.data[3].y[0] == pytest.approx(
+    assert acts.y[0] == pytest.approx(
         st.estimate.memory.per_stage[0].memory.activations / GIB)
-    assert mem.widget.data[3].y[0] < before
+    assert acts.y[0] < before
 
 
 def test_parallel_panel_offers_what_the_rule_table_allows():
@@ -156,7 +157,9 @@ def test_memory_chart_shows_allocated_reserved_and_device():
     chart.update(est)
     by_name = {t.name: t for t in chart.widget.data}
     stages = est.memory.per_stage
-    bars = [t for t in chart.widget.data if t.type == "bar"]
+    # the drawn bars but the paged optimizer states (outside the allocator: not in the total)
+    bars = [t for t in chart.widget.data if t.type == "bar" and len(t.y)
+            and t.name != "optimizer (paged)"]
     for i, g in enumerate(stages):
         assert sum(t.y[i] for t in bars) == pytest.approx(g.memory.total / GIB)
     assert list(by_name["reserved (allocator)"].y) == pytest.approx(
@@ -584,3 +587,144 @@ def test_the_pareto_axis_keeps_the_useful_cluster_and_says_what_is_off_it():
     assert tuple(chart.widget.layout.xaxis.range) == pytest.approx((0, SPAN * fastest * 1.03))
     assert chart.widget.layout.title.text.endswith(
         "<br>3 slower than 3x the fastest are right of the axis (zoom out to see them)")
+
+
+def test_training_panel_method_shows_the_adapters_and_writes_the_document():
+    """The method: LoRA/QLoRA show the adapters' fields (QLoRA also its storage), the others
+    hide them; the scenario and its YAML get training.method and training.lora; going back
+    removes what the new method refuses, so the scenario stays valid. Every new field has a
+    one-line tooltip; the optimizers have plain labels; the engine's fine-tuning switches show
+    only where it offers them."""
+    from widgets.panels.training import OPTIMIZER_LABELS
+    from workbench.engines import ENGINES
+    from workbench.scenario import dump_scenario
+
+    st = _state("brief-8xh200-70b")
+    tr = TrainingPanel(st)
+    shown = lambda row: row.layout.display == ""               # noqa: E731
+    assert [v for _, v in tr.method.options] == ["pretrain", "full", "lora", "qlora"]
+    assert not shown(tr.lora_box)
+    tr.method.value = "lora"
+    assert st.valid, st.problems
+    assert shown(tr.lora_box) and not shown(tr.lora_rows["quant"])
+    assert tr.lora_rank.value == 16 and tr.lora_targets.label.startswith("all linear")
+    tr.lora_rank.value = 64
+    tr.lora_targets.value = ("q", "k", "v", "o")
+    tr.trainable["norms"].value = True
+    lora = st.scenario.training.lora
+    assert (lora.rank, lora.targets, lora.trainable) == (64, ("q", "k", "v", "o"), ("norms",))
+    doc = yaml.safe_load(dump_scenario(st.scenario))
+    assert doc["training"]["method"] == "lora"
+    assert doc["training"]["lora"]["rank"] == 64 and "quant" not in doc["training"]["lora"]
+    tr.method.value = "qlora"
+    assert st.valid and shown(tr.lora_rows["quant"]) and shown(tr.lora_rows["double_quant"])
+    tr.lora_quant.value = "int8"
+    assert st.scenario.training.lora.quant == "int8" and not shown(tr.lora_rows["double_quant"])
+    assert yaml.safe_load(dump_scenario(st.scenario))["training"]["lora"]["quant"] == "int8"
+    tr.method.value = "lora"                            # quant is QLoRA's: removed
+    assert st.valid, st.problems
+    assert "quant" not in st.doc["training"]["lora"] and st.scenario.training.lora.rank == 64
+    tr.method.value = "full"                            # no adapters: the table goes
+    assert st.valid and st.scenario.training.lora is None and "lora" not in st.doc["training"]
+    assert not shown(tr.lora_box)
+    # plain labels, and a tooltip on every new field
+    assert [lbl for lbl, _ in tr.optimizer.options] == list(OPTIMIZER_LABELS.values())
+    assert "AdamW 8-bit (bitsandbytes)" in tr.optimizer.options[2]
+    for widget in (tr.method, tr.lora_rank, tr.lora_alpha, tr.lora_targets, tr.lora_quant,
+                   tr.lora_double_quant, tr.optimizer, tr.optimizer_in_backward,
+                   tr.activation_offload, *tr.trainable.values()):
+        assert widget.tooltip and "\n" not in widget.tooltip, widget.description
+    # the engine's switches: generic offers neither; torchtune both (the step inside backward
+    # for full fine-tuning only); torchtune does not pre-train
+    assert not any(shown(r) for r in tr.ft_rows.values())
+    tr.engine.value = "torchtune"
+    assert st.valid, st.problems
+    assert all(shown(r) for r in tr.ft_rows.values())
+    assert [v for _, v in tr.method.options] == list(ENGINES["torchtune"].methods)
+    assert not tr.optimizer_in_backward.disabled        # method full
+    tr.activation_offload.value = True
+    tr.optimizer.value = "paged_adamw8bit"
+    assert st.valid and st.scenario.training.activation_offload
+    assert st.scenario.training.optimizer == "paged_adamw8bit"
+    tr.method.value = "lora"
+    assert st.valid and tr.optimizer_in_backward.disabled
+    tr.engine.value = "torchtitan"                      # no LoRA, no 8-bit optimizers there
+    assert st.valid, st.problems
+    t = st.scenario.training
+    assert t.method == "full" and t.lora is None and t.optimizer == "adamw"
+    assert not t.activation_offload and not any(shown(r) for r in tr.ft_rows.values())
+
+
+def _fine_tuned(est, frozen: float, paged: float):
+    """``est`` with a share ``frozen`` of every GPU's weights frozen and ``paged`` bytes of
+    paged optimizer states (the estimator's fields, as LoRA and bitsandbytes will fill them)."""
+    import dataclasses
+
+    def mem(g):
+        return dataclasses.replace(g, memory=dataclasses.replace(
+            g.memory, params_frozen=frozen * g.memory.params, paged=paged))
+
+    stages = [mem(g) for g in est.memory.per_stage]
+    worst = next(s for s in stages if s.rank == est.memory.worst.rank)
+    return dataclasses.replace(est, memory=dataclasses.replace(
+        est.memory, per_stage=stages, worst=worst))
+
+
+def test_memory_chart_and_table_split_frozen_weights_and_show_paged_states():
+    from widgets.memory_table import memory_table_html
+
+    est = estimate(load_scenario(ROOT / "examples/llama3-405b-h200-cluster.yaml"))
+    chart = MemoryChart()
+    legend = lambda: [t.name for t in chart.widget.data if t.showlegend is not False  # noqa
+                      and len(t.x)]
+    chart.update(est)
+    assert legend()[:5] == ["parameters", "gradients", "optimizer states", "activations",
+                            "buffers"]
+    assert "weights (frozen)" not in memory_table_html(est)
+    ft = _fine_tuned(est, 0.9, 3 * GIB)
+    chart.update(ft)
+    names = legend()
+    assert names[:6] == ["weights (frozen)", "weights (trainable)", "gradients",
+                         "optimizer states", "optimizer (paged)", "activations"]
+    assert "parameters" not in names
+    by = {t.name: t for t in chart.widget.data}
+    for i, g in enumerate(ft.memory.per_stage):
+        assert by["weights (frozen)"].y[i] == pytest.approx(g.memory.params_frozen / GIB)
+        assert by["weights (trainable)"].y[i] == pytest.approx(g.memory.params_trainable / GIB)
+        assert by["optimizer (paged)"].y[i] == pytest.approx(3.0)
+    assert by["optimizer (paged)"].marker.pattern.shape == "/"
+    assert "3.0 GiB paged" in chart.widget.layout.title.text
+    table = memory_table_html(ft)
+    assert "weights (frozen)" in table and "weights (trainable)" in table
+    assert "optimizer (paged, not in the total)" in table and "<td>params</td>" not in table
+    chart.update(est)                                   # and back: one weights bar
+    assert "weights (frozen)" not in legend() and "parameters" in legend()
+
+
+def test_the_plan_tab_says_what_would_fit_instead():
+    """The brief's 70B does not fit its 8 H200: the Plan tab lists the planner's best layout
+    per fine-tuning method (in a thread); a scenario that fits shows nothing there."""
+    from widgets.app import App
+    from workbench.plan.methods import compare_methods
+
+    app = App("brief-8xh200-70b")
+    assert not app.state.estimate.memory.fits
+    app.wait_fit_instead()
+    text = app.fit_instead.value
+    assert "What would fit instead" in text and "tokens/s" in text
+    for f in compare_methods(app.state.scenario):
+        assert f">{f.label}<" in text
+        if f.fits:
+            assert f"{f.tokens_per_s:,.0f}" in text
+    app.panels["Training"].method.value = "lora"        # LoRA of the 70B fits this box
+    app.wait_fit_instead()
+    if app.state.estimate.memory.fits:
+        assert app.fit_instead.value == ""
+    else:
+        assert "What would fit instead of LoRA" in app.fit_instead.value
+    app.panels["Training"].method.value = "full"
+    app.wait_fit_instead()
+    assert "What would fit instead of full fine-tuning" in app.fit_instead.value
+    app.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
+    app.wait_fit_instead()
+    assert app.state.estimate.memory.fits and app.fit_instead.value == ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from pathlib import Path
 
 import ipywidgets as w
@@ -24,6 +25,7 @@ from widgets.charts.scaling import ScalingChart
 from widgets.charts.step_time import StepTimeChart
 from widgets.charts.timeline import TimelineChart
 from widgets.charts.trial import TrialCharts
+from widgets.fit_instead import SEARCHING, fit_instead_html
 from widgets.memory_table import memory_table_html
 from widgets.panels.base import error_html
 from widgets.panels.bench import BenchPanel
@@ -40,6 +42,8 @@ from workbench.units import memory_text
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "brief-8xh200-70b"
 TIMELINE_MICROBATCHES = 16
+# "what would fit instead" starts this long after the last edit (rapid edits start one search)
+FIT_INSTEAD_DELAY_S = 0.3
 
 
 class App:
@@ -71,6 +75,13 @@ class App:
         self.upload.observe(self._upload, names="value")
         self.download = w.HTML()
         self.verdict = w.HTML()
+        # when the scenario does not fit: the planner's best layout per fine-tuning method,
+        # searched in a thread (each edit supersedes the search before it)
+        self.fit_instead = w.HTML()
+        self.fit_instead.add_class("wb-fit-instead")
+        self._fit_generation = 0
+        self._fit_thread: threading.Thread | None = None
+        self._fit_in_cell = False
         self.checks = w.HTML()
         self.yaml_text = w.Textarea(layout=w.Layout(width="100%", height="480px"),
                                     continuous_update=False)
@@ -103,6 +114,9 @@ class App:
                             (self.panels["Training"].global_batch, "wb-global-batch"),
                             (self.panels["Training"].box, "wb-training-panel"),
                             (self.panels["Training"].engine, "wb-engine"),
+                            (self.panels["Training"].method, "wb-method"),
+                            (self.panels["Training"].lora_rank, "wb-lora-rank"),
+                            (self.panels["Training"].optimizer, "wb-optimizer"),
                             (self.panels["Training"].compile, "wb-compile"),
                             (self.panels["Training"].recompute, "wb-recompute"),
                             (self.panels["Training"].switches, "wb-engine-switches"),
@@ -132,7 +146,8 @@ class App:
             # the fields' choices name products ("NVLink 4 (H100/H200 SXM via NVSwitch; H200 NVL
             # bridge)"): a column wide enough to show them whole at 1500 px
             w.VBox([panels], layout=w.Layout(width="42%")),
-            w.VBox([self.verdict, self.memory.widget, self.step.widget, self.more],
+            w.VBox([self.verdict, self.fit_instead, self.memory.widget, self.step.widget,
+                    self.more],
                    layout=w.Layout(width="58%")),
         ])
         trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
@@ -153,7 +168,15 @@ class App:
             self.tabs.set_title(i, name)
         self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
         s.on_change(lambda _s: self.redraw())
-        self.redraw()
+        # the first "what would fit instead" is searched in the notebook's cell, not in a
+        # thread: Voila sends the page the widgets' state as the cell left it, and a thread's
+        # update before the page has connected never reaches it (seen: the page kept
+        # "searching" for good)
+        self._fit_in_cell = True
+        try:
+            self.redraw()
+        finally:
+            self._fit_in_cell = False
 
     def redraw(self) -> None:
         """Every view from the state's last valid estimate (charts keep it while invalid)."""
@@ -180,6 +203,8 @@ class App:
                                f"{drawn.hardware.gpu.name}; the scenario changed since")
         if est is None:
             return
+        if s.valid:
+            self._search_fit_instead(None if est.memory.fits else s.scenario)
         self.memory.update(est)
         self.step.update(est)
         # the timeline draws 16 microbatches: enough for every schedule's pattern, < 50 ms
@@ -193,6 +218,51 @@ class App:
                 self._editing_yaml = True
                 self.yaml_text.value = text
                 self._editing_yaml = False
+
+    def _search_fit_instead(self, scenario) -> None:
+        """For a scenario that does not fit (None: it fits, nothing to show), search the best
+        layout per fine-tuning method in a thread (``compare_methods``: ~0.6 s for the brief's
+        70B on 8 H200) and show the table; a later edit cancels it. While the app is being
+        built (the notebook's cell) the search runs at once, in the cell."""
+        from workbench.plan.methods import METHOD_LABELS, compare_methods
+        from workbench.plan.search import Cancelled
+
+        self._fit_generation += 1
+        mine = self._fit_generation
+        if scenario is None:
+            self.fit_instead.value = ""
+            return
+        self.fit_instead.value = SEARCHING
+
+        def current(*_args) -> bool:
+            return mine == self._fit_generation
+
+        def work(delay: float = FIT_INSTEAD_DELAY_S) -> None:
+            time.sleep(delay)
+            if not current():
+                return
+            try:
+                fits = compare_methods(scenario, progress=current)
+                text = fit_instead_html(fits, scenario.hardware.world,
+                                        scenario.hardware.gpu.name,
+                                        METHOD_LABELS.get(scenario.training.method, ""))
+            except Cancelled:
+                return
+            except Exception as exc:   # never a traceback on the page
+                text = error_html(f"what would fit instead: {exc}")
+            if current():
+                self.fit_instead.value = text
+
+        if self._fit_in_cell:
+            work(delay=0.0)
+            return
+        self._fit_thread = threading.Thread(target=work, daemon=True, name="fit-instead")
+        self._fit_thread.start()
+
+    def wait_fit_instead(self, timeout: float = 60.0) -> None:
+        """Wait for the "what would fit instead" search (tests, notebooks)."""
+        if self._fit_thread is not None:
+            self._fit_thread.join(timeout)
 
     def draw_scaling(self, wait: bool = False) -> None:
         """Scaling curves search many layouts (a full planner search per GPU count): drawn on

@@ -8,7 +8,15 @@ from workbench.estimate.result import Estimate
 from workbench.render.text import human_duration
 from workbench.units import GiB, MiB, memory_text
 
-ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
+# (label, the bytes of one GPUMemory), top to bottom; the weights split into frozen and
+# trainable where some GPU holds frozen weights (LoRA/QLoRA), the paged optimizer states
+# (bitsandbytes; outside the allocator, so not in the total) only where there are some
+ROWS = (("params", lambda g: g.params), ("grads", lambda g: g.grads),
+        ("optimizer", lambda g: g.optimizer), ("activations", lambda g: g.activations),
+        ("buffers", lambda g: g.buffers), ("total", lambda g: g.total))
+SPLIT = (("weights (frozen)", lambda g: g.params_frozen),
+         ("weights (trainable)", lambda g: g.params_trainable))
+PAGED = ("optimizer (paged, not in the total)", lambda g: g.paged)
 # below the components: the allocator's peak reserved and what the device shows (nvidia-smi)
 EXTRA = (("reserved", "reserved (torch.cuda.max_memory_reserved)"),
          ("device", "device (nvidia-smi, DCGM)"))
@@ -21,8 +29,16 @@ def memory_table_html(est: Estimate) -> str:
     cols = m.per_stage
     head = "".join(f"<th>pp rank {g.rank}</th>" for g in cols)
     body = []
+    rows: list = []
     for row in ROWS:
-        cells = "".join(f"<td style='text-align:right'>{g.memory.as_dict()[row] / scale:,.2f}</td>"
+        if row[0] == "params" and any(g.memory.params_frozen > 0 for g in cols):
+            rows += SPLIT
+            continue
+        rows.append(row)
+        if row[0] == "optimizer" and any(g.memory.paged > 0 for g in cols):
+            rows.append(PAGED)
+    for row, part in rows:
+        cells = "".join(f"<td style='text-align:right'>{part(g.memory) / scale:,.2f}</td>"
                         for g in cols)
         style = " style='font-weight:bold'" if row == "total" else ""
         label = "total (allocated)" if row == "total" else row

@@ -24,15 +24,28 @@ GB, GIB = 1e9, 2 ** 30
 Check = tuple[str, object, object, bool]
 
 
-def scenario(model: str | dict, **parallel: int) -> Scenario:
-    """A small scenario for a trial: ``model`` (a tiny preset) on dp*tp*pp*cp simulated GPUs.
-    The trial scales the model down further and runs it in fp32 (docs/trials.md)."""
+def scenario(model: str | dict, training: dict | None = None, **parallel: int) -> Scenario:
+    """A small scenario for a trial: ``model`` (a tiny preset) on dp*tp*pp*cp simulated GPUs,
+    with ``training`` fields on top of the labs' own (e.g. ``{"method": "lora"}``). The trial
+    scales the model down further and runs it in fp32 (docs/trials.md)."""
     world = 1
     for dim in ("dp", "tp", "pp", "cp"):
         world *= parallel.get(dim, 1)
     return parse_scenario({"hardware": {"gpu": "h100-sxm", "gpus_per_node": world},
                            "model": model, "parallel": parallel,
-                           "training": {"seq_len": 256, "global_batch": 16}})
+                           "training": {"seq_len": 256, "global_batch": 16,
+                                        **(training or {})}})
+
+
+def adapter_params(model, rank: int, targets: Iterable[str]) -> int:
+    """LoRA's trainable parameters (Hu et al. 2021, arXiv:2106.09685): each adapted projection
+    W (out x in) gets A (r x in) and B (out x r), r (in + out) parameters, in every layer.
+    ``model``: a ``ModelShape`` (dense: q, k, v, o, gate, up, down)."""
+    h, q, kv, f = (model.hidden, model.heads * model.dim_per_head,
+                   model.kv_heads * model.dim_per_head, model.ffn_hidden)
+    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h),
+              "gate": (h, f), "up": (h, f), "down": (f, h)}
+    return model.layers * sum(rank * sum(shapes[t]) for t in targets)
 
 
 _pool: ProcessPoolExecutor | None = None
@@ -125,4 +138,4 @@ def check_table(rows: Iterable[Check]):
     return df
 
 
-__all__ = ["GB", "GIB", "check_table", "comm_rows", "scenario", "state_rows", "trial"]
+__all__ = ["GB", "GIB", "adapter_params", "check_table", "comm_rows", "scenario", "state_rows", "trial"]

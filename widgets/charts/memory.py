@@ -1,5 +1,7 @@
 """Per-GPU memory by component for every pipeline rank, against the GPU's capacity: the
-stacked bars are the peak allocated (``total``), a marker over each bar the allocator's peak
+stacked bars are the peak allocated (``total``; plus, hatched on top of the optimizer states,
+bitsandbytes' paged optimizer states, which live outside the allocator), the weights split into
+frozen and trainable for LoRA/QLoRA (``params_frozen``), a marker over each bar the allocator's peak
 reserved and one the device's figure (reserved + CUDA context + NCCL + workspaces: what
 nvidia-smi shows, and what the fit is judged on)."""
 from __future__ import annotations
@@ -10,9 +12,34 @@ from widgets.charts.plot import Plot
 from workbench.estimate import Estimate
 from workbench.units import GiB as GIB, memory_text
 
-COMPONENTS = (("params", "parameters"), ("grads", "gradients"), ("optimizer", "optimizer states"),
-              ("activations", "activations"), ("buffers", "buffers"))
-COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
+# the stacked bars, bottom to top: (label, colour, the bytes of one GPUMemory). The weights are
+# one bar ("parameters") unless part of them is frozen (LoRA/QLoRA: ``params_frozen``), then
+# two ("weights (frozen)", "weights (trainable)"); "optimizer (paged)" (bitsandbytes' paged
+# optimizers: device memory outside the caching allocator) only where the estimate has some.
+# A bar with nothing to draw gets no data, so the legend names only what is drawn.
+COMPONENTS = (
+    ("parameters", "#4c78a8", lambda g, split: 0.0 if split else g.params),
+    ("weights (frozen)", "#9ecae9", lambda g, split: g.params_frozen),
+    ("weights (trainable)", "#4c78a8", lambda g, split: g.params_trainable if split else 0.0),
+    ("gradients", "#f58518", lambda g, split: g.grads),
+    ("optimizer states", "#54a24b", lambda g, split: g.optimizer),
+    ("optimizer (paged)", "#a1d99b", lambda g, split: g.paged),
+    ("activations", "#e45756", lambda g, split: g.activations),
+    ("buffers", "#b279a2", lambda g, split: g.buffers),
+)
+
+
+def frozen_split(est: Estimate) -> bool:
+    """Whether the weights are drawn as frozen and trainable parts (some GPU holds frozen
+    weights: the estimate's ``params_frozen``)."""
+    return any(g.memory.params_frozen > 0 for g in est.memory.per_stage)
+
+
+# what the hover adds to a bar's figure
+HOVER_NOTE = {"weights (frozen)": " (frozen: no gradients, no optimizer states)",
+              "weights (trainable)": " (trained: with gradients and optimizer states)",
+              "optimizer (paged)": " (outside PyTorch's allocator: in the device figure, "
+                                   "not in allocated or reserved)"}
 HOVER = "%{x}<br>%{fullData.name}: %{y:,.2f} GiB<extra></extra>"
 # which figure a monitoring tool reports (the chart says it under the title)
 TOOLS = ("nvidia-smi / DCGM report the device figure;<br>torch.cuda.max_memory_allocated the "
@@ -26,8 +53,12 @@ class MemoryChart:
 
     def __init__(self) -> None:
         self.widget = Plot(
-            data=[go.Bar(name=label, marker_color=c, hovertemplate=HOVER)
-                  for (_, label), c in zip(COMPONENTS, COLORS)]
+            data=[go.Bar(name=label, marker_color=c,
+                         hovertemplate=HOVER.replace("<extra>", HOVER_NOTE.get(label, "")
+                                                     + "<extra>"),
+                         # paged states sit outside the allocator: hatched
+                         marker_pattern_shape="/" if label == "optimizer (paged)" else "")
+                  for label, c, _ in COMPONENTS]
             # reserved: a bar-wide tick over each rank; device: a diamond (the fit's figure)
             + [go.Scatter(name="reserved (allocator)", mode="markers", hovertemplate=HOVER,
                           marker={"symbol": "line-ew-open", "size": 36, "color": "#6e40c9",
@@ -63,9 +94,12 @@ class MemoryChart:
         device = [g.memory.device / GIB for g in stages]
         over = [(r, d) for r, d in zip(ranks, device) if d > cap]
         with self.widget.batch_update():
-            for trace, (key, _) in zip(self.widget.data, COMPONENTS):
-                trace.x = ranks
-                trace.y = [getattr(g.memory, key) / GIB for g in stages]
+            split = frozen_split(est)
+            for trace, (label, _, part) in zip(self.widget.data, COMPONENTS):
+                y = [part(g.memory, split) / GIB for g in stages]
+                shown = any(v > 0 for v in y) or (label == "parameters" and not split)
+                trace.x, trace.y = (ranks, y) if shown else ([], [])
+                trace.showlegend = shown
             reserved, dev, line, oom = self.widget.data[-4:]
             reserved.x, reserved.y = ranks, [g.memory.reserved / GIB for g in stages]
             dev.x, dev.y = ranks, device
@@ -85,4 +119,6 @@ class MemoryChart:
             self.widget.layout.title = (
                 f"Memory per GPU: {memory_text(m.per_gpu.device)} on the device of "
                 f"{memory_text(m.capacity)}, {fits}<br><sub>{memory_text(m.per_gpu.total)} "
-                f"allocated, {memory_text(m.per_gpu.reserved)} reserved; {TOOLS}</sub>")
+                f"allocated, {memory_text(m.per_gpu.reserved)} reserved"
+                + (f", {memory_text(m.per_gpu.paged)} paged (hatched)" if m.per_gpu.paged > 0
+                   else "") + f"; {TOOLS}</sub>")

@@ -1,0 +1,64 @@
+""""What would fit instead": the planner's best layout per fine-tuning method
+(``workbench.plan.methods.compare_methods``) as a short HTML table, for the Plan tab when the
+scenario does not fit. Every number is the backend's; this module only words them."""
+from __future__ import annotations
+
+import html
+
+from workbench.plan.methods import MethodFit
+from workbench.render.text import human_duration
+from workbench.units import memory_text
+
+# compact rows: numbers on one line, the layout's words wrap
+STYLE = ("<style>.wb-fit-table th, .wb-fit-table td {padding: 1px 6px; line-height: 1.3; "
+         "white-space: nowrap; vertical-align: top} .wb-fit-table td.wb-fit-layout, "
+         ".wb-fit-table td.wb-fit-reason {white-space: normal}</style>")
+SEARCHING = ("<p class='wb-fit-searching' style='color:#57606a'><i>Does not fit: searching "
+             "what would fit instead (full fine-tuning, LoRA, QLoRA)&hellip;</i></p>")
+
+
+def tokens_text(n: float) -> str:
+    """A token count in words: 100 M, 1 B, 1.4 T."""
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:,.3g} {unit}"
+    return f"{n:,.0f}"
+
+
+def fit_instead_html(fits: list[MethodFit], world: int, gpu: str, current: str = "") -> str:
+    """One row per method: its fastest fitting layout's memory per GPU, step time, tokens/s
+    and time to train the scenario's tokens, or why nothing fits (``current``: the scenario's
+    own method, in words)."""
+    if not fits:
+        return ("<p class='wb-fit-instead-none'>What would fit instead: this engine trains with "
+                "no fine-tuning method.</p>")
+    tokens = tokens_text(fits[0].tokens)
+    rows = []
+    for f in fits:
+        name = html.escape(f.label)
+        note = f"<br><small>{html.escape(f.note)}</small>" if f.note else ""
+        if f.fits:
+            rows.append(
+                f"<tr class='wb-fit-yes'><td><b>{name}</b></td>"
+                f"<td style='color:#1a7f37'>fits</td>"
+                f"<td style='text-align:right'>{memory_text(f.device_per_gpu)} of "
+                f"{memory_text(f.capacity)}</td>"
+                f"<td style='text-align:right'>{f.step_s:,.2f} s</td>"
+                f"<td style='text-align:right'>{f.tokens_per_s:,.0f}</td>"
+                f"<td style='text-align:right'>{html.escape(human_duration(f.time_to_train_s))}"
+                f"</td><td class='wb-fit-layout'><small>{html.escape(f.layout)}</small>{note}</td></tr>")
+        else:
+            rows.append(
+                f"<tr class='wb-fit-no'><td><b>{name}</b></td>"
+                f"<td style='color:#cf222e'>nothing fits</td>"
+                f"<td colspan='5' class='wb-fit-reason'><small>{html.escape(f.reason)}</small>{note}"
+                f"</td></tr>")
+    head = ("<tr><th>method</th><th></th><th>memory per GPU (nvidia-smi)</th><th>step</th>"
+            f"<th>tokens/s</th><th>time for {tokens} tokens</th><th>fastest layout that fits"
+            "</th></tr>")
+    of = f" of {html.escape(current)}" if current else ""
+    return (f"{STYLE}<div class='wb-fit-instead-box'><p style='margin:4px 0'><b>What would fit instead"
+            f"{of}</b> on {world} &times; {html.escape(gpu)} (the planner's fastest layout per "
+            f"method):</p><table class='wb-fit-table' style='border-collapse:collapse;"
+            f"font-size:12px'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+            "</div>")

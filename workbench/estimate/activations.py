@@ -68,7 +68,6 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     elem = 4 if tr.precision == "fp32" else 2   # the compute dtype (buffers.compute_dtype_bytes)
     lora = {}
     if tr.adapters:
-        from workbench.estimate.finetune import saved_inputs_dropped
         targets = set(tr.lora.targets)
         lora = {"dropped": saved_inputs_dropped(tr), "lora_rank": tr.lora.rank,
                 "lora_attention": len(targets & {"q", "k", "v", "o"}),
@@ -85,6 +84,28 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
         logprobs_saved=not fused_loss, **lora)
+
+
+def saved_inputs_dropped(tr: Training) -> frozenset[str]:
+    """The linear inputs autograd does not keep because no weight reading them trains and no
+    adapter reads them (autograd keeps ``mm``'s input only for the weight's gradient:
+    estimate/finetune.py's docstring): "qkv" (q, k, v's shared input), "proj"
+    (o's), "fc1" (gate and up's), "fc2" (down's), "router", "head"."""
+    if not tr.adapters:
+        return frozenset()
+    t = set(tr.lora.targets)
+    out = {"router"}
+    if not t & {"q", "k", "v"}:
+        out.add("qkv")
+    if "o" not in t:
+        out.add("proj")
+    if not t & {"gate", "up"}:
+        out.add("fc1")
+    if "down" not in t:
+        out.add("fc2")
+    if "head" not in tr.lora.trainable:
+        out.add("head")
+    return frozenset(out)
 
 
 def _adapter_hidden(x: ActivationShape, tokens: float, adapters: int) -> float:

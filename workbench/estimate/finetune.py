@@ -167,27 +167,6 @@ def frozen_bytes_per_param(tr: Training) -> int:
     return compute_dtype_bytes(tr.precision)
 
 
-def saved_inputs_dropped(tr: Training) -> frozenset[str]:
-    """The linear inputs autograd does not keep because no weight reading them trains and no
-    adapter reads them (see the module docstring): "qkv" (q, k, v's shared input), "proj"
-    (o's), "fc1" (gate and up's), "fc2" (down's), "router", "head"."""
-    if not tr.adapters:
-        return frozenset()
-    t = set(tr.lora.targets)
-    out = {"router"}
-    if not t & {"q", "k", "v"}:
-        out.add("qkv")
-    if "o" not in t:
-        out.add("proj")
-    if not t & {"gate", "up"}:
-        out.add("fc1")
-    if "down" not in t:
-        out.add("fc2")
-    if not edge_trainable(tr, "head"):
-        out.add("head")
-    return frozenset(out)
-
-
 def largest_linear(m: ModelShape, t=1):
     """Elements of the largest block-linear weight on one TP rank (QLoRA dequantises one
     linear at a time into a compute-dtype buffer)."""

@@ -342,6 +342,10 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         _shot(page, "engine-generic", "wb-training-panel")
 
         # -- the GPU mesh: drawn when its tab opens; a click selects a GPU ----------------
+        # "what would fit instead" lands above the charts when its search ends: wait for it,
+        # or the page moves under the pointer between the hover and the click (seen on a
+        # loaded machine: the click selected nothing)
+        page.locator(".wb-fit-searching").wait_for(state="detached", timeout=120_000)
         _open_tab(page, "GPU mesh")
         mesh = _wait_seen(page, "wb-mesh-chart", lambda s: s["shown"] and s["points"] >= 4,
                           "the GPU cells")
@@ -360,6 +364,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
                 break
             page.mouse.move(0, 0)
         assert "rank 3:" in hover.text_content()
+        box3 = cell.bounding_box()          # where the cell is now, not where it was hovered
         page.mouse.click(box3["x"] + box3["width"] / 2, box3["y"] + box3["height"] / 2)
         _wait_seen(page, "wb-mesh-chart", lambda s: s["title"].startswith("rank 3 "),
                    "rank 3 selected by a click")

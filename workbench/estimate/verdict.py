@@ -21,8 +21,9 @@ It is made of parts, each ``pass``, ``warn`` or ``fail`` with one sentence:
 The verdict is ``ok`` only when no part fails (warnings allowed). When it is not ok, ``next``
 lists steps the product can take, each with the figures it would give: the planner's fastest
 layout that fits this hardware (``workbench.plan.plan``), the same search on 2x and 4x the
-nodes (stopping at the first that fits without offload), for pre-training and full
-fine-tuning the adapter methods that fit (``plan.methods.compare_methods``), and for a failed
+nodes (stopping at the first that fits without offload), the adapter methods that fit in
+place of pre-training or full fine-tuning, and QLoRA in place of LoRA
+(``plan.methods.compare_methods``), and for a failed
 build check what to change (a CPU from the catalog with enough PCIe lanes, the host memory or
 drive space needed). The searches run only when a memory part fails, so a scenario that fits
 costs no search; for the brief's 70B on its 8-GPU box they take about a second.
@@ -40,7 +41,12 @@ from workbench.units import (TB, duration_text, memory_text, money_text, percent
 GPU_WARN_FRACTION = 0.9     # see the module docstring: allocator fragmentation and spikes
 HOST_WARN_FRACTION = 0.9    # pinned offload buffers leave the OS and the data loader the rest
 NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
-ADAPTER_METHODS = ("lora", "qlora")
+# the methods tried instead of each, and how the step says it
+INSTEAD = {
+    "pretrain": (("lora", "qlora"), "If you adapt a trained model rather than pre-training"),
+    "full": (("lora", "qlora"), "If you train adapters rather than every weight"),
+    "lora": (("qlora",), "With the frozen base quantised"),
+}
 MEMORY_PARTS = ("gpu memory", "host memory", "nvme")
 CHECK_WORDS = {"power": "power", "pcie_lanes": "PCIe lanes", "host_memory": "host memory",
                "drives": "drives", "cooling": "cooling"}
@@ -314,7 +320,7 @@ def _gives(est) -> str:
 
 def search_steps(s: Scenario, est) -> list[NextStep]:
     """The planner's answers: the fastest layout that fits this hardware, the same on more
-    nodes, and the adapter methods that fit (pre-training and full fine-tuning)."""
+    nodes, and the methods that fit in place of the scenario's (``INSTEAD``)."""
     from workbench.estimate import estimate
     from workbench.plan import plan
     from workbench.plan.methods import compare_methods
@@ -356,16 +362,15 @@ def search_steps(s: Scenario, est) -> list[NextStep]:
             {"hardware.nodes": nodes, **_flat_set(e.scenario, s)}, _figures(e)))
         if e.scenario.training.offload == "none":
             break
-    if s.training.method in ("pretrain", "full"):
-        instead = ("pre-training" if s.training.method == "pretrain"
-                   else "training every weight")
-        for f in compare_methods(s, ADAPTER_METHODS):
+    method = s.training.method
+    if method in INSTEAD:
+        for f in compare_methods(s, INSTEAD[method][0]):
             if not f.fits:
                 continue
             e = estimate(f.scenario)
             out.append(NextStep(
-                f"If you adapt a trained model rather than {instead}: {f.label} fits with "
-                f"{f.layout}: {_gives(e)}" + (f" ({f.note})" if f.note else "") + ".",
+                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}: {_gives(e)}"
+                + (f" ({f.note})" if f.note else "") + ".",
                 "method", _flat_set(e.scenario, s), _figures(e)))
     return out
 

@@ -243,7 +243,7 @@ def test_degree_sweep_points_are_single_estimates(model, over, values, invalid):
         assert row["step"] == pytest.approx(est.time.step, rel=1e-9)
         assert row["memory_per_gpu"] == pytest.approx(est.memory.per_gpu.total, rel=1e-9)
         assert row["tokens_per_s"] == pytest.approx(est.run.tokens_per_s, rel=1e-9)
-        assert row["fits"] == est.memory.fits and (row["reason"] == "") == est.memory.fits
+        assert row["fits"] == est.memory.gpu_fits and (row["reason"] == "") == est.memory.gpu_fits
     chart = ScalingChart()
     chart.draw(df, over)
     ok = df[df["valid"]]

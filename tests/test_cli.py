@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, ROOT
 
+VERDICT_KEYS = ("ok", "says", "parts", "next")
 MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total", "reserved",
                "device", "params_frozen", "paged"}
 
@@ -26,7 +27,7 @@ def test_estimate_json_has_contract_memory_keys(path):
     out = json.loads(r.stdout)
     mem = out["memory"]
     assert set(mem["per_gpu"]) == MEMORY_KEYS
-    for key in ("capacity", "fits", "host_per_node", "nvme_per_node"):
+    for key in ("capacity", "fits", "gpu_fits", "host_per_node", "nvme_per_node"):
         assert key in mem
     assert isinstance(mem["fits"], bool) and isinstance(out["warnings"], list)
     per = mem["per_gpu"]
@@ -35,7 +36,15 @@ def test_estimate_json_has_contract_memory_keys(path):
     assert per["total"] == pytest.approx(sum(per[k] for k in parts))
     assert all(math.isfinite(v) and v >= 0 for v in per.values())
     assert per["total"] <= per["reserved"] < per["device"]
-    assert mem["fits"] == (per["device"] <= mem["capacity"])
+    assert mem["gpu_fits"] == (per["device"] <= mem["capacity"])
+    # fits counts host DDR and NVMe for offload, as the planner does
+    assert mem["fits"] == (mem["gpu_fits"] and mem["host_fits"] and mem["nvme_fits"])
+    v = out["verdict"]                     # contract 2, added 2026-12-07
+    assert set(VERDICT_KEYS) <= set(v) and isinstance(v["ok"], bool) and v["says"]
+    assert v["parts"] and all({"name", "ok", "says"} <= set(p) for p in v["parts"])
+    assert all("says" in n for n in v["next"])
+    assert v["ok"] == all(p["ok"] for p in v["parts"])
+    assert v["ok"] <= mem["fits"]          # never ok while memory does not fit
     for key in ("step", "compute", "recompute", "bubble", "offload"):
         assert out["time"][key] >= 0
     assert set(out["time"]["comm_exposed"]) == {"dp", "tp", "pp", "cp", "ep"}
@@ -49,6 +58,8 @@ def test_estimate_json_has_contract_memory_keys(path):
 def test_estimate_text_table_names_components_and_verdict():
     r = run("estimate", str(ROOT / "examples" / "brief-8xh200-70b.yaml"))
     assert r.returncode == 0
+    assert r.stdout.startswith("VERDICT: No: Llama 3.1 70B")      # the verdict comes first
+    assert "\n  [FAIL] gpu memory: " in r.stdout and "\nnext steps" in r.stdout
     for word in ("params", "grads", "optimizer", "activations", "buffers", "total",
                  "DOES NOT FIT", "GiB (2^30 bytes)"):
         assert word in r.stdout

@@ -135,7 +135,7 @@ def test_three_memory_figures_and_fit_judged_on_the_device():
     assert g.total < g.reserved < g.device
     out = e.to_dict()["memory"]["per_gpu"]
     assert out["reserved"] == g.reserved and out["device"] == g.device
-    assert e.memory.fits == (g.device <= e.memory.capacity)
+    assert e.memory.gpu_fits == (g.device <= e.memory.capacity)
     # allocated bytes within the capacity but device bytes above it: does not fit
     squeezed = dataclasses.replace(e.memory, capacity=(g.total + g.device) / 2)
     assert not squeezed.fits

@@ -56,7 +56,7 @@ def test_grid_matches_single_estimates_and_the_validator(model, seq, sched):
         assert out["step"][j] == pytest.approx(est.time.step, rel=1e-9)
         assert out["memory_per_gpu"][j] == pytest.approx(est.memory.per_gpu.total, rel=1e-9)
         assert out["tokens_per_s"][j] == pytest.approx(est.run.tokens_per_s, rel=1e-9)
-        assert bool(out["fits"][j]) == est.memory.fits
+        assert bool(out["fits"][j]) == est.memory.gpu_fits   # the grid's fits: GPU memory
         assert bool(out["host_fits"][j]) == (est.memory.host_fits and est.memory.nvme_fits)
 
 

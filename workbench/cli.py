@@ -170,10 +170,13 @@ def _plan(args: argparse.Namespace) -> int:
     result = plan(scenario, c, progress)
     if shown["at"]:
         print(file=sys.stderr)
+    from workbench.plan.summary import fold_virtual_stages, plan_sentence
+
     if args.json:
         print(json.dumps(result.to_dict(args.top), indent=2))
         return 0
     n = result.counts
+    print(plan_sentence(result))
     print(f"{scenario.model.name} on {scenario.hardware.world} x {scenario.hardware.gpu.name}: "
           f"{n['candidates']:,} candidate layouts{settings_text(n)}, {n['valid']:,} valid, "
           f"{n['fit']:,} fit ({result.seconds:.2f} s)")
@@ -181,10 +184,17 @@ def _plan(args: argparse.Namespace) -> int:
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
             "mfu", "memory_gib", "device_gib", "headroom_gib"]
     t = result.ranked
+    if not args.unfold:
+        t = fold_virtual_stages(t)
+        if any(k > 1 for k in t["folded"]):
+            cols[cols.index("rank") + 1:cols.index("rank") + 1] = ["ranks"]
+            print("rows that differ only in virtual stages are folded into one: v is their "
+                  "range, ranks the ranks folded, the figures the fastest one's (--unfold "
+                  "shows each)")
     # the engine and switch columns, shown when a row leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
                          ("fp8_recipe", None), ("optimizer", scenario.training.optimizer)):
-        if any(v != default for v in t[col].tolist()):
+        if any(v != default for v in list(t[col])):
             cols.insert(cols.index("step"), col)
     names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
              "micro_batch": "mb", "step": "step_s"}
@@ -319,6 +329,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                     "adafactor, or all")
     pl.add_argument("--gpu-counts", type=integer(1, 10_000_000), nargs="*", metavar="N",
                     help="also search these GPU counts (throughput against GPU count)")
+    pl.add_argument("--unfold", action="store_true",
+                    help="show every ranked layout; by default rows that differ only in "
+                    "virtual stages are folded into one showing their range")
     pl.add_argument("--json", action="store_true", help="print one JSON object (keys: docs/json.md)")
     pl.set_defaults(run=_plan)
     x = sub.add_parser("export", help="print the layout as a torchrun/Slurm/torchtitan/"

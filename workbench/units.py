@@ -32,12 +32,75 @@ MiB = float(2**20)
 
 
 def memory_text(n_bytes: float, digits: int = 1) -> str:
-    """Memory for people: ``171.5 GiB``, or ``310 MiB`` under 1 GiB (and ``12.0 KiB`` under
-    1 MiB), with thousands separators."""
+    """Memory for people: ``171.5 GiB``; under 1 GiB ``310 MiB`` (``1.7 MiB`` under 100 MiB),
+    under 1 MiB ``12.0 KiB``; thousands separators."""
     if n_bytes == 0:
         return "0 GiB"
     if abs(n_bytes) >= GiB:
         return f"{n_bytes / GiB:,.{digits}f} GiB"
     if abs(n_bytes) >= MiB:
-        return f"{n_bytes / MiB:,.0f} MiB"
+        mib = n_bytes / MiB
+        return f"{mib:,.{1 if abs(mib) < 100 else 0}f} MiB"
     return f"{n_bytes / 1024:,.1f} KiB"
+
+
+# The one formatter of durations, token counts and shares for charts, tables and text (the
+# page, the CLI and the verdict call these; nothing formats a duration of its own).
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+YEAR = 365 * DAY
+
+
+def _three(x: float) -> str:
+    """About three significant digits, never in scientific notation: 78.9, 5.12, 401, 1,234."""
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds for people: ``78.9 ms`` below a second (``12.0 µs`` below a millisecond),
+    ``2.50 s`` .. ``401 s`` below ten minutes (step times stay in seconds), then ``45.0 min``,
+    ``5.3 h``, ``13.6 days`` and ``33.9 years`` (of 365 days)."""
+    s = float(seconds)
+    if s != s:
+        return "unknown"
+    if s in (float("inf"), float("-inf")):
+        return "never"
+    a = abs(s)
+    if a == 0:
+        return "0 s"
+    if a < 1e-3:
+        return f"{_three(s * 1e6)} µs"
+    if a < 1:
+        return f"{_three(s * 1e3)} ms"
+    if a < 10 * MINUTE:
+        return f"{_three(s)} s"
+    for unit, size in (("years", YEAR), ("days", DAY), ("h", HOUR), ("min", MINUTE)):
+        if a >= size:
+            return f"{s / size:,.1f} {unit}"
+    return f"{_three(s)} s"      # not reached
+
+
+def tokens_text(n: float) -> str:
+    """A token count for people: ``1.4 T tokens``, ``15 B tokens``, ``524 K tokens``,
+    ``900 tokens`` (T = 1e12, B = 1e9, M = 1e6, K = 1e3)."""
+    n = float(n)
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= size:
+            v = n / size
+            return f"{v:.3g} {unit} tokens" if abs(v) < 1000 else f"{v:,.0f} {unit} tokens"
+    return f"{n:,.0f} tokens"
+
+
+def percent_text(fraction: float, digits: int = 0) -> str:
+    """A share for people: ``9 %`` (``28.5 %`` with digits=1)."""
+    return f"{fraction * 100:,.{digits}f} %"
+
+
+def money_text(amount: float) -> str:
+    """An amount in the scenario's currency (its prices carry no currency of their own):
+    ``1,234,567 currency units``; two decimals below 100."""
+    return (f"{amount:,.2f}" if abs(amount) < 100 else f"{amount:,.0f}") + " currency units"

@@ -96,8 +96,15 @@ class MemoryEstimate:
         return self.worst.memory
 
     @property
-    def fits(self) -> bool:
+    def gpu_fits(self) -> bool:
+        """The worst GPU's device figure (what nvidia-smi shows) within its capacity."""
         return self.per_gpu.device <= self.capacity
+
+    @property
+    def fits(self) -> bool:
+        """Whether the layout can run, as the planner judges it: the GPUs (``gpu_fits``), and
+        what offload puts in host DDR and on NVMe per node (``host_fits``, ``nvme_fits``)."""
+        return self.gpu_fits and self.host_fits and self.nvme_fits
 
     @property
     def host_fits(self) -> bool:
@@ -111,7 +118,7 @@ class MemoryEstimate:
 def memory_warnings(s: Scenario, est: MemoryEstimate) -> list[str]:
     out = []
     g = est.per_gpu
-    if not est.fits:
+    if not est.gpu_fits:
         out.append(f"does not fit: the worst GPU (pipeline rank {est.worst.rank}) needs "
                    f"{memory_text(g.device)} as nvidia-smi counts it ({memory_text(g.total)} "
                    f"allocated) of {memory_text(est.capacity)} (a "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from workbench.estimate.build_checks import Check
 from workbench.estimate.engine_terms import error_band
@@ -37,6 +38,15 @@ class Estimate:
         """Defaults the scenario left to the validator that change a figure, in words."""
         return list(self.scenario.assumptions)
 
+    @cached_property
+    def verdict(self):
+        """The one answer a person reads first (``estimate.verdict.Verdict``): GPU memory,
+        host memory / NVMe, the build check, time to train and cost, and what to do next when
+        it fails (which runs the planner then; computed once, on first use)."""
+        from workbench.estimate.verdict import verdict
+
+        return verdict(self.scenario, self)
+
     def timeline(self, microbatches: int | None = None) -> list:
         """Per-rank F/B/W blocks of one step's pipeline (``timeline.Block``), from this
         estimate's per-stage times; ``microbatches`` caps the count for drawing."""
@@ -48,9 +58,13 @@ class Estimate:
         return simulate(par, m, [g.f for g in t.stages], [g.b for g in t.stages],
                         [g.wgrad for g in t.stages] if split else None)
 
-    def to_dict(self) -> dict:
-        """Contract-2 keys (bytes and seconds)."""
+    def to_dict(self, search: bool = True) -> dict:
+        """Contract-2 keys (bytes and seconds). ``search``: let the verdict's next steps run
+        the planner when the scenario does not fit (False: the steps that need no search)."""
+        from workbench.estimate.verdict import verdict
+
         s, m, t, r = self.scenario, self.memory, self.time, self.run
+        v = self.verdict if search else verdict(s, self, search=False)
         b = bytes_per_param(s.training.precision, s.training.optimizer, s.parallel.zero)
         return {
             "scenario": {"model": s.model.name, "gpu": s.hardware.gpu.name,
@@ -63,6 +77,7 @@ class Estimate:
                 "worst_pipeline_rank": m.worst.rank,
                 "capacity": m.capacity,
                 "fits": m.fits,
+                "gpu_fits": m.gpu_fits,
                 "headroom": m.capacity - m.per_gpu.device,
                 "kinds": dict(MEMORY_KINDS),
                 "host_per_node": m.host_per_node,
@@ -105,4 +120,5 @@ class Estimate:
                              for c in self.checks],
             "warnings": list(self.warnings),
             "assumptions": self.assumptions,
+            "verdict": v.as_dict(),
         }

@@ -30,6 +30,10 @@ class PlanResult:
     by_gpu_count: list = field(default_factory=list)
     seconds: float = 0.0
     start: dict | None = None         # the scenario's own layout among these (search.starting_point)
+    # the fastest evaluated layout that does not fit and is faster than the best that does
+    # (of those within twice the GPU limit; else the one that needs least): what more memory
+    # would buy (``plan.summary.plan_sentence``)
+    fastest_over: dict | None = None
     _frame: object = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
@@ -58,8 +62,17 @@ class PlanResult:
         counts = dict(found["counts"], fit=int(len(ok["rank"])))
         short = int(((cols["device_per_gpu"] <= found["limit"])
                      & ~cols["host_fits"].astype(bool)).sum()) if n else 0
+        over = None
+        if n and len(ok["rank"]):
+            miss = np.flatnonzero(~cols["fits"].astype(bool) & (cols["step"] < ok["step"][0]))
+            if len(miss):
+                dev = cols["device_per_gpu"][miss]
+                near = miss[dev <= 2 * found["limit"]]
+                pick = (near[np.argmin(cols["step"][near])] if len(near)
+                        else miss[np.argmin(dev)])
+                over = {k: _plain(v[pick]) for k, v in cols.items()}
         return cls(scenario=s, constraints=c, ranked=ok, counts=counts, limit=found["limit"],
-                   smallest=smallest, gpu_fit_host_short=short)
+                   smallest=smallest, gpu_fit_host_short=short, fastest_over=over)
 
     @property
     def table(self):
@@ -146,7 +159,8 @@ class PlanResult:
     def to_dict(self, top: int | None = None) -> dict:
         """Contract 4: ``layouts[]`` with a full ``parallel`` block, the training options the
         search chose, ``time.step``, ``throughput.tokens_per_s``, ``memory.per_gpu.total`` and
-        ``fits``; plus the search counts and the Pareto fronts."""
+        ``fits``; plus the search counts, the Pareto fronts and the answer in one sentence
+        (``summary``, ``plan.summary.plan_sentence``)."""
         n = len(self) if top is None else min(top, len(self))
         layouts = []
         for i in range(1, n + 1):
@@ -163,9 +177,12 @@ class PlanResult:
                            "headroom": float(self.limit - row["device_per_gpu"])},
                 "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
             })
+        from workbench.plan.summary import plan_sentence
+
         front = np.flatnonzero(self.ranked["pareto_memory"]) if self.feasible else []
         r = self.ranked
         return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
+                "summary": plan_sentence(self),
                 "counts": self.counts, "seconds": self.seconds, "layouts": layouts,
                 "pareto_memory": [{"rank": int(r["rank"][i]), "memory_per_gpu": float(
                     r["memory_per_gpu"][i]), "tokens_per_s": float(r["tokens_per_s"][i])}

@@ -1,19 +1,40 @@
-"""The estimate as a text table for the terminal (memory in GiB = 2^30 bytes, storage in
-GB/TB = 1e9/1e12 bytes; workbench/units.py)."""
+"""The estimate as text for the terminal: the verdict first, then the tables (memory in GiB =
+2^30 bytes, storage in GB/TB = 1e9/1e12 bytes; durations, token counts and memory through the
+one formatter, workbench/units.py)."""
 from __future__ import annotations
 
 from workbench.estimate.memory import MEMORY_KINDS
 from workbench.estimate.result import Estimate
-from workbench.units import GB, GiB, MiB, memory_text
+from workbench.units import (GB, GiB, MiB, duration_text, memory_text, money_text,
+                             percent_text, tokens_text)
 
 _ROWS = ("params", "grads", "optimizer", "activations", "buffers", "total")
 
 
-def render_estimate(est: Estimate) -> str:
-    """Per-GPU memory of every pipeline rank, the worst GPU, capacity and offload use."""
+def verdict_lines(v) -> list[str]:
+    """The verdict as the CLI prints it: ``VERDICT: <sentence>``, one line per part (its
+    status and sentence), then the next steps when it fails."""
+    lines = [f"VERDICT: {v.says}"]
+    lines += [f"  [{p.status.upper():4}] {p.name}: {p.says}" for p in v.parts]
+    if v.next:
+        lines.append("next steps" + (f" (searched in {duration_text(v.search_s)})"
+                                     if v.searched else "") + ":")
+        lines += [f"  - {n.says}" for n in v.next]
+    return lines
+
+
+def render_estimate(est: Estimate, search: bool = True) -> str:
+    """The verdict, then per-GPU memory of every pipeline rank, the worst GPU, capacity and
+    offload use, step time and run, build checks. ``search``: let the verdict's next steps
+    run the planner when the scenario does not fit."""
+    from workbench.estimate.verdict import verdict
+
     s, m = est.scenario, est.memory
     p, t, hw = s.parallel, s.training, s.hardware
+    v = est.verdict if search else verdict(s, est, search=False)
     lines = [
+        *verdict_lines(v),
+        "",
         f"{s.model.name} on {hw.nodes} x {hw.gpus_per_node} x {hw.gpu.name} "
         f"({hw.world} GPUs, {hw.gpu.memory_gb:g} GiB each)",
         f"layout: dp={p.dp} zero={p.zero}{f' shard_group={p.shard_group}' if p.shard_group else ''}"
@@ -36,7 +57,7 @@ def render_estimate(est: Estimate) -> str:
     for row in _ROWS:
         lines.append(f"{row:14}" + "".join(f"{g.memory.as_dict()[row] / scale:>11,.2f}" for g in shown))
     w = m.per_gpu
-    verdict = "fits" if m.fits else "DOES NOT FIT"
+    fits = "fits" if m.gpu_fits else "DOES NOT FIT"
     lines += [
         f"{'reserved':14}" + "".join(f"{g.memory.reserved / scale:>11,.2f}" for g in shown),
         f"{'device':14}" + "".join(f"{g.memory.device / scale:>11,.2f}" for g in shown),
@@ -44,7 +65,7 @@ def render_estimate(est: Estimate) -> str:
         "",
         f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.device)} on the device "
         f"({memory_text(w.total)} allocated) of "
-        f"{memory_text(m.capacity)} (a \"{hw.gpu.memory_gb:g} GB\" GPU) -> {verdict} "
+        f"{memory_text(m.capacity)} (a \"{hw.gpu.memory_gb:g} GB\" GPU) -> {fits} "
         f"({'+' if m.capacity >= w.device else '-'}"
         f"{memory_text(abs(m.capacity - w.device), 2)} headroom)",
     ]
@@ -84,30 +105,28 @@ def band_text(est: Estimate) -> str:
             f"{b['kind']})")
 
 
-def human_duration(seconds: float) -> str:
-    """Seconds as the largest sensible unit (s, min, h, days, years of 365 days)."""
-    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:,.1f} {unit}"
-    return f"{seconds:,.2f} s"
+# The widgets and notebooks import it by this name: the shared formatter of workbench/units.py.
+human_duration = duration_text
 
 
 def _time_lines(est: Estimate) -> list[str]:
     t, r, tr = est.time, est.run, est.scenario.training
     comm = ", ".join(f"{k} {v:.3f}" for k, v in t.comm_exposed.items() if v > 0) or "none"
     lines = [
-        f"step time {t.step:,.3f} s {band_text(est)}",
+        f"step time {t.step:,.3f} s ({duration_text(t.step)}) {band_text(est)}",
         f"  = compute {t.compute:,.3f} + recompute {t.recompute:,.3f} "
         f"+ bubble {t.bubble:,.3f} + exposed comm ({comm}) + optimizer {t.optimizer:,.3f}"
         f" + offload {t.offload:,.3f}",
         f"throughput {r.tokens_per_s:,.0f} tokens/s ({r.tokens_per_s_per_gpu:,.0f} per GPU), "
-        f"{r.model_tflops_per_gpu:,.0f} model TFLOP/s per GPU, MFU {r.mfu:.1%}, HFU {r.hfu:.1%}",
-        f"run: {tr.tokens:.3g} tokens in {human_duration(r.time_to_train_s)}; average power "
+        f"{r.model_tflops_per_gpu:,.0f} model TFLOP/s per GPU, MFU {percent_text(r.mfu, 1)}, "
+        f"HFU {percent_text(r.hfu, 1)}",
+        f"run: {tokens_text(tr.tokens)} in {duration_text(r.time_to_train_s)}; average power "
         f"{r.power_w / 1000:,.1f} kW; energy {r.energy_kwh:,.0f} kWh",
     ]
     if r.cost:
         lines.append(f"cost ({est.scenario.hardware.world * r.time_to_train_s / 3600:,.0f} "
-                     "GPU-hours): " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items()))
+                     "GPU-hours): " + ", ".join(f"{k} {v:,.0f}" for k, v in r.cost.items())
+                     + " (currency units)")
     return lines
 
 

@@ -1,0 +1,142 @@
+"""The planner's answer for people: one sentence (``workbench plan`` prints it first, the page
+shows it above the table), the ranked rows with those that differ only in virtual stages folded
+into one, and the columns' names in words.
+
+Nothing here computes a figure: every number is the search's (``PlanResult``); durations,
+memory and token counts go through ``workbench.units``, the formatter the CLI and the page
+share.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.plan.result import PlanResult, _describe
+from workbench.units import duration_text, memory_text, percent_text, tokens_text
+
+OFFLOAD_WORDS = {"cpu": "CPU", "nvme": "NVMe"}
+# a layout that needs more memory is named when it is at least this much faster than the best
+FASTER = 0.05
+
+# What each column of the ranked table is, for a header or a tooltip (the page and the CLI).
+COLUMN_LABELS = {
+    "rank": "rank (1 = fastest)",
+    "ranks": "ranks folded into this row",
+    "dp": "data parallel (dp)",
+    "tp": "tensor parallel (tp)",
+    "pp": "pipeline stages (pp)",
+    "cp": "context parallel (cp)",
+    "ep": "expert parallel (ep)",
+    "zero": "ZeRO stage (3 = FSDP2 full shard)",
+    "shard_group": "HSDP shard group (0 = none)",
+    "sequence_parallel": "sequence parallel",
+    "pp_schedule": "pipeline schedule",
+    "virtual_stages": "virtual stages per pipeline rank",
+    "micro_batch": "micro-batch (sequences)",
+    "recompute": "activation recompute",
+    "offload": "optimizer offload",
+    "engine": "engine",
+    "compile": "torch.compile",
+    "async_tp": "async TP",
+    "fp8_recipe": "FP8 recipe",
+    "optimizer": "optimizer",
+    "step": "step time (s)",
+    "step_max": "slowest folded step time (s)",
+    "tokens_per_s": "tokens/s",
+    "mfu": "MFU",
+    "bubble": "pipeline bubble (s)",
+    "memory_gib": "allocated per GPU (GiB)",
+    "device_gib": "on the device per GPU, as nvidia-smi shows it (GiB)",
+    "headroom_gib": "headroom per GPU (GiB)",
+    "folded": "layouts folded into this row",
+}
+
+# The columns that make two rows the same layout apart from virtual stages (the figures differ
+# a little between them: the bubble shrinks as the stages grow).
+_LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "shard_group", "micro_batch",
+                "sequence_parallel", "pp_schedule", "recompute", "offload", "engine", "compile",
+                "async_tp", "fp8_recipe", "optimizer")
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def range_text(values) -> str:
+    """Sorted integers as people write them: ``3-8``, ``1, 2, 4``, ``5``; runs of three or
+    more are a range."""
+    vals = sorted({int(v) for v in values})
+    out, i = [], 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{vals[i]}-{vals[j]}")
+        else:
+            out += [str(v) for v in vals[i:j + 1]]
+        i = j + 1
+    return ", ".join(out)
+
+
+def fold_virtual_stages(ranked: dict) -> dict:
+    """``PlanResult.ranked`` with the rows that differ only in ``virtual_stages`` folded into
+    one, in rank order: the row shows the fastest of them (its rank and figures),
+    ``virtual_stages`` becomes the range of values as text (``"3-8"``), ``ranks`` the ranks
+    folded (``"1-4, 7, 10"``), ``folded`` their count and ``step_max`` the slowest one's step.
+    Plain lists, one per column; ``PlanResult.ranked`` itself is left as it is (the JSON of
+    contract 4 lists every layout)."""
+    keys = [k for k in _LAYOUT_KEYS if k in ranked]
+    cols = {k: [_plain(v) for v in np.asarray(ranked[k]).tolist()] for k in ranked}
+    groups: dict[tuple, int] = {}
+    members: list[list[int]] = []
+    for i, key in enumerate(zip(*(cols[k] for k in keys))):
+        g = groups.setdefault(key, len(members))
+        if g == len(members):
+            members.append([])
+        members[g].append(i)
+    out = {k: [cols[k][m[0]] for m in members] for k in cols}
+    out["virtual_stages"] = [range_text(cols["virtual_stages"][i] for i in m) for m in members]
+    out["ranks"] = [range_text(cols["rank"][i] for i in m) for m in members]
+    out["folded"] = [len(m) for m in members]
+    out["step_max"] = [max(cols["step"][i] for i in m) for m in members]
+    return out
+
+
+def plan_sentence(result: PlanResult) -> str:
+    """The planner's answer in one sentence: whether the model fits the hardware (and only
+    with offload), the fastest layout's step time, MFU and time to train, what the fastest
+    layout that needs more memory would give, and how many layouts fit."""
+    s = result.scenario
+    hw = s.hardware
+    head = f"{s.model.name} on {hw.world} x {hw.gpu.name}"
+    n = result.counts
+    if not result.feasible:
+        return f"{head}: nothing fits. {result.infeasible_reason().message}."
+    r = result.ranked
+    best = result.row(1)
+    off = best["offload"]
+    if off != "none" and bool(np.all(np.asarray(r["offload"]) != "none")):
+        verdict = f"fits only with {OFFLOAD_WORDS.get(off, off)} offload"
+    elif off != "none":
+        verdict = f"fits; the fastest layout offloads to {OFFLOAD_WORDS.get(off, off)}"
+    else:
+        verdict = "fits without offload"
+    tokens = s.training.tokens
+    text = (f"{head} {verdict}: {duration_text(best['step'])} per step, MFU "
+            f"{percent_text(best['mfu'])}, {tokens_text(tokens)} in "
+            f"{duration_text(tokens / best['tokens_per_s'])} ({_describe(best)}, "
+            f"{memory_text(best['device_per_gpu'])} per GPU)")
+    over = result.fastest_over
+    if over is not None and over["step"] < (1 - FASTER) * best["step"]:
+        cap = result.limit
+        if over["device_per_gpu"] > cap:
+            need = (f"{memory_text(over['device_per_gpu'])} per GPU of "
+                    f"{memory_text(cap)}")
+        else:
+            need = "more host memory or NVMe per node than the node has"
+        text += (f"; the fastest layout that needs more memory is {_describe(over)}: "
+                 f"{duration_text(over['step'])} per step, needing {need}")
+    return text + f". {n['fit']:,} of {n['valid']:,} valid layouts fit."
+
+
+__all__ = ["COLUMN_LABELS", "fold_virtual_stages", "plan_sentence", "range_text"]

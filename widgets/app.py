@@ -28,7 +28,7 @@ from widgets.charts.trial import TrialCharts
 from widgets.compare import ComparePanel
 from widgets.fit_instead import SEARCHING, fit_instead_html
 from widgets.memory_table import memory_table_html
-from widgets.panels.base import add_tip, error_html
+from widgets.panels.base import add_tip, error_html, set_options
 from widgets.words import tip_html
 from widgets.words import problem_words
 from widgets.panels.bench import BenchPanel
@@ -391,7 +391,7 @@ class App:
         except (ScenarioError, OSError) as exc:
             self.store_status.value = error_html(_store_words(exc))
             names = []
-        self.saved.options = names or [("nothing saved yet", "")]
+        set_options(self.saved, names or [("nothing saved yet", "")])
         self.comparer.refresh()
 
     def save_scenario(self, name: str) -> None:

@@ -144,6 +144,8 @@ class App:
                             (self.panels["Training"].optimizer, "wb-optimizer"),
                             (self.panels["Training"].compile, "wb-compile"),
                             (self.panels["Training"].recompute, "wb-recompute"),
+                            (self.panels["Training"].offload, "wb-offload"),
+                            (self.planner.fix["tp"], "wb-plan-fix-tp"),
                             (self.panels["Training"].switches, "wb-engine-switches"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),
@@ -279,7 +281,7 @@ class App:
             # above it says what is wrong), never silently the last valid one
             self._editing_yaml = True
             self.yaml_text.value = (dump_scenario(s.scenario) if s.valid
-                                    else yaml.safe_dump(s.doc, sort_keys=False))
+                                    else _doc_text(s.doc) or self.yaml_text.value)
             self._editing_yaml = False
 
     @staticmethod
@@ -297,11 +299,14 @@ class App:
         if s.valid:
             self.download.value = download_link(dump_scenario(s.scenario), "scenario.yaml")
             return
+        text = _doc_text(s.doc)
         edited = ("# NOT VALID: the workbench refused this scenario:\n" + "".join(
-            f"#   {problem_words(p, s.labels)}\n" for p in s.problems)
-            + yaml.safe_dump(s.doc, sort_keys=False))
+            f"#   {problem_words(p, s.labels)}\n" for p in s.problems) + (text or ""))
         links = [download_link(edited, "scenario-not-valid.yaml")
-                 + " <span class='wb-error' style='color:#cf222e'>(your edits, not valid)</span>"]
+                 + " <span class='wb-error' style='color:#cf222e'>(your edits, not valid)</span>"
+                 if text is not None else
+                 "<span class='wb-error' style='color:#cf222e'>your edits cannot be written "
+                 "back as YAML</span>"]
         if s.scenario is not None:
             links.append(download_link(dump_scenario(s.scenario), "scenario-last-valid.yaml")
                          + " (the last valid scenario, which the charts show)")
@@ -398,7 +403,10 @@ class App:
         """Save the scenario as edited under ``name`` (a refused edit is saved with it, and
         the status says so)."""
         s = self.state
-        text = dump_scenario(s.scenario) if s.valid else yaml.safe_dump(s.doc, sort_keys=False)
+        text = dump_scenario(s.scenario) if s.valid else _doc_text(s.doc)
+        if text is None:
+            self.store_status.value = error_html("this document cannot be saved as YAML")
+            return
         try:
             saved = self.store.save(name, text)
         except (ScenarioError, OSError) as exc:
@@ -462,3 +470,14 @@ def _store_words(exc: Exception) -> str:
     if problems:
         return "; ".join(p.message for p in problems)
     return f"the scenario folder cannot be used: {getattr(exc, 'strerror', None) or exc}"
+
+
+def _doc_text(doc) -> str | None:
+    """A document as edited (refused or not) as YAML, or None when it cannot be written back
+    (the document limits have read it, but a hostile one may still not dump: too deep, too
+    large)."""
+    try:
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    return text if len(text) <= 1_000_000 else None

@@ -765,7 +765,8 @@ def test_a_person_walks_the_page(tmp_path):
         _shot(page, "walk-bad-value", *PLAN_CHARTS)
         box.fill("")
         box.press("Enter")
-        page.get_by_text("GPUs per node is empty: type a whole number").wait_for(timeout=30_000)
+        page.get_by_text("GPUs per node is empty: type a whole number").first.wait_for(
+            timeout=30_000)
         assert box.input_value() == ""                                   # never the old value
         box.fill("8")
         box.press("Enter")
@@ -791,7 +792,9 @@ def test_a_person_walks_the_page(tmp_path):
         _open_tab(page, "Trial")
         page.locator(".wb-trial-world select").select_option("2")
         page.locator(".wb-run-trial").click()
-        what = page.locator(".wb-trial-what").first
+        time.sleep(3)
+        _shot(page, "walk-trial-started")
+        what = page.locator("div.wb-trial-what div.wb-trial-what")
         what.wait_for(timeout=60_000)
         assert "scaled down to" in what.inner_text() and "What runs" in what.inner_text()
         page.locator(".wb-compare-box table.wb-compare").wait_for(timeout=240_000)
@@ -803,14 +806,14 @@ def test_a_person_walks_the_page(tmp_path):
         page.locator(".wb-save-name input").fill("planner #1")
         page.locator(".wb-save").click()
         # '#' is not allowed in a name: said in words, nothing saved
-        page.get_by_text("a scenario name is 1 to 64 letters").wait_for(timeout=30_000)
+        page.get_by_text("a scenario name is 1 to 64 letters").first.wait_for(timeout=30_000)
         page.locator(".wb-save-name input").fill("planner best")
         page.locator(".wb-save").click()
-        page.get_by_text("saved as \u201cplanner best\u201d").wait_for(timeout=30_000)
+        page.get_by_text("saved as \u201cplanner best\u201d").first.wait_for(timeout=30_000)
         _open_tab(page, "Compare")
         page.locator(".wb-compare-a select").select_option("saved: planner best")
         page.locator(".wb-compare-b select").select_option(index=2)
-        table = page.locator(".wb-side-by-side")
+        table = page.locator(".wb-side-by-side", has_text="A: saved: planner best")
         table.wait_for(timeout=30_000)
         text = table.inner_text()
         assert "A: saved: planner best" in text and "B: trial 1" in text and "step time" in text
@@ -837,7 +840,7 @@ def test_a_person_walks_the_page(tmp_path):
         _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars", 120)
         page.locator(".wb-saved select").select_option("planner best")
         page.locator(".wb-open-saved").click()
-        page.get_by_text("opened \u201cplanner best\u201d").wait_for(timeout=30_000)
+        page.get_by_text("opened \u201cplanner best\u201d").first.wait_for(timeout=30_000)
         _plan_charts_drawn(page)
         _shot(page, "walk-reloaded")
         assert "Traceback" not in page.content()

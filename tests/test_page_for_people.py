@@ -139,6 +139,7 @@ def test_the_trial_says_what_ran_and_what_it_cannot_test(app):
     assert any(w.startswith("offload cpu") for w in words)
     text = what_ran_html(app.state.scenario, trial, words, notes)
     assert f"scaled down to {trial.model.layers} layers" in text and "offload cpu" in text
+    assert app.trial.what_ran in app.trial.box.children                # on the page
     bars = [t for t in app.trial_charts.widget.data if t.type == "bar"]
     assert bars and all(t.texttemplate for t in bars)          # memory bars say their value
 

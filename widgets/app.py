@@ -220,6 +220,9 @@ class App:
                     self.store_status]),
             self.glossary, self.tabs])
         self._refresh_saved()
+        # a kernel from Voila's preheated pool ran this before the page came: the page's
+        # first chart asks for the saved list as it is now
+        self.memory.widget.on_render(self._refresh_saved)
         s.on_change(lambda _s: self.redraw())
         # the Compare tab reads the page's scenario when it is opened
         self.tabs.observe(lambda c: self.comparer.show() if c["new"] == 2 else None,
@@ -396,7 +399,8 @@ class App:
         except (ScenarioError, OSError) as exc:
             self.store_status.value = error_html(_store_words(exc))
             names = []
-        set_options(self.saved, names or [("nothing saved yet", "")])
+        if self.saved.index is None or list(self.saved.options) != names:
+            set_options(self.saved, names or [("nothing saved yet", "")])
         self.comparer.refresh()
 
     def save_scenario(self, name: str) -> None:

@@ -80,6 +80,7 @@ class Plot(anywidget.AnyWidget):
         self._message = message
         self._note = ""
         self._click: list[Callable[[int, int], None]] = []
+        self._render: list[Callable[[], None]] = []
         self.on_msg(self._on_page_message)
         self.push()
 
@@ -128,7 +129,7 @@ class Plot(anywidget.AnyWidget):
             title = fig.layout.title.text or ""
             fig.layout.title.text = (f"<span style='color:#cf222e'>{self._note}</span>"
                                      + (f"<br>{title}" if title else ""))
-            fig.layout.margin.t = (fig.layout.margin.t or 80) + 20
+            fig.layout.margin.t = (fig.layout.margin.t or 80) + 30
         return pio.to_json(fig, validate=False)
 
     @contextmanager
@@ -156,7 +157,15 @@ class Plot(anywidget.AnyWidget):
         """``callback(trace_index, point_index)`` for each point a person clicks."""
         self._click.append(callback)
 
+    def on_render(self, callback: Callable[[], None]) -> None:
+        """``callback()`` each time a page draws this chart for the first time (a page
+        connected)."""
+        self._render.append(callback)
+
     def _on_page_message(self, _widget, content: dict, _buffers) -> None:
+        if content.get("event") == "render":
+            for callback in self._render:
+                callback()
         if content.get("event") == "click":
             for point in content.get("points", []):
                 for callback in self._click:

@@ -37,7 +37,7 @@ class TrialCharts:
                 # each bar says its value (KiB) above it
                 fig.add_bar(x=[], y=[], name=f"{what} {k}", row=2, col=col,
                             texttemplate="%{y:,.0f}", textposition="outside",
-                            textfont={"size": 9}, cliponaxis=False,
+                            textfont={"size": 9}, textangle=-90, cliponaxis=False,
                             hovertemplate=f"%{{x}} {k}: %{{y:,.1f}} KiB<extra></extra>")
         fig.update_xaxes(title_text="step", dtick=1, row=1)   # steps are whole numbers
         fig.update_xaxes(type="category", row=2, tickangle=-35, automargin=True)

@@ -104,7 +104,7 @@ class TrialPanel:
             w.HTML("<b>Trial</b>: the layout on a scaled-down model, in real processes"),
             self.world, self.steps, self.backend, self.inject, self.rank, self.at_step,
             w.HBox([self.run_button, self.cancel_button]), self.progress, self.status,
-            self.metrics], layout=w.Layout(width="380px", flex="0 0 auto"))
+            self.metrics, self.what_ran], layout=w.Layout(width="380px", flex="0 0 auto"))
 
     def _offer_sizes(self) -> None:
         """Process counts the layout (or a sub-layout of it) can run with, up to 16."""

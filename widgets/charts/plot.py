@@ -130,6 +130,10 @@ class Plot(anywidget.AnyWidget):
             fig.layout.title.text = (f"<span style='color:#cf222e'>{self._note}</span>"
                                      + (f"<br>{title}" if title else ""))
             fig.layout.margin.t = (fig.layout.margin.t or 80) + 30
+            # from the top down (plotly centres a title in the margin: a line more ran into
+            # the plot)
+            height = fig.layout.height or 450
+            fig.layout.title.update(yref="container", y=1 - 24 / height, yanchor="top")
         return pio.to_json(fig, validate=False)
 
     @contextmanager

@@ -430,7 +430,7 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         gb = page.locator(".wb-global-batch input")
         gb.fill("1")
         gb.press("Enter")
-        err = page.locator(".wb-error").first
+        err = page.locator(".wb-field-message .wb-error").first
         err.wait_for(timeout=30_000)
         assert "1f1b with pp=2 needs at least 2 (you gave 1)" in err.inner_text()
         mem = _seen(page, "wb-memory-chart")

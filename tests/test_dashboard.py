@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -397,7 +398,8 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         assert {"memory measured", "memory predicted", "comm measured"} <= set(tr["legend"])
         _shot(page, "trial", "wb-trial-chart")
         _open_tab(page, "Compare")
-        assert "exact" in page.locator(".wb-compare-tab").inner_text()
+        page.locator(".wb-compare-b select").select_option(index=1)
+        assert "trial" in page.locator(".wb-compare-tab").inner_text()
         _shot(page, "compare")
 
         # -- the planner: says what to do, then the Pareto chart and the table ----------
@@ -433,9 +435,9 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         gb = page.locator(".wb-global-batch input")
         gb.fill("1")
         gb.press("Enter")
-        err = page.locator(".wb-error").first
+        err = page.locator(".wb-field-message .wb-error").first
         err.wait_for(timeout=30_000)
-        assert "1f1b with pp=2 needs at least 2 (got 1)" in err.inner_text()
+        assert "1f1b with pp=2 needs at least 2 (you gave 1)" in err.inner_text()
         mem = _seen(page, "wb-memory-chart")
         assert mem["xticks"] == ["pp rank 0", "pp rank 1"] and mem["points"] >= 5
         _shot(page, "invalid", "wb-memory-chart")
@@ -683,5 +685,168 @@ def test_the_page_under_a_persons_hands(voila):
             "svg_right"], fit
         assert fit["overlaps"] == 0, fit      # narrow blocks go unlabelled (hover names them)
         _shot(page, "timeline-405b", "wb-timeline-chart")
+        assert "Traceback" not in page.content()
+        assert errors == []
+
+
+# Everything under the page's charts and fields that a person reads as text
+PAGE_TEXT = "() => document.body.innerText"
+# a chart's SVG text cut by its own box: tick labels and titles whose right or left edge lies
+# outside the chart's SVG (the waterfall cut "exposed DP comm" to "xposed DP comm")
+CUT = """c => {
+  const el = document.querySelector('.' + c + ' .js-plotly-plot');
+  if (!el) return null;
+  const box = el.getBoundingClientRect();
+  return Array.from(el.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, '
+                                        + '.g-ytitle text, .gtitle, .legendtext'))
+    .filter(t => { const r = t.getBoundingClientRect();
+                   return r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
+                          || r.top < box.top - 1 || r.bottom > box.bottom + 1); })
+    .map(t => t.textContent);
+}"""
+# two boxes of text that overlap (the timeline's legend sat on its axis title; the Pareto
+# chart's #1-#5 piled into one blob)
+OVERLAP = """([c, a, b]) => {
+  const el = document.querySelector('.' + c + ' .js-plotly-plot');
+  const boxes = sel => Array.from(el.querySelectorAll(sel)).map(t => t.getBoundingClientRect())
+    .filter(r => r.width > 0);
+  const hit = (p, q) => p.left < q.right && q.left < p.right && p.top < q.bottom
+                        && q.top < p.bottom;
+  const A = boxes(a), B = boxes(b);
+  let n = 0;
+  A.forEach((p, i) => B.forEach((q, j) => { if ((a !== b || i < j) && hit(p, q)) n++; }));
+  return n;
+}"""
+PLAN_CHARTS = ("wb-memory-chart", "wb-step-chart", "wb-timeline-chart")
+
+
+def _plan_charts_drawn(page) -> dict:
+    seen = {c: _seen(page, c) for c in PLAN_CHARTS}
+    for c, s in seen.items():
+        assert s is not None and s["shown"] and s["points"] > 0 and not s["message"], (c, s)
+    return seen
+
+
+@pytest.mark.slow
+def test_a_person_walks_the_page(tmp_path):
+    """Issue 41's walk, as a non-coder reads it: open the brief's box, offload to CPU, type a
+    bad value (the field keeps it, the sentence is in words, every chart stays drawn and says
+    it shows the last valid scenario), the planner and its #1, a trial that says what ran,
+    Compare of two things, save and reopen by name, a YAML edit, the download, a reload.
+    Screenshots: tests/artifacts/dashboard-walk-*.png."""
+    _require_chromium()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _voila_server(tmp_path) as (url, _proc), _dashboard_page(url) as (page, errors):
+        _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars", 120)
+        assert "Llama 3.1 70B on 8 x NVIDIA H200" in page.locator(".wb-app-verdict").inner_text()
+        for c in PLAN_CHARTS:
+            assert page.evaluate(CUT, c) == [], c                      # no label cut
+        assert page.evaluate(OVERLAP, ["wb-timeline-chart", ".legendtext",
+                                       ".g-xtitle text"]) == 0
+        _shot(page, "walk-open", "wb-step-chart", "wb-timeline-chart")
+
+        # offload to the CPU: the verdict follows
+        rev = _seen(page, "wb-memory-chart")["revision"]
+        page.locator(".wb-offload select").select_option("cpu")
+        _wait_seen(page, "wb-memory-chart", lambda s: s["revision"] != rev, "offload's memory")
+
+        # a bad value: kept as typed, said in words, the charts drawn and marked
+        box = page.locator(".wb-gpus-per-node input")
+        box.fill("0")
+        box.press("Enter")
+        msg = page.locator(".wb-field-message .wb-error").first
+        msg.wait_for(timeout=30_000)
+        assert "GPUs per node must be between 1 and 1024 (you gave 0)" in msg.inner_text()
+        time.sleep(1.0)
+        assert box.input_value() == "0"                                  # never silently 1
+        for c in PLAN_CHARTS:
+            _wait_seen(page, c, lambda s: "last valid scenario" in s["title"], "the mark")
+        _plan_charts_drawn(page)
+        verdict = page.locator(".wb-not-valid").first.inner_text()
+        assert "the charts show the last valid scenario" in verdict
+        assert not re.search(r"[{}]|got '|\(got ", verdict)
+        dl = page.locator(".wb-download").inner_text()
+        assert "scenario-not-valid.yaml" in dl and "scenario-last-valid.yaml" in dl
+        _shot(page, "walk-bad-value", *PLAN_CHARTS)
+        box.fill("")
+        box.press("Enter")
+        page.get_by_text("GPUs per node is empty: type a whole number").first.wait_for(
+            timeout=30_000)
+        assert box.input_value() == ""                                   # never the old value
+        box.fill("8")
+        box.press("Enter")
+        _wait_seen(page, "wb-memory-chart", lambda s: "last valid" not in s["title"], "valid")
+
+        # the planner and its #1
+        _open_tab(page, "Planner")
+        page.get_by_role("button", name="Search layouts").click()
+        _wait_seen(page, "wb-pareto-chart", lambda s: s["shown"] and s["lines"] >= 1,
+                   "the Pareto front", 180)
+        notes = page.locator(".wb-pareto-chart .annotation-text")
+        assert notes.count() == 5
+        assert page.evaluate(OVERLAP, ["wb-pareto-chart", ".annotation-text",
+                                       ".annotation-text"]) == 0           # #1-#5 apart
+        fix = page.locator(".wb-plan-fix-tp select")      # "any" shown whole, not "an"
+        assert fix.evaluate("e => e.scrollWidth <= e.clientWidth && e.clientWidth > 100")
+        _shot(page, "walk-planner", "wb-pareto-chart")
+        page.locator(".wb-plan-pick select").select_option(label="#1")
+        page.get_by_role("button", name="Load into scenario").click()
+        time.sleep(2.0)
+
+        # a trial that says what ran
+        _open_tab(page, "Trial")
+        page.locator(".wb-trial-world select").select_option("2")
+        page.locator(".wb-run-trial").click()
+        time.sleep(3)
+        _shot(page, "walk-trial-started")
+        what = page.locator("div.wb-trial-what div.wb-trial-what")
+        what.wait_for(timeout=60_000)
+        assert "scaled down to" in what.inner_text() and "What runs" in what.inner_text()
+        page.locator(".wb-compare-box table.wb-compare").wait_for(timeout=240_000)
+        _wait_seen(page, "wb-trial-chart", lambda s: "r0 params" in s["xticks"],
+                   "memory bars per rank and component")
+        _shot(page, "walk-trial", "wb-trial-chart")
+
+        # save by name, then Compare any two
+        page.locator(".wb-save-name input").fill("planner #1")
+        page.locator(".wb-save").click()
+        # '#' is not allowed in a name: said in words, nothing saved
+        page.get_by_text("a scenario name is 1 to 64 letters").first.wait_for(timeout=30_000)
+        page.locator(".wb-save-name input").fill("planner best")
+        page.locator(".wb-save").click()
+        page.get_by_text("saved as \u201cplanner best\u201d").first.wait_for(timeout=30_000)
+        _open_tab(page, "Compare")
+        page.locator(".wb-compare-a select").select_option("saved: planner best")
+        page.locator(".wb-compare-b select").select_option(index=2)
+        table = page.locator(".wb-side-by-side", has_text="A: saved: planner best")
+        table.wait_for(timeout=30_000)
+        text = table.inner_text()
+        assert "A: saved: planner best" in text and "B: trial 1" in text and "step time" in text
+        _shot(page, "walk-compare")
+
+        # a YAML edit the validator refuses, and the download
+        _open_tab(page, "YAML")
+        area = page.locator(".wb-yaml textarea")
+        area.fill(re.sub(r"gpus_per_node: \d+", "gpus_per_node: 6", area.input_value()))
+        area.blur()
+        page.locator(".wb-yaml-status .wb-not-valid").first.wait_for(timeout=30_000)
+        assert "{" not in page.locator(".wb-yaml-status").inner_text()
+        link = page.locator(".wb-download a", has_text="scenario-not-valid.yaml")
+        with page.expect_download() as d:
+            link.click()
+        body = Path(d.value.path()).read_text()
+        assert body.startswith("# NOT VALID") and "gpus_per_node: 6" in body
+        _open_tab(page, "Plan")
+        _plan_charts_drawn(page)
+        _shot(page, "walk-yaml-invalid", *PLAN_CHARTS)
+
+        # reload: a fresh page, and the saved scenario opens by name
+        page.reload(timeout=90_000)
+        _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars", 120)
+        page.locator(".wb-saved select").select_option("planner best")
+        page.locator(".wb-open-saved").click()
+        page.get_by_text("opened \u201cplanner best\u201d").first.wait_for(timeout=30_000)
+        _plan_charts_drawn(page)
+        _shot(page, "walk-reloaded")
         assert "Traceback" not in page.content()
         assert errors == []

@@ -118,7 +118,7 @@ def test_invalid_input_shows_the_message_by_the_field_and_keeps_the_charts():
     tr.global_batch.value = 7
     assert not st.valid
     message = tr.fields["training.global_batch"][1].value
-    assert "must be a multiple of micro_batch*dp" in message
+    assert "Global batch must be a multiple of micro-batch × dp = 1 × 8 = 8 (you gave 7)" in message
     assert (mem.widget.data[0].y, step.widget.data[0].y) == kept
     tr.global_batch.value = 64
     assert st.valid and tr.fields["training.global_batch"][1].value == ""
@@ -528,15 +528,15 @@ def test_an_invalid_yaml_edit_is_named_beside_the_yaml_and_the_page_stays_consis
     from widgets.app import App
 
     app = App("llama3-8b-8xh100")
-    assert "No trial has run yet" in app.compare.value      # the Compare tab says why empty
+    assert "Only the scenario on the page so far" in app.compare.value   # says what to do
     before = app.state.estimate
     app.yaml_text.value = app.yaml_text.value.replace("  tp: 1", "  tp: 3")
     assert not app.state.valid
-    assert "parallel.tp: must divide model.heads = 32 (got 3)" in app.yaml_status.value
-    assert "showing the last valid scenario" in app.yaml_status.value
+    assert "Tensor (tp) must divide Heads = 32 (you gave 3)" in app.yaml_status.value
+    assert "the charts show the last valid scenario" in app.yaml_status.value
     tp = app.panels["Parallelism"].tp
     assert tp.label == "3" and [label for label, _ in tp.options].count("3") == 1
-    assert "must divide model.heads" in app.panels["Parallelism"].fields["parallel.tp"][1].value
+    assert "must divide Heads" in app.panels["Parallelism"].fields["parallel.tp"][1].value
     assert app.state.estimate is before                      # charts keep the valid scenario
     app.yaml_text.value = app.yaml_text.value.replace("  tp: 3", "  tp: 1")
     assert app.state.valid and app.yaml_status.value == "" and tp.label == "1"
@@ -558,7 +558,7 @@ def test_scaling_names_the_host_memory_points_and_says_when_it_is_out_of_date():
     assert [symbols[v] for v in host_short] == ["diamond", "diamond"]
     assert beyond.visible and beyond.name == "offload beyond host memory" and not above.visible
     title = app.scaling.widget.layout.title.text
-    assert title.endswith("2 of 4 points fit in memory; 2 fit the GPUs only with offload "
+    assert title.endswith("2 of 4 points fit in memory;<br>2 fit the GPUs only with offload "
                           "beyond the host's memory")
     note = app.scaling.widget.layout.annotations[0].text
     assert note.startswith("gpus 1 does not fit: hardware.host:")

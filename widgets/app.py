@@ -25,9 +25,12 @@ from widgets.charts.scaling import ScalingChart
 from widgets.charts.step_time import StepTimeChart
 from widgets.charts.timeline import TimelineChart
 from widgets.charts.trial import TrialCharts
+from widgets.compare import ComparePanel
 from widgets.fit_instead import SEARCHING, fit_instead_html
 from widgets.memory_table import memory_table_html
-from widgets.panels.base import error_html
+from widgets.panels.base import add_tip, error_html, set_options
+from widgets.words import tip_html
+from widgets.words import problem_words
 from widgets.panels.bench import BenchPanel
 from widgets.panels.hardware import HardwarePanel
 from widgets.panels.model import ModelPanel
@@ -36,7 +39,10 @@ from widgets.panels.trial import TrialPanel
 from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
+from workbench.errors import ScenarioError
+from workbench.glossary import GLOSSARY
 from workbench.scenario import dump_scenario
+from workbench.scenario.store import ScenarioStore
 from workbench.units import memory_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -49,13 +55,16 @@ FIT_INSTEAD_DELAY_S = 0.3
 class App:
     """Compose everything; ``app.widget`` is what a notebook displays."""
 
-    def __init__(self, example: str = DEFAULT_EXAMPLE, examples_dir: Path = EXAMPLES) -> None:
+    def __init__(self, example: str = DEFAULT_EXAMPLE, examples_dir: Path = EXAMPLES,
+                 store_dir: Path | None = None) -> None:
         self.examples = {p.stem: p for p in sorted(examples_dir.glob("*.yaml"))}
         first = example if example in self.examples else next(iter(self.examples))
         self.state = ScenarioState(yaml.safe_load(self.examples[first].read_text()))
         s = self.state
         self.panels = {"Hardware": HardwarePanel(s), "Model": ModelPanel(s),
                        "Parallelism": ParallelPanel(s), "Training": TrainingPanel(s)}
+        for panel in self.panels.values():   # messages name fields as the page labels them
+            s.labels.update(panel.labels())
         self.memory = MemoryChart()
         self.step = StepTimeChart()
         self.timeline = TimelineChart()
@@ -74,6 +83,22 @@ class App:
                                    description="Open scenario")
         self.upload.observe(self._upload, names="value")
         self.download = w.HTML()
+        # saved scenarios by name (a folder the server's user owns: workbench.scenario.store)
+        self.store = ScenarioStore(store_dir)
+        self.save_name = w.Text(placeholder="name to save as", layout=w.Layout(width="180px"))
+        self.save_button = w.Button(description="Save", icon="save",
+                                    layout=w.Layout(width="80px"))
+        self.saved = w.Dropdown(description="Saved", layout=w.Layout(width="240px"),
+                                style={"description_width": "44px"})
+        self.open_button = w.Button(description="Open", icon="folder-open",
+                                    layout=w.Layout(width="80px"))
+        self.store_status = w.HTML()
+        self.save_button.on_click(lambda _b: self.save_scenario(self.save_name.value))
+        self.open_button.on_click(lambda _b: self.open_scenario(self.saved.value))
+        for widget, cls in ((self.save_name, "wb-save-name"), (self.save_button, "wb-save"),
+                            (self.saved, "wb-saved"), (self.open_button, "wb-open-saved"),
+                            (self.store_status, "wb-store-status")):
+            widget.add_class(cls)
         self.verdict = w.HTML()
         # when the scenario does not fit: the planner's best layout per fine-tuning method,
         # searched in a thread (each edit supersedes the search before it)
@@ -119,6 +144,8 @@ class App:
                             (self.panels["Training"].optimizer, "wb-optimizer"),
                             (self.panels["Training"].compile, "wb-compile"),
                             (self.panels["Training"].recompute, "wb-recompute"),
+                            (self.panels["Training"].offload, "wb-offload"),
+                            (self.planner.fix["tp"], "wb-plan-fix-tp"),
                             (self.panels["Training"].switches, "wb-engine-switches"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),
@@ -134,6 +161,17 @@ class App:
                             (self.yaml_text, "wb-yaml"),
                             (self.yaml_status, "wb-yaml-status")):
             widget.add_class(cls)
+        # the glossary's words as tooltips on the fields a non-coder meets
+        par, tr = self.panels["Parallelism"], self.panels["Training"]
+        for widget, word in ((par.tp, "TP"), (par.pp, "PP"), (par.cp, "CP"), (par.ep, "EP"),
+                             (par.zero, "ZeRO"), (par.sp, "SP"), (par.schedule, "bubble"),
+                             (par.virtual, "bubble"), (tr.micro_batch, "micro-batch"),
+                             (tr.recompute, "recompute"), (self.planner.fix["tp"], "TP"),
+                             (self.planner.fix["pp"], "PP"), (self.planner.fix["cp"], "CP"),
+                             (self.planner.fix["zero"], "ZeRO"),
+                             (self.planner.fix["recompute"], "recompute"),
+                             (self.planner.fix["offload"], "offload")):
+            add_tip(widget, word)
         panels = w.VBox([p.box for p in self.panels.values()],
                         layout=w.Layout(border="1px solid #ddd", padding="6px"))
         self.more = w.Tab(children=[self.timeline.widget, self.mesh.widget, w.VBox([
@@ -147,27 +185,48 @@ class App:
             # bridge)"): a column wide enough to show them whole at 1500 px
             w.VBox([panels], layout=w.Layout(width="42%")),
             w.VBox([self.verdict, self.fit_instead, self.memory.widget, self.step.widget,
+                    w.HTML("<div class='wb-terms' style='font-size:12px;color:#57606a'>"
+                           "Words on these charts (hover for their meaning): "
+                           + " · ".join(tip_html(t) for t in ("MFU", "DP", "TP", "PP", "CP",
+                                                             "EP", "bubble", "recompute",
+                                                             "offload")) + "</div>"),
                     self.more],
                    layout=w.Layout(width="58%")),
         ])
         trial_tab = w.VBox([w.HBox([self.trial.box, self.trial_charts.widget]),
                             w.HTML("<b>Estimate against measurement</b>"), self.trial.compare])
-        no_trial = ("<p class='wb-compare-empty'>No trial has run yet: run one on the Trial tab "
-                    "to compare the estimate with what the processes measure.</p>")
-        self.compare = w.HTML(no_trial)
-        self.compare.add_class("wb-compare-tab")
-        self.trial.compare.observe(
-            lambda c: setattr(self.compare, "value", c["new"] or no_trial), names="value")
-        compare_tab = w.VBox([w.HTML("<b>Estimate against measurement</b> (last trial)"),
-                              self.compare])
+        self.comparer = ComparePanel(s, self.store)
+        self.compare = self.comparer.table
+        self.trial.on_result = lambda res, model, untested: self.comparer.add_trial(
+            res, model, untested)
+        compare_tab = self.comparer.box
         self.tabs = w.Tab(children=[plan_tab, trial_tab, compare_tab, self.checks,
                                     self.planner.box, self.bench.box,
                                     w.VBox([self.yaml_status, self.yaml_text])])
         for i, name in enumerate(("Plan", "Trial", "Compare", "Build check", "Planner",
                                   "Collectives", "YAML")):
             self.tabs.set_title(i, name)
-        self.widget = w.VBox([w.HBox([self.picker, self.upload, self.download]), self.tabs])
+        glossary = "".join(
+            f"<dt style='font-weight:bold'>{html.escape(t.name)} ({html.escape(t.long)})</dt>"
+            f"<dd style='margin:0 0 4px 16px'>{html.escape(t.meaning)}</dd>"
+            for t in GLOSSARY.values())
+        self.glossary = w.HTML(
+            "<details class='wb-glossary'><summary style='cursor:pointer'>What the words mean "
+            "(TP, PP, DP, ZeRO, MFU, bubble ...)</summary><dl style='font-size:12px'>"
+            f"{glossary}</dl></details>")
+        self.widget = w.VBox([
+            w.HBox([self.picker, self.upload, self.download]),
+            w.HBox([self.save_name, self.save_button, self.saved, self.open_button,
+                    self.store_status]),
+            self.glossary, self.tabs])
+        self._refresh_saved()
+        # a kernel from Voila's preheated pool ran this before the page came: the page's
+        # first chart asks for the saved list as it is now
+        self.memory.widget.on_render(self._refresh_saved)
         s.on_change(lambda _s: self.redraw())
+        # the Compare tab reads the page's scenario when it is opened
+        self.tabs.observe(lambda c: self.comparer.show() if c["new"] == 2 else None,
+                          names="selected_index")
         # the first "what would fit instead" is searched in the notebook's cell, not in a
         # thread: Voila sends the page the widgets' state as the cell left it, and a thread's
         # update before the page has connected never reaches it (seen: the page kept
@@ -183,9 +242,12 @@ class App:
         s = self.state
         est = s.estimate
         if not s.valid:
-            items = "".join(f"<li>{html.escape(str(p))}</li>" for p in s.problems)
-            self.verdict.value = (f"<div class='wb-error' style='color:#cf222e'>Not valid, "
-                                  f"showing the last valid scenario:<ul>{items}</ul></div>")
+            items = "".join(f"<li>{html.escape(problem_words(p, s.labels))}</li>"
+                            for p in s.problems)
+            shown = (f"the charts show the last valid scenario ({html.escape(self._name(est))})"
+                     if est is not None else "no valid scenario yet: the charts wait for one")
+            self.verdict.value = (f"<div class='wb-error wb-not-valid' style='color:#cf222e'>"
+                                  f"This edit is not valid, so {shown}:<ul>{items}</ul></div>")
         elif est is not None:
             m = est.memory
             color = "#1a7f37" if m.fits else "#cf222e"
@@ -201,23 +263,57 @@ class App:
         if drawn is not None and s.valid and s.scenario != drawn:
             self.scaling.stale(f"drawn for {drawn.model.name} on {drawn.hardware.world} x "
                                f"{drawn.hardware.gpu.name}; the scenario changed since")
+        self._show_download()
         if est is None:
             return
         if s.valid:
             self._search_fit_instead(None if est.memory.fits else s.scenario)
+        # a refused edit leaves every chart drawn, each saying which scenario it shows
+        note = "" if s.valid else f"last valid scenario ({self._name(est)}): your edit was refused"
+        for plot in (self.memory.widget, self.step.widget, self.timeline.widget,
+                     self.mesh.widget):
+            plot.set_note(note, push=False)
         self.memory.update(est)
         self.step.update(est)
         # the timeline draws 16 microbatches: enough for every schedule's pattern, < 50 ms
         self.timeline.update(est, microbatches=TIMELINE_MICROBATCHES)
         self.mesh.update(est.scenario)
         self.checks.value = memory_table_html(est)
+        if not self._editing_yaml:
+            # the YAML shows the scenario as edited: the refused edit included (the message
+            # above it says what is wrong), never silently the last valid one
+            self._editing_yaml = True
+            self.yaml_text.value = (dump_scenario(s.scenario) if s.valid
+                                    else _doc_text(s.doc) or self.yaml_text.value)
+            self._editing_yaml = False
+
+    @staticmethod
+    def _name(est) -> str:
+        if est is None:
+            return ""
+        sc = est.scenario
+        return f"{sc.model.name} on {sc.hardware.world} x {sc.hardware.gpu.name}"
+
+    def _show_download(self) -> None:
+        """The download: the scenario as shown; while an edit is refused, the edited
+        document (with a warning that it is not valid) and the last valid scenario, each
+        named for what it is."""
+        s = self.state
         if s.valid:
-            text = dump_scenario(s.scenario)
-            self.download.value = download_link(text, "scenario.yaml")
-            if not self._editing_yaml:
-                self._editing_yaml = True
-                self.yaml_text.value = text
-                self._editing_yaml = False
+            self.download.value = download_link(dump_scenario(s.scenario), "scenario.yaml")
+            return
+        text = _doc_text(s.doc)
+        edited = ("# NOT VALID: the workbench refused this scenario:\n" + "".join(
+            f"#   {problem_words(p, s.labels)}\n" for p in s.problems) + (text or ""))
+        links = [download_link(edited, "scenario-not-valid.yaml")
+                 + " <span class='wb-error' style='color:#cf222e'>(your edits, not valid)</span>"
+                 if text is not None else
+                 "<span class='wb-error' style='color:#cf222e'>your edits cannot be written "
+                 "back as YAML</span>"]
+        if s.scenario is not None:
+            links.append(download_link(dump_scenario(s.scenario), "scenario-last-valid.yaml")
+                         + " (the last valid scenario, which the charts show)")
+        self.download.value = "<span class='wb-download'>" + " &middot; ".join(links) + "</span>"
 
     def _search_fit_instead(self, scenario) -> None:
         """For a scenario that does not fit (None: it fits, nothing to show), search the best
@@ -297,6 +393,46 @@ class App:
         if wait:
             self._scaling_thread.join()
 
+    def _refresh_saved(self) -> None:
+        try:
+            names = self.store.names()
+        except (ScenarioError, OSError) as exc:
+            self.store_status.value = error_html(_store_words(exc))
+            names = []
+        if self.saved.index is None or list(self.saved.options) != names:
+            set_options(self.saved, names or [("nothing saved yet", "")])
+        self.comparer.refresh()
+
+    def save_scenario(self, name: str) -> None:
+        """Save the scenario as edited under ``name`` (a refused edit is saved with it, and
+        the status says so)."""
+        s = self.state
+        text = dump_scenario(s.scenario) if s.valid else _doc_text(s.doc)
+        if text is None:
+            self.store_status.value = error_html("this document cannot be saved as YAML")
+            return
+        try:
+            saved = self.store.save(name, text)
+        except (ScenarioError, OSError) as exc:
+            self.store_status.value = error_html(_store_words(exc))
+            return
+        self._refresh_saved()
+        self.saved.value = saved
+        self.store_status.value = html.escape(f"saved as \u201c{saved}\u201d" + (
+            "" if s.valid else " (with the edit the validator refused)"))
+
+    def open_scenario(self, name: str | None) -> None:
+        if not name:
+            self.store_status.value = error_html("nothing saved yet: type a name and Save")
+            return
+        try:
+            doc = self.store.load(name)
+        except (ScenarioError, OSError) as exc:
+            self.store_status.value = error_html(_store_words(exc))
+            return
+        self.state.load(doc)
+        self.store_status.value = html.escape(f"opened \u201c{name}\u201d")
+
     def _pick(self, change: dict) -> None:
         self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))
 
@@ -331,3 +467,21 @@ class App:
                 "table with hardware, model, parallel and training.</div>")
             return
         self.state.load(doc)
+
+
+def _store_words(exc: Exception) -> str:
+    problems = getattr(exc, "problems", None)
+    if problems:
+        return "; ".join(p.message for p in problems)
+    return f"the scenario folder cannot be used: {getattr(exc, 'strerror', None) or exc}"
+
+
+def _doc_text(doc) -> str | None:
+    """A document as edited (refused or not) as YAML, or None when it cannot be written back
+    (the document limits have read it, but a hostile one may still not dump: too deep, too
+    large)."""
+    try:
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    return text if len(text) <= 1_000_000 else None

@@ -38,9 +38,11 @@ class PlannerPanel:
             "recompute": dropdown("Fix recompute", [ANY] + [(r, r) for r in RECOMPUTE]),
             "offload": dropdown("Fix offload", [ANY] + [(o, o) for o in OFFLOAD]),
         }
+        for d in self.fix.values():   # two columns of fields: "any" and "interleaved" whole
+            d.layout = w.Layout(width="300px")
         self.memory = w.FloatSlider(value=1.0, min=0.5, max=1.0, step=0.05,
                                     description="Max memory share", style=STYLE,
-                                    layout=FIELD_LAYOUT, continuous_update=False)
+                                    layout=w.Layout(width="300px"), continuous_update=False)
         self.search_button, self.cancel_button, self.progress = run_controls(
             "Search layouts", "search", "Search")
         self.status = w.HTML()

@@ -59,6 +59,8 @@ class ScenarioState:
         self.scenario: Scenario | None = None
         self.estimate: Estimate | None = None
         self.problems: list[Problem] = []
+        # each field path's label on the page ("GPUs per node"): messages use them
+        self.labels: dict[str, str] = {}
         self._listeners: list[Listener] = []
         self._batch = 0
         self._apply()

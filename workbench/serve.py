@@ -47,7 +47,9 @@ def isolated_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     for var, sub in [("JUPYTER_CONFIG_DIR", "jcfg"), ("JUPYTER_DATA_DIR", "jdata"),
                      ("JUPYTER_RUNTIME_DIR", "jrun"), ("IPYTHONDIR", "ipy"),
-                     ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache")]:
+                     ("XDG_CONFIG_HOME", "xcfg"), ("XDG_CACHE_HOME", "xcache"),
+                     # saved scenarios (workbench.scenario.store)
+                     ("WORKBENCH_SCENARIOS_DIR", "scenarios")]:
         env[var] = str(tmp / sub)
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     return env

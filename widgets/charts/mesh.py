@@ -74,11 +74,12 @@ class MeshChart:
                                  y=[], hoverinfo="skip",
                                  marker=dict(symbol="star", color="black", size=12)))
         self.widget = Plot(data=traces, layout=go.Layout(
-            height=height, margin=dict(l=70, r=20, t=60, b=50), plot_bgcolor="white",
+            height=height, margin=dict(l=70, r=20, t=80, b=50), plot_bgcolor="white",
             xaxis=dict(title="GPU within its node", showgrid=False, zeroline=False),
             yaxis=dict(title="node", showgrid=False, zeroline=False),
             legend=dict(orientation="v", x=1.02, y=1),
-            title=dict(text="device mesh", font=dict(size=14)),
+            # left-aligned and in two lines: centred, it ran under the chart's toolbar
+            title=dict(text="device mesh", font=dict(size=14), x=0.01, xanchor="left"),
             hovermode="closest", clickmode="event"))
         # hoverinfo="skip" keeps the outlines out of click picking: a click always lands on
         # trace 0, whose point index is the rank.
@@ -173,7 +174,7 @@ class MeshChart:
                 c = coords_of(par, rank)
                 self.widget.layout.title.text = (
                     f"rank {rank} (node {node_of(rank, gpn)}, GPU {rank % gpn}): pp {c['pp']}, "
-                    f"dp {c['dp']}, cp {c['cp']}, tp {c['tp']} — layout pp {par.pp} x dp "
+                    f"dp {c['dp']}, cp {c['cp']}, tp {c['tp']}<br>layout pp {par.pp} x dp "
                     f"{par.dp} x cp {par.cp} x tp {par.tp}, ep {par.ep}")
             self.selected, self.groups = rank, groups
 

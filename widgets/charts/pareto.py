@@ -11,6 +11,8 @@ from widgets.charts.plot import Plot
 EMPTY = ("Search layouts to see every layout that fits: step time against memory per GPU, "
          "with the fastest-for-its-memory front")
 LABELLED = 5
+# where the labels #1-#5 sit, in pixels from their points: fanned out so they never pile up
+FAN = ((-40, -38), (40, -38), (-52, 8), (52, 8), (0, -62))
 SPAN = 3.0   # the x axis shows layouts up to this many times the fastest step
 MAX_POINTS = 5_000   # the fastest ones; a page with more points redraws slowly
 HOVER = ("%{hovertext}<br>step %{x:.3g} s, %{y:,.1f} GiB per GPU, %{customdata:,.0f} "
@@ -29,7 +31,7 @@ class ParetoChart:
                              mode="lines+markers", hovertemplate=HOVER,
                              line={"color": "#1a7f37", "shape": "hv"},
                              marker={"color": "#1a7f37", "size": 8}),
-                  go.Scatter(name="top of the table (#1-#5 numbered)", mode="markers+text",
+                  go.Scatter(name="top of the table (#1-#5 numbered)", mode="markers",
                              textposition="top center", hovertemplate=HOVER,
                              marker={"color": "#cf222e", "size": 9, "symbol": "circle-open",
                                      "line": {"width": 2}})],
@@ -50,8 +52,16 @@ class ParetoChart:
                 trace.y = rows["memory_gib"].to_numpy(dtype=float)
                 trace.customdata = rows["tokens_per_s"].to_numpy(dtype=float)
                 trace.hovertext = np.array([layout_text(r) for _, r in rows.iterrows()])
-            # numbers on the first few only: the top layouts often lie on top of each other
-            self.widget.data[2].text = [f"#{r}" if r <= LABELLED else "" for r in ranked["rank"]]
+            # the first few are numbered with arrows fanned out around their points: the top
+            # layouts often lie on top of each other, and labels at the points piled up
+            self.widget.data[2].text = None
+            self.widget.layout.annotations = [
+                go.layout.Annotation(x=float(row["step"]), y=float(row["memory_gib"]),
+                                     text=f"#{int(row['rank'])}", showarrow=True, arrowhead=0,
+                                     arrowwidth=1, arrowcolor="#cf222e", ax=ax, ay=ay,
+                                     font={"color": "#cf222e", "size": 12},
+                                     bgcolor="rgba(255,255,255,0.85)")
+                for (_, row), (ax, ay) in zip(ranked.head(LABELLED).iterrows(), FAN)]
             more = (f" (the {MAX_POINTS:,} fastest drawn)" if len(table) > MAX_POINTS else "")
             # the useful cluster: a few very slow layouts (offload, small micro-batches) would
             # squeeze it into the left edge, so the axis stops at SPAN x the fastest step

@@ -62,6 +62,9 @@ function render({ model, el, host }) {
   const redraw = () => { if (Plotly) draw(); };
   model.on("change:revision", redraw);
   plotly(host, model).then((p) => { Plotly = p; return draw(); });
+  // tell the kernel a page shows this chart: a kernel started before the page (Voila's
+  // preheated pool) refreshes what may have changed since (the saved scenarios)
+  model.send({ event: "render" });
   return () => {
     resize.disconnect();
     model.off("change:revision", redraw);

@@ -78,7 +78,9 @@ class Plot(anywidget.AnyWidget):
         self._lock = threading.RLock()   # updates come from the kernel and from worker threads
         self._depth = 0
         self._message = message
+        self._note = ""
         self._click: list[Callable[[int, int], None]] = []
+        self._render: list[Callable[[], None]] = []
         self.on_msg(self._on_page_message)
         self.push()
 
@@ -105,6 +107,35 @@ class Plot(anywidget.AnyWidget):
             if self._depth == 0:
                 self.push()
 
+    @property
+    def note(self) -> str:
+        return self._note
+
+    def set_note(self, text: str, push: bool = True) -> None:
+        """A line shown above the chart's own title ("" removes it): e.g. that the chart shows
+        the last valid scenario while an edit is refused. The figure itself is not changed."""
+        with self._lock:
+            if text == self._note:
+                return
+            self._note = text
+            if push and self._depth == 0:
+                self.push()
+
+    def figure_json(self) -> str:
+        """The figure as the page gets it (with the note above the title)."""
+        fig = self._figure
+        if self._note:
+            fig = go.Figure(fig)
+            title = fig.layout.title.text or ""
+            fig.layout.title.text = (f"<span style='color:#cf222e'>{self._note}</span>"
+                                     + (f"<br>{title}" if title else ""))
+            fig.layout.margin.t = (fig.layout.margin.t or 80) + 30
+            # from the top down (plotly centres a title in the margin: a line more ran into
+            # the plot)
+            height = fig.layout.height or 450
+            fig.layout.title.update(yref="container", y=1 - 24 / height, yanchor="top")
+        return pio.to_json(fig, validate=False)
+
     @contextmanager
     def batch_update(self) -> Iterator[None]:
         """Edit ``data``/``layout`` inside; the page gets the result once, at the end."""
@@ -120,7 +151,7 @@ class Plot(anywidget.AnyWidget):
     def push(self) -> None:
         """Send the figure and message to the page (one state update)."""
         with self._lock:
-            text = pio.to_json(self._figure, validate=False)
+            text = self.figure_json()
             with self.hold_sync():
                 self.figure = text
                 self.message = self._message
@@ -130,7 +161,15 @@ class Plot(anywidget.AnyWidget):
         """``callback(trace_index, point_index)`` for each point a person clicks."""
         self._click.append(callback)
 
+    def on_render(self, callback: Callable[[], None]) -> None:
+        """``callback()`` each time a page draws this chart for the first time (a page
+        connected)."""
+        self._render.append(callback)
+
     def _on_page_message(self, _widget, content: dict, _buffers) -> None:
+        if content.get("event") == "render":
+            for callback in self._render:
+                callback()
         if content.get("event") == "click":
             for point in content.get("points", []):
                 for callback in self._click:

@@ -81,9 +81,11 @@ class ScalingChart:
             fig.add_trace(go.Scatter(name=name, mode="markers", x=[None], y=[None],
                                      marker=dict(symbol=symbol, color=color, size=9),
                                      hoverinfo="skip", visible=False), row=2, col=1)
-        fig.update_layout(height=height, margin=dict(l=80, r=20, t=60, b=70),
+        fig.update_layout(height=height, margin=dict(l=80, r=20, t=120, b=70),
                           legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
-                          title=dict(text="scaling", font=dict(size=14)), hovermode="closest")
+                          # left-aligned: centred, a long title ran under the toolbar
+                          title=dict(text="scaling", font=dict(size=14), x=0.01,
+                                     xanchor="left"), hovermode="closest")
         fig.update_yaxes(title_text="tokens/s<br>(whole job)", rangemode="tozero", row=1, col=1)
         fig.update_yaxes(title_text="memory per GPU<br>(GiB = 2^30 bytes)", rangemode="tozero",
                          row=2, col=1)
@@ -122,8 +124,8 @@ class ScalingChart:
         host = [(not f) and m <= c for f, m, c in zip(fits, ok["memory_per_gpu"], ok["capacity"])]
         n_fit, n_host = sum(fits), sum(host)
         what = "GPU count" if over == "gpus" else f"{over} degree"
-        title = (f"scaling with the {what}: {n_fit} of {len(ok)} points fit in memory"
-                 + (f"; {n_host} fit the GPUs only with offload beyond the host's memory"
+        title = (f"scaling with the {what}:<br>{n_fit} of {len(ok)} points fit in memory"
+                 + (f";<br>{n_host} fit the GPUs only with offload beyond the host's memory"
                     if n_host else ""))
         short = [(int(v), str(r)) for v, r, h in zip(ok["value"], ok["reason"], host) if h]
         lines = [_note(f"{over} {v} does not fit: {why}") for v, why in short[:NOTE_LINES]]

@@ -29,8 +29,10 @@ class StepTimeChart:
             data=[go.Waterfall(orientation="v", connector={"line": {"color": "#999"}},
                                hovertemplate="%{x}: %{y:.3g} s<extra></extra>",
                                cliponaxis=False)],     # a small step's label above the plot
-            layout=go.Layout(height=340, margin={"t": 70, "b": 80}, title="Step time",
-                             xaxis={"type": "category", "tickangle": -30},
+            # room under the axis for the slanted labels ("exposed DP comm" was cut)
+            layout=go.Layout(height=380, margin={"t": 70, "b": 110, "l": 90},
+                             title="Step time",
+                             xaxis={"type": "category", "tickangle": -30, "automargin": True},
                              yaxis={"title": "seconds per step"},
                              showlegend=False))
 

@@ -46,12 +46,13 @@ class TimelineChart:
                   for kind, (label, color) in KINDS.items()],
             layout=go.Layout(
                 barmode="overlay", bargap=0.25, height=height,
-                margin=dict(l=70, r=20, t=70, b=95),
+                margin=dict(l=70, r=190, t=70, b=60),
                 uniformtext=dict(minsize=8, mode="hide"),   # no unreadable labels on thin bars
                 xaxis=dict(title="time in the step's pipeline phase (ms)", zeroline=False),
                 yaxis=dict(title="pipeline rank", tickmode="array", zeroline=False),
-                # under the axis title: above the plot it would run into the two-line title
-                legend=dict(orientation="h", y=-0.12, yanchor="top", x=0),
+                # right of the plot: under it the legend sat on the axis title, above it it
+                # runs into the two-line title
+                legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"),
                 title=dict(text="pipeline timeline", font=dict(size=14)),
             ))
 

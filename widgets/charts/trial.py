@@ -34,11 +34,15 @@ class TrialCharts:
                         hovertemplate="step %{x}: loss %{y:.4f}<extra></extra>")
         for what, col in (("memory", 1), ("comm", 2)):
             for k in ("measured", "predicted"):
+                # each bar says its value (KiB) above it
                 fig.add_bar(x=[], y=[], name=f"{what} {k}", row=2, col=col,
+                            texttemplate="%{y:,.0f}", textposition="outside",
+                            textfont={"size": 9}, textangle=-90, cliponaxis=False,
                             hovertemplate=f"%{{x}} {k}: %{{y:,.1f}} KiB<extra></extra>")
         fig.update_xaxes(title_text="step", dtick=1, row=1)   # steps are whole numbers
-        fig.update_xaxes(type="category", row=2)      # bars are labelled, not numbered
-        fig.update_layout(height=560, margin={"t": 50, "b": 40}, barmode="group",
+        fig.update_xaxes(type="category", row=2, tickangle=-35, automargin=True)
+        fig.update_yaxes(title_text="KiB", row=2, automargin=True)
+        fig.update_layout(height=620, margin={"t": 50, "b": 60}, barmode="group",
                           legend={"orientation": "h", "y": -0.12})
         self.widget = Plot(fig, message=EMPTY)
         self.table = ""          # HTML comparison, once the result is in

@@ -8,9 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
+import traitlets
 from traitlets import TraitError
 
 from widgets.state import ScenarioState, get_path
+from widgets.words import problem_words
+from workbench.glossary import explain
 
 # as wide as the panel allows: choices name products ("400GbE RoCE v2 (GPUDirect RDMA,
 # ConnectX-7)", "1: ZeRO-1 / distributed optimizer") beside a 128 px description
@@ -35,12 +38,20 @@ class Panel:
         """Write ``widget``'s value to ``path`` on every user change (``on_set`` may add
         dependent fields to the same update) and show that path's problems under it."""
         message = w.HTML(layout=w.Layout(margin="0 0 0 8px"))
+        message.add_class("wb-field-message")
         self.fields[path] = (widget, message, to_doc, from_doc)
 
         def changed(change: dict) -> None:
             if self._syncing:
                 return
             new = None if change["new"] is NULL else change["new"]
+            if isinstance(widget, NumberBox):
+                new = widget.parse(new)
+                if not isinstance(new, (int, float)):
+                    # what was typed goes into the document as typed (text, an empty field):
+                    # the validator refuses it and the field keeps it beside the message
+                    self.state.update({path: new})
+                    return
             changes = {path: to_doc(new)}
             if on_set is not None:
                 changes.update(on_set(new))
@@ -83,12 +94,35 @@ class Panel:
                         show_value(widget, from_doc(value))
                 except (TypeError, ValueError, ArithmeticError):   # from_doc on a refused value
                     pass
-                lines = self.state.messages(path)
                 message.value = "".join(
                     f"<div class='wb-error' style='color:#cf222e;font-size:12px'>"
-                    f"{html.escape(m)}</div>" for m in lines)
+                    f"{html.escape(m)}</div>" for m in self.field_messages(path))
         finally:
             self._syncing = False
+
+    def labels(self) -> dict[str, str]:
+        """Each bound path's label as the page shows it ("GPUs per node")."""
+        return {p: f[0].description for p, f in self.fields.items() if f[0].description}
+
+    def field_messages(self, path: str) -> list[str]:
+        """The problems on ``path`` in words, with the values the field offers where it is
+        a list of choices."""
+        widget = self.fields[path][0]
+        allowed = None
+        if isinstance(widget, w.Dropdown):
+            allowed = [v for v in widget._options_values if v is not NULL]
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in allowed):
+                # a refused value shown as one more option is not on offer
+                bad = {p.value for p in self.state.problems if p.path == path}
+                allowed = [v for v in allowed if v not in bad]
+            else:
+                allowed = None
+        labels = self.state.labels if hasattr(self.state, "labels") else {}
+        mine = [p for p in self.state.problems if p.path == path
+                or p.path.startswith((path + ".", path + "["))]
+        # the choices on offer once, after the first message
+        return [problem_words(p, {**labels, **self.labels()}, allowed if i == 0 else None)
+                for i, p in enumerate(mine)]
 
     def before_refresh(self) -> None:
         """Hook: recompute options (e.g. valid divisors) before values are synced."""
@@ -181,13 +215,60 @@ def dropdown(label: str, options, **kw) -> w.Dropdown:
     return d
 
 
-def int_box(label: str, lo: int = 1, hi: int = 1_000_000) -> w.BoundedIntText:
+class NumberBox(w.Text):
+    """A number field that shows what was typed. A bounded number box of ipywidgets clamps
+    (GPUs per node 0 became 1, host memory -5 became 1 GiB) and puts back the old value when
+    emptied, both silently; this one keeps the text, ``parse`` turns it into a number where it
+    is one, and the validator's message under the field says what is wrong with the rest.
+    The kernel may set a number (``box.value = 8``); the page sends text."""
+
+    value = traitlets.Union([traitlets.Unicode(), traitlets.Int(), traitlets.Float()],
+                            default_value="").tag(sync=True)
+
+    def __init__(self, kind: type = int, **kw) -> None:
+        super().__init__(continuous_update=False, **kw)
+        self.kind = kind
+
+    def parse(self, value):
+        """A number for a number ("8", " 1,024 ", "1.4e12", 8.0 in a whole-number field), else
+        the text as typed (stripped; "" for an empty field)."""
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)):
+            return int(value) if self.kind is int and float(value).is_integer() else value
+        text = str(value).strip().replace(",", "").replace("_", "")
+        try:
+            number = float(text)
+        except ValueError:
+            return str(value).strip()
+        if self.kind is int:
+            try:
+                return int(text)
+            except ValueError:
+                return int(number) if number.is_integer() else number
+        return number
+
+
+def int_box(label: str, lo: int = 1, hi: int = 1_000_000) -> NumberBox:
+    """A whole-number field bound to the document (the validator owns the range)."""
+    return NumberBox(int, description=label, style=STYLE, layout=FIELD_LAYOUT)
+
+
+def float_box(label: str, lo: float = 0.0, hi: float = 1e21) -> NumberBox:
+    return NumberBox(float, description=label, style=STYLE, layout=FIELD_LAYOUT)
+
+
+def bounded_int_box(label: str, lo: int, hi: int) -> w.BoundedIntText:
+    """A whole number that is no document field (a trial's faulty rank): clamped to range."""
     return w.BoundedIntText(min=lo, max=hi, description=label, style=STYLE, layout=FIELD_LAYOUT)
 
 
-def float_box(label: str, lo: float = 0.0, hi: float = 1e21) -> w.BoundedFloatText:
-    return w.BoundedFloatText(min=lo, max=hi, description=label, style=STYLE,
-                              layout=FIELD_LAYOUT)
+def add_tip(widget: w.Widget, word: str) -> w.Widget:
+    """Give ``widget`` the glossary's explanation of ``word`` as its tooltip."""
+    tip = explain(word)
+    if tip:
+        widget.tooltip = tip
+    return widget
 
 
 def check(label: str) -> w.Checkbox:

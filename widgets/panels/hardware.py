@@ -16,16 +16,43 @@ def _choices(kind: str) -> list[tuple[str, str]]:
 
 
 def _gpu_choices() -> list[tuple[str, str]]:
-    """The catalog's GPUs, then this machine's measured profiles by name (the calibration
-    folders: the page never takes a path)."""
+    """The catalog's GPUs, then this machine's measured GPU profiles by name (the calibration
+    folders: the page never takes a path). A profile measured on a CPU is no GPU: left out."""
+    from workbench.calibrate.gpu_profile import GpuProfile
     from workbench.calibrate.locate import available
+    from workbench.calibrate.profile import load_profile
 
-    return _choices("gpu") + [(f"measured: {name}", f"calibration:{name}")
-                              for name in available()]
+    measured = []
+    for name, path in available().items():
+        try:
+            if isinstance(load_profile(path), GpuProfile):
+                measured.append((f"measured GPU: {name}", f"calibration:{name}"))
+        except Exception:   # an unreadable profile is not offered
+            continue
+    return _choices("gpu") + measured
 
 
-def refill_dp(state, world: int) -> dict:
-    """Data parallelism fills whatever GPUs the other degrees leave (when they divide it)."""
+# links inside a node (GPU to GPU) and between nodes (network); the catalog names some
+# twice ("nvlink" is "nvlink4"): each product once, under its first key
+def is_network(key: str) -> bool:
+    return not key.startswith(("nvlink", "pcie"))
+
+
+def _link_choices(network: bool) -> list[tuple[str, str]]:
+    seen, out = set(), []
+    for key, rec in CATALOGS["link"].items():
+        if is_network(key) != network or rec.name in seen:
+            continue
+        seen.add(rec.name)
+        out.append((f"{rec.name} ({key})", key))
+    return out
+
+
+def refill_dp(state, world) -> dict:
+    """Data parallelism fills whatever GPUs the other degrees leave (when they divide it); a
+    GPU count the validator will refuse (0, text) changes nothing else."""
+    if isinstance(world, bool) or not isinstance(world, int) or world < 1:
+        return {}
     d = state.scenario.document["parallel"] if state.scenario else state.doc.get("parallel", {})
     rest = d.get("tp", 1) * d.get("pp", 1) * d.get("cp", 1)
     return {"parallel.dp": world // rest} if world % rest == 0 else {}
@@ -39,8 +66,8 @@ class HardwarePanel(Panel):
         self.gpu = dropdown("GPU", _gpu_choices())
         self.gpus_per_node = int_box("GPUs per node", 1, 1024)
         self.nodes = int_box("Nodes", 1, 100_000)
-        self.intra = dropdown("Intra-node link", _choices("link"))
-        self.inter = dropdown("Inter-node link", _choices("link"))
+        self.intra = dropdown("Intra-node link", _link_choices(network=False))
+        self.inter = dropdown("Inter-node link", _link_choices(network=True))
         self.nics = int_box("NICs per node", 0, 64)
         # RDMA is a property of the inter-node link: the box switches between a link and its
         # RDMA sibling in the catalog (400gbe <-> 400gbe-rdma); InfiniBand is always RDMA
@@ -55,10 +82,10 @@ class HardwarePanel(Panel):
         self.drives = int_box("NVMe drives", 0, 64)
 
         def gpn(v):
-            return refill_dp(state, v * (self.current("hardware.nodes") or 1))
+            return refill_dp(state, _times(v, self.current("hardware.nodes", 1)))
 
         def nodes(v):
-            return refill_dp(state, v * (self.current("hardware.gpus_per_node") or 1))
+            return refill_dp(state, _times(v, self.current("hardware.gpus_per_node", 1)))
 
         def host(path):
             # a host given in part takes no defaults from the default host's CPU: write the
@@ -105,6 +132,12 @@ class HardwarePanel(Panel):
         other = rdma_sibling(self.current("hardware.inter_node.link"))
         if other is not None and CATALOGS["link"][other].rdma == change["new"]:
             self.state.set("hardware.inter_node.link", other)
+
+
+def _times(a, b):
+    """a x b for two whole numbers, else None (a refused value multiplies nothing)."""
+    ok = all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b))
+    return a * b if ok else None
 
 
 def rdma_sibling(link) -> str | None:

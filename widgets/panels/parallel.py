@@ -7,12 +7,28 @@ import dataclasses
 import ipywidgets as w
 
 from widgets.panels.base import Panel, check, dropdown, int_box, set_options
+from widgets.words import tip_html
 from workbench.scenario.rules import allowed_values, engine_allows
 from workbench.scenario.types import SCHEDULES
 
 ZERO_LABELS = [("0: DDP (replicated)", 0), ("1: ZeRO-1 / distributed optimizer", 1),
                ("2: ZeRO-2 (+ gradients)", 2), ("3: ZeRO-3 / FSDP2 (+ parameters)", 3)]
 RESHARD = [("torchtitan default", None), ("yes", True), ("no", False)]
+
+
+def dp_words(par: dict, world: int) -> str:
+    """The data-parallel line: dp fills the GPUs the other degrees leave, or says why it
+    cannot (tp x pp x cp does not divide the GPU count)."""
+    rest = par["tp"] * par["pp"] * par["cp"]
+    style = "<div class='wb-dp' style='margin:4px 0'>"
+    if world % rest == 0 and par["dp"] * rest == world:
+        return (f"{style}Data parallel ({tip_html('DP', 'dp')}): <b>{par['dp']}</b> "
+                f"(fills the {world} GPUs: {world} / (tp {par['tp']} \u00d7 pp {par['pp']} "
+                f"\u00d7 cp {par['cp']}))</div>")
+    return (f"{style}<span style='color:#cf222e'>Data parallel (dp) cannot fill the {world} "
+            f"GPUs: tp {par['tp']} \u00d7 pp {par['pp']} \u00d7 cp {par['cp']} = {rest} "
+            + (f"does not divide {world}" if world % rest else f"needs dp {world // rest}")
+            + "; choose degrees that divide the GPU count</span></div>")
 
 
 def _divisors(n: int) -> list[int]:
@@ -106,8 +122,7 @@ class ParallelPanel(Panel):
                              if z in offer["zero"]] or ZERO_LABELS)
         set_options(self.shard, [("none (full sharding)", None)] + [
             (str(d), d) for d in offer["shard_group"]])
-        self.dp.value = (f"<div style='margin:4px 0'>Data parallel (dp): <b>{par['dp']}</b> "
-                         f"(fills the {world} GPUs)</div>")
+        self.dp.value = dp_words(par, world)
         pipelined = par["pp"] > 1
         if s is not None and pipelined:   # the schedules the engine runs
             set_options(self.schedule, engine_allows(now, "parallel.pp_schedule", SCHEDULES)

@@ -11,10 +11,55 @@ import ipywidgets as w
 
 from widgets.charts.trial import TrialCharts
 from widgets.panels.base import (
-    FIELD_LAYOUT, STYLE, chosen, dropdown, error_html, int_box, run_controls, set_options,
+    FIELD_LAYOUT, STYLE, chosen, dropdown, error_html, bounded_int_box, run_controls, set_options,
 )
 from widgets.state import ScenarioState
+from widgets.words import problem_words, tip_html
 from workbench.errors import ScenarioError
+
+# what a trial may run differently from the scenario, and the words for it
+_FIELDS = (("training", "offload", "offload {0}: the trial keeps the optimizer states on the "
+            "device (no CPU or NVMe copies are tested)"),
+           ("training", "activation_offload", "activation offload: not tested"),
+           ("training", "precision", "precision {0}: the trial computes in {1}"),
+           ("training", "recompute", "recompute {0}: the trial runs recompute {1}"),
+           ("training", "attention", "attention kernel {0}: the trial uses {1}"),
+           ("training", "engine", "engine {0}: the trial runs plain PyTorch ({1})"),
+           ("training", "compile", "torch.compile: not tested"),
+           ("parallel", "sequence_parallel", "sequence parallel {0}: the trial runs {1}"),
+           ("parallel", "pp_schedule", "schedule {0}: the trial runs {1}"))
+
+
+def untested(full, trial) -> list[str]:
+    """What of ``full`` the trial scenario does not run, in words."""
+    out = []
+    for section, key, words in _FIELDS:
+        a = getattr(getattr(full, section), key)
+        b = getattr(getattr(trial, section), key)
+        if a != b and a not in (None, False, "none"):
+            if section == "parallel" and key == "pp_schedule" and full.parallel.pp == 1:
+                continue
+            out.append(words.format(a, b))
+    if full.hardware.gpu.name != trial.hardware.gpu.name:
+        out.append(f"the {full.hardware.gpu.name}: the trial runs on this machine")
+    return out
+
+
+def what_ran_html(full, trial, untested_words: list[str], notes: list[str]) -> str:
+    """The trial's model shape, layout, and what it does not test."""
+    m, par, tr = trial.model, trial.parallel, trial.training
+    layout = ", ".join(f"{tip_html(k.upper())} {getattr(par, k)}"
+                       for k in ("dp", "tp", "pp", "cp", "ep") if getattr(par, k) > 1) \
+        or "one process"
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in [*untested_words, *notes])
+    return (f"<div class='wb-trial-what' style='font-size:12px;line-height:1.4'>"
+            f"<b>What runs</b>: {html.escape(full.model.name)} scaled down to {m.layers} "
+            f"layers, hidden {m.hidden}, {m.heads} heads ({m.kv_heads} key/value), FFN "
+            f"{m.ffn_hidden}, vocabulary {m.vocab}; sequence {tr.seq_len}, "
+            f"{tip_html('micro-batch')} {tr.micro_batch}, {tr.precision}; layout {layout}, "
+            f"{tip_html('ZeRO')} {par.zero}, {par.world} processes."
+            + (f"<br><b>Not tested here</b>:<ul style='margin:2px 0'>{items}</ul>"
+               if items else "") + "</div>")
 
 
 class TrialPanel:
@@ -30,9 +75,9 @@ class TrialPanel:
         self.inject = dropdown("Fault injection", [("none", None), ("kill a rank", "kill"),
                                                    ("raise in a rank", "raise"),
                                                    ("hang a rank", "hang")])
-        self.rank = int_box("Faulty rank", 0, 15)
+        self.rank = bounded_int_box("Faulty rank", 0, 15)
         self.rank.value = 0
-        self.at_step = int_box("At step", 0, 19)
+        self.at_step = bounded_int_box("At step", 0, 19)
         self.at_step.value = 1
         self.run_button, self.cancel_button, self.progress = run_controls(
             "Run trial", "play", "Progress", integer=True)
@@ -40,6 +85,11 @@ class TrialPanel:
         self.status.add_class("wb-trial-status")
         self.metrics = w.HTML()         # the running trial's Prometheus endpoint
         self.compare = w.HTML()
+        # what the trial runs: the scaled-down model, the layout, what it cannot test
+        self.what_ran = w.HTML()
+        self.what_ran.add_class("wb-trial-what")
+        self.untested: list[str] = []
+        self.on_result = None     # the app's hook: (result, model name, untested) per trial
         self.result: dict | None = None
         self.lags: list[float] = []      # seconds from a step's end to its point on the chart
         self._clicked = time.monotonic()  # when Run was pressed (the status counts from it)
@@ -54,7 +104,7 @@ class TrialPanel:
             w.HTML("<b>Trial</b>: the layout on a scaled-down model, in real processes"),
             self.world, self.steps, self.backend, self.inject, self.rank, self.at_step,
             w.HBox([self.run_button, self.cancel_button]), self.progress, self.status,
-            self.metrics], layout=w.Layout(width="380px", flex="0 0 auto"))
+            self.metrics, self.what_ran], layout=w.Layout(width="380px", flex="0 0 auto"))
 
     def _offer_sizes(self) -> None:
         """Process counts the layout (or a sub-layout of it) can run with, up to 16."""
@@ -75,7 +125,7 @@ class TrialPanel:
 
     def run(self) -> None:
         """Start the trial (returns at once; events arrive from a background thread)."""
-        from workbench.trial import prepare
+        from workbench.trial import prepare_trial
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
         from workbench.trial.slots import QueueDirectoryError, TrialSlots
 
@@ -85,13 +135,15 @@ class TrialPanel:
         s = self.state.scenario
         if s is None or not self.state.valid:
             self.status.value = error_html("fix the scenario first: " + "; ".join(
-                str(p) for p in self.state.problems))
+                problem_words(p, self.state.labels) for p in self.state.problems))
             return
         try:
-            trial = prepare(s, chosen(self.world))
+            trial, notes = prepare_trial(s, chosen(self.world), "gloo")
         except ScenarioError as exc:
-            self.status.value = error_html("; ".join(str(p) for p in exc.problems))
+            self.status.value = error_html("; ".join(problem_words(p) for p in exc.problems))
             return
+        self.untested = untested(s, trial)
+        self.what_ran.value = what_ran_html(s, trial, self.untested, notes)
         world = trial.parallel.world
         if self.charts is None:
             self.charts = TrialCharts()
@@ -164,6 +216,9 @@ class TrialPanel:
             elif ev["type"] == "result":
                 self.result = ev["result"]
                 self.compare.value = self.charts.table
+                if self.on_result is not None and self.state.scenario is not None:
+                    self.on_result(self.result, self.state.scenario.model.name,
+                                   self.untested)
         except Exception as exc:   # never a traceback on the page
             self.status.value = error_html(f"internal error ({type(exc).__name__}): {exc}")
             self._finish()

@@ -640,7 +640,7 @@ def test_the_page_under_a_persons_hands(voila):
         page.locator(".wb-lora-rank input").wait_for(state="hidden", timeout=30_000)
 
         _open_tab(page, "Compare")
-        assert "No trial has run yet" in page.locator(".wb-compare-tab").inner_text()
+        assert "run a trial on the Trial tab" in page.locator(".wb-compare-tab").inner_text()
 
         # the planner: after a search its Layout shows #1, and Load puts it in
         _open_tab(page, "Planner")
@@ -662,17 +662,17 @@ def test_the_page_under_a_persons_hands(voila):
         box.blur()
         status = page.locator(".wb-yaml-status")
         deadline = time.monotonic() + 30
-        while "parallel.tp" not in status.inner_text() and time.monotonic() < deadline:
+        while "Tensor (tp)" not in status.inner_text() and time.monotonic() < deadline:
             time.sleep(0.2)
         said = status.inner_text()
-        assert "showing the last valid scenario" in said, said
-        assert "parallel.tp: must divide model.heads = 64 (got 3)" in said, said
+        assert "the charts show the last valid scenario" in said, said
+        assert "Tensor (tp) must divide Heads = 64 (you gave 3)" in said, said
         _shot(page, "yaml-invalid")
         _open_tab(page, "Plan")
         assert _shown(page, "wb-tp") == "3"
         tp_texts = page.locator(".wb-tp select option").all_text_contents()
         assert tp_texts.count("3") == 1 and all("(" not in t for t in tp_texts), tp_texts
-        assert "must divide model.heads" in page.locator(".wb-error").first.inner_text()
+        assert "must divide Heads = 64" in page.locator(".wb-field-message .wb-error").first.inner_text()
         _shot(page, "tp3-invalid")
 
         # the 405B example: the timeline's title fits the chart, its labels do not pile up

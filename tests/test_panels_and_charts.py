@@ -728,3 +728,35 @@ def test_the_plan_tab_says_what_would_fit_instead():
     app.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
     app.wait_fit_instead()
     assert app.state.estimate.memory.fits and app.fit_instead.value == ""
+
+
+def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
+    """The Plan tab's first lines are the backend's verdict: with CPU offload the brief's 70B
+    fits its GPUs but not its 256 GB of host memory — the verdict says No in red with the host
+    part failed, and the thread adds the planner's next steps with their figures; a scenario
+    whose every part passes says Yes in green."""
+    import re
+
+    from widgets.app import App
+    from workbench.estimate.verdict import verdict
+
+    app = App("brief-8xh200-70b")
+    app.panels["Training"].offload.value = "cpu"
+    est = app.state.estimate
+    assert est.memory.gpu_fits and not est.memory.host_fits and not est.memory.fits
+    box = app.verdict.value
+    assert "color:#cf222e" in box.split(">", 1)[0] and "#1a7f37'" not in box.split(">", 1)[0]
+    v = verdict(est.scenario, est, search=False)
+    assert not v.ok and v.says.split(":")[0] in box
+    assert re.search(r"wb-part-fail'.*host memory", box)
+    assert "fits the GPU, but the host cannot hold the offload" in box   # the memory line
+    assert "1,051" in box and "256 GiB" in box
+    app.wait_fit_instead()
+    assert "The planner's options" in app.fit_instead.value
+    assert "fastest layout that fits this hardware" in app.fit_instead.value
+    app.picker.value = "llama3-8b-8xh100"
+    est = app.state.estimate
+    if verdict(est.scenario, est, search=False).ok:
+        assert "color:#1a7f37" in app.verdict.value.split(">", 1)[0]
+    else:
+        assert "color:#cf222e" in app.verdict.value.split(">", 1)[0]

@@ -27,6 +27,7 @@ from widgets.charts.timeline import TimelineChart
 from widgets.charts.trial import TrialCharts
 from widgets.compare import ComparePanel
 from widgets.fit_instead import SEARCHING, fit_instead_html
+from widgets.verdict_view import next_steps_html, verdict_html
 from widgets.memory_table import memory_table_html
 from widgets.panels.base import add_tip, error_html, set_options
 from widgets.words import tip_html
@@ -40,6 +41,7 @@ from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
+from workbench.estimate.verdict import verdict
 from workbench.glossary import GLOSSARY
 from workbench.scenario import dump_scenario
 from workbench.scenario.store import ScenarioStore
@@ -250,14 +252,16 @@ class App:
                                   f"This edit is not valid, so {shown}:<ul>{items}</ul></div>")
         elif est is not None:
             m = est.memory
-            color = "#1a7f37" if m.fits else "#cf222e"
-            self.verdict.value = (
-                f"<div class='wb-app-verdict' style='color:{color}'>{html.escape(est.scenario.model.name)}"
+            memory_line = (
+                f"{html.escape(est.scenario.model.name)}"
                 f" on {est.scenario.hardware.world} x {html.escape(est.scenario.hardware.gpu.name)}"
                 f": {memory_text(m.per_gpu.device)} on the device ({memory_text(m.per_gpu.total)}"
                 f" allocated) of {memory_text(m.capacity)} per GPU "
-                f"({'fits' if m.fits else 'does NOT fit'}); {est.run.tokens_per_s:,.0f} tokens/s"
-                f" ({html.escape(band_words(est))})</div>")
+                f"({m.fit_words}); {est.run.tokens_per_s:,.0f} "
+                f"tokens/s ({html.escape(band_words(est))})")
+            # the steps that need no search now; the planner's, when memory fails, in a thread
+            self.verdict.value = verdict_html(verdict(est.scenario, est, search=False),
+                                              memory_line)
         self.yaml_status.value = "" if s.valid else self.verdict.value
         drawn = self.scaling.drawn_for
         if drawn is not None and s.valid and s.scenario != drawn:
@@ -267,7 +271,7 @@ class App:
         if est is None:
             return
         if s.valid:
-            self._search_fit_instead(None if est.memory.fits else s.scenario)
+            self._search_fit_instead(None if est.memory.fits else est)
         # a refused edit leaves every chart drawn, each saying which scenario it shows
         note = "" if s.valid else f"last valid scenario ({self._name(est)}): your edit was refused"
         for plot in (self.memory.widget, self.step.widget, self.timeline.widget,
@@ -315,19 +319,22 @@ class App:
                          + " (the last valid scenario, which the charts show)")
         self.download.value = "<span class='wb-download'>" + " &middot; ".join(links) + "</span>"
 
-    def _search_fit_instead(self, scenario) -> None:
-        """For a scenario that does not fit (None: it fits, nothing to show), search the best
-        layout per fine-tuning method in a thread (``compare_methods``: ~0.6 s for the brief's
-        70B on 8 H200) and show the table; a later edit cancels it. While the app is being
-        built (the notebook's cell) the search runs at once, in the cell."""
+    def _search_fit_instead(self, est) -> None:
+        """For an estimate whose memory does not fit (None: it fits, nothing to show), search
+        in a thread the best layout per fine-tuning method (``compare_methods``: ~0.6 s for
+        the brief's 70B on 8 H200) and the verdict's next steps that need the planner (the
+        fastest layout that fits this hardware, more nodes; the methods reused), and show
+        them; a later edit cancels it. While the app is being built (the notebook's cell) the
+        search runs at once, in the cell."""
         from workbench.plan.methods import METHOD_LABELS, compare_methods
         from workbench.plan.search import Cancelled
 
         self._fit_generation += 1
         mine = self._fit_generation
-        if scenario is None:
+        if est is None:
             self.fit_instead.value = ""
             return
+        scenario = est.scenario
         self.fit_instead.value = SEARCHING
 
         def current(*_args) -> bool:
@@ -339,9 +346,14 @@ class App:
                 return
             try:
                 fits = compare_methods(scenario, progress=current)
-                text = fit_instead_html(fits, scenario.hardware.world,
-                                        scenario.hardware.gpu.name,
-                                        METHOD_LABELS.get(scenario.training.method, ""))
+                if not current():
+                    return
+                v = verdict(scenario, est, search=True, methods=fits)
+                steps = [n for n in v.next if n.kind in ("layout", "nodes")]
+                text = (next_steps_html(steps, v.search_s)
+                        + fit_instead_html(fits, scenario.hardware.world,
+                                           scenario.hardware.gpu.name,
+                                           METHOD_LABELS.get(scenario.training.method, "")))
             except Cancelled:
                 return
             except Exception as exc:   # never a traceback on the page

@@ -12,7 +12,7 @@ import ipywidgets as w
 
 from widgets.panels.base import STYLE, dropdown, set_options
 from widgets.words import problem_words, tip_html
-from workbench.units import memory_text
+from workbench.units import duration_text, memory_text
 
 CURRENT = "the scenario on the page"
 KIB = 1024
@@ -47,12 +47,12 @@ def scenario_rows(doc: dict) -> dict[str, str]:
                  f"sequence {tr.seq_len}",
         "recompute / offload": f"{tr.recompute} / {tr.offload}",
         "memory per GPU": f"{memory_text(m.per_gpu.device)} of {memory_text(m.capacity)} "
-                          f"({'fits' if m.fits else 'does NOT fit'})",
-        "step time": f"{t.step:.3g} s",
+                          f"({m.fit_words})",
+        "step time": duration_text(t.step),
         "tokens/s": f"{r.tokens_per_s:,.0f}",
         "MFU": f"{r.mfu:.0%}",
         "pipeline bubble": f"{t.bubble / t.step:.1%} of the step" if t.step else "-",
-        "time to train": f"{r.time_to_train_s / 86400:,.1f} days",
+        "time to train": duration_text(r.time_to_train_s),
         "status": "valid",
     }
 

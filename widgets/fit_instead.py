@@ -7,7 +7,7 @@ import html
 
 from workbench.plan.methods import MethodFit
 from workbench.render.text import human_duration
-from workbench.units import memory_text
+from workbench.units import memory_text, tokens_text
 
 # compact rows: numbers on one line, the layout's words wrap
 STYLE = ("<style>.wb-fit-table th, .wb-fit-table td {padding: 1px 6px; line-height: 1.3; "
@@ -15,14 +15,6 @@ STYLE = ("<style>.wb-fit-table th, .wb-fit-table td {padding: 1px 6px; line-heig
          ".wb-fit-table td.wb-fit-reason {white-space: normal}</style>")
 SEARCHING = ("<p class='wb-fit-searching' style='color:#57606a'><i>Does not fit: searching "
              "what would fit instead (full fine-tuning, LoRA, QLoRA)&hellip;</i></p>")
-
-
-def tokens_text(n: float) -> str:
-    """A token count in words: 100 M, 1 B, 1.4 T."""
-    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= size:
-            return f"{n / size:,.3g} {unit}"
-    return f"{n:,.0f}"
 
 
 def fit_instead_html(fits: list[MethodFit], world: int, gpu: str, current: str = "") -> str:
@@ -54,7 +46,7 @@ def fit_instead_html(fits: list[MethodFit], world: int, gpu: str, current: str =
                 f"<td colspan='5' class='wb-fit-reason'><small>{html.escape(f.reason)}</small>{note}"
                 f"</td></tr>")
     head = ("<tr><th>method</th><th></th><th>memory per GPU (nvidia-smi)</th><th>step</th>"
-            f"<th>tokens/s</th><th>time for {tokens} tokens</th><th>fastest layout that fits"
+            f"<th>tokens/s</th><th>time for {tokens}</th><th>fastest layout that fits"
             "</th></tr>")
     of = f" of {html.escape(current)}" if current else ""
     return (f"{STYLE}<div class='wb-fit-instead-box'><p style='margin:4px 0'><b>What would fit instead"

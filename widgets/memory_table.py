@@ -47,7 +47,7 @@ def memory_table_html(est: Estimate) -> str:
         cells = "".join(f"<td style='text-align:right'>{getattr(g.memory, key) / scale:,.2f}</td>"
                         for g in cols)
         body.append(f"<tr><td>{label}</td>{cells}</tr>")
-    verdict = ("fits" if m.fits else "does NOT fit")
+    verdict = m.fit_words
     color = "#1a7f37" if m.fits else "#cf222e"
     summary = (f"<p class='wb-verdict' style='color:{color}'>Worst GPU (pipeline rank "
                f"{m.worst.rank}): {memory_text(m.per_gpu.device)} on the device "

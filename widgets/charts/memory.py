@@ -115,7 +115,7 @@ class MemoryChart:
                 type="line", xref="paper", x0=0, x1=1, y0=cap, y1=cap,
                 line={"dash": "dash", "color": "#333", "width": 1.5})]
             m = est.memory
-            fits = "fits" if m.fits else "does NOT fit"
+            fits = m.fit_words
             self.widget.layout.title = (
                 f"Memory per GPU: {memory_text(m.per_gpu.device)} on the device of "
                 f"{memory_text(m.capacity)}, {fits}<br><sub>{memory_text(m.per_gpu.total)} "

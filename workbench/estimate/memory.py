@@ -107,6 +107,14 @@ class MemoryEstimate:
         return self.gpu_fits and self.host_fits and self.nvme_fits
 
     @property
+    def fit_words(self) -> str:
+        """The fit in words, the GPU's question first: "fits", "does NOT fit", or "fits the GPU,
+        but the host cannot hold the offload" (what the charts, tables and verdict line say)."""
+        if not self.gpu_fits:
+            return "does NOT fit"
+        return "fits" if self.fits else "fits the GPU, but the host cannot hold the offload"
+
+    @property
     def host_fits(self) -> bool:
         return self.host_per_node <= self.host_capacity_per_node
 

@@ -104,9 +104,11 @@ class Verdict:
                 "search_s": self.search_s}
 
 
-def verdict(s: Scenario, est, search: bool = True) -> Verdict:
+def verdict(s: Scenario, est, search: bool = True, methods: list | None = None) -> Verdict:
     """The verdict on ``est`` (the ``Estimate`` of ``s``). ``search``: when a memory part
-    fails, let the next steps run the planner (False: only the steps that need no search)."""
+    fails, let the next steps run the planner (False: only the steps that need no search).
+    ``methods``: ``compare_methods``' answer for ``s`` when the caller has it already (the
+    page shows it as a table), so the search does not run it again."""
     parts = [_gpu_part(s, est), _host_part(s, est)]
     nvme = _nvme_part(est)
     if nvme is not None:
@@ -121,7 +123,7 @@ def verdict(s: Scenario, est, search: bool = True) -> Verdict:
     if not ok:
         if search and any(not p.ok for p in parts if p.name in MEMORY_PARTS):
             t0 = time.perf_counter()
-            steps += search_steps(s, est)
+            steps += search_steps(s, est, methods)
             searched, seconds = True, time.perf_counter() - t0
         steps += build_steps(s, est)
     return Verdict(ok=ok, says=_sentence(s, est, parts, ok), parts=parts, next=steps,
@@ -318,9 +320,10 @@ def _gives(est) -> str:
     return text
 
 
-def search_steps(s: Scenario, est) -> list[NextStep]:
+def search_steps(s: Scenario, est, methods: list | None = None) -> list[NextStep]:
     """The planner's answers: the fastest layout that fits this hardware, the same on more
-    nodes, and the methods that fit in place of the scenario's (``INSTEAD``)."""
+    nodes, and the methods that fit in place of the scenario's (``INSTEAD``; taken from
+    ``methods``, a ``compare_methods`` answer, when given)."""
     from workbench.estimate import estimate
     from workbench.plan import plan
     from workbench.plan.methods import compare_methods
@@ -364,7 +367,10 @@ def search_steps(s: Scenario, est) -> list[NextStep]:
             break
     method = s.training.method
     if method in INSTEAD:
-        for f in compare_methods(s, INSTEAD[method][0]):
+        tried = INSTEAD[method][0]
+        fits = (compare_methods(s, tried) if methods is None
+                else [f for f in methods if f.method in tried])
+        for f in fits:
             if not f.fits:
                 continue
             e = estimate(f.scenario)

@@ -6,7 +6,7 @@ import html
 from widgets.charts.labels import band_words
 from workbench.estimate.result import Estimate
 from workbench.render.text import human_duration
-from workbench.units import GiB, MiB, memory_text
+from workbench.units import GiB, MiB, memory_text, tokens_text
 
 # (label, the bytes of one GPUMemory), top to bottom; the weights split into frozen and
 # trainable where some GPU holds frozen weights (LoRA/QLoRA), the paged optimizer states
@@ -56,7 +56,7 @@ def memory_table_html(est: Estimate) -> str:
     t, r = est.time, est.run
     timing = (f"<p class='wb-time'>Step {t.step:,.2f} s ({html.escape(band_words(est))}) "
               f"&middot; {r.tokens_per_s:,.0f} tokens/s "
-              f"&middot; MFU {r.mfu:.0%} &middot; {est.scenario.training.tokens:.3g} tokens in "
+              f"&middot; MFU {r.mfu:.0%} &middot; {tokens_text(est.scenario.training.tokens)} in "
               f"{html.escape(human_duration(r.time_to_train_s))} &middot; "
               f"{r.power_w / 1000:,.1f} kW, {r.energy_kwh:,.0f} kWh</p>")
     checks = "".join(f"<li class='wb-check-{c.status}'>{c.status.upper()} {html.escape(c.name)}: "

@@ -1,6 +1,8 @@
 """Where one training step's time goes: a waterfall of the estimator's step-time terms."""
 from __future__ import annotations
 
+from workbench.units import duration_text
+
 import plotly.graph_objects as go
 
 from widgets.charts.labels import band_words
@@ -46,9 +48,9 @@ class StepTimeChart:
             wf.x = labels
             wf.y = values
             wf.measure = ["relative"] * len(terms) + ["total"]
-            wf.text = [f"{v:.3g} s" for v in values]
+            wf.text = [duration_text(v) for v in values]
             r = est.run
-            self.widget.layout.title = (f"Step {est.time.step:.3g} s · {r.tokens_per_s:,.0f} "
+            self.widget.layout.title = (f"Step {duration_text(est.time.step)} · {r.tokens_per_s:,.0f} "
                                         f"tokens/s · MFU {r.mfu:.0%}"
                                         + (f" · {other:+.2g} s unattributed"
                                            if abs(other) > 1e-6 * est.time.step else "")

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.catalog.types import ModelShape
-from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.scenario.types import Training
 
 # NF4 (QLoRA Sec. 3; bitsandbytes Params4bit blocksize 64, nn/modules.py L219-231 @ 95f9af30):
@@ -46,8 +45,8 @@ INT8_BYTES_PER_ROW = 4
 class Projection:
     """One linear projection of a layer as a GPU holds it: ``k`` inputs, ``n`` outputs (whole,
     before TP), its TP style (column: output split; row: input split; replicated), ``count``
-    copies on the GPU (local routed experts) and ``rows_scale`` the tokens it sees relative to
-    the layer's (routed experts: top_k x tokens spread over the experts)."""
+    copies on the GPU (local routed experts), ``expert``: a routed expert's (it sees top_k x
+    tokens spread over the experts)."""
 
     name: str
     k: int
@@ -160,11 +159,6 @@ def quantized_bytes_per_param(tr: Training, m: ModelShape) -> float:
     if tr.lora.quant == "int8":
         return 1 + INT8_BYTES_PER_ROW / m.hidden
     return NF4_BYTES[tr.lora.double_quant]
-
-
-def frozen_bytes_per_param(tr: Training) -> int:
-    """Bytes per frozen weight kept unquantised: the compute dtype the model was loaded in."""
-    return compute_dtype_bytes(tr.precision)
 
 
 def largest_linear(m: ModelShape, t=1):

@@ -92,7 +92,7 @@ def test_the_estimate_is_the_recorded_one(case, monkeypatch):
     monkeypatch.chdir(ROOT)           # the calibration profiles are named relative to the repo
     rec = GOLDEN[case]
     # the verdict's next steps without the planner's search (tests/test_verdict.py runs it)
-    got = json.loads(json.dumps(estimate(parse_scenario(rec["doc"])).to_dict(search=False),
+    got = json.loads(json.dumps(estimate(parse_scenario(rec["doc"])).to_dict(),
                                 default=str))
     diffs = _differences(rec["estimate"], got)
     assert not diffs, f"{len(diffs)} differences, first: " + "; ".join(diffs[:5])

@@ -746,7 +746,7 @@ def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
     assert est.memory.gpu_fits and not est.memory.host_fits and not est.memory.fits
     box = app.verdict.value
     assert "color:#cf222e" in box.split(">", 1)[0] and "#1a7f37'" not in box.split(">", 1)[0]
-    v = verdict(est.scenario, est, search=False)
+    v = verdict(est.scenario, est)
     assert not v.ok and v.says.split(":")[0] in box
     assert re.search(r"wb-part-fail'.*host memory", box)
     assert "fits the GPU, but the host cannot hold the offload" in box   # the memory line
@@ -756,7 +756,7 @@ def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
     assert "fastest layout that fits this hardware" in app.fit_instead.value
     app.picker.value = "llama3-8b-8xh100"
     est = app.state.estimate
-    if verdict(est.scenario, est, search=False).ok:
+    if verdict(est.scenario, est).ok:
         assert "color:#1a7f37" in app.verdict.value.split(">", 1)[0]
     else:
         assert "color:#cf222e" in app.verdict.value.split(">", 1)[0]

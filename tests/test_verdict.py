@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.estimate import estimate
 from workbench.estimate.verdict import verdict
+from workbench.plan.next_steps import searched_verdict
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.units import (GiB, MiB, YEAR, duration_text, memory_text, money_text,
                              percent_text, tokens_text)
@@ -54,13 +55,14 @@ def test_offload_beyond_host_memory_is_no_longer_a_fit(offload_cpu):
     s, est = offload_cpu
     m = est.memory
     assert m.gpu_fits and not m.host_fits and not m.fits
-    out = est.to_dict(search=False)["memory"]
+    out = est.to_dict()["memory"]
     assert out["fits"] is False and out["gpu_fits"] is True
 
 
 def test_the_brief_with_cpu_offload_fails_on_host_memory_and_names_what_fits(offload_cpu):
     s, est = offload_cpu
-    v = est.verdict
+    assert not est.verdict.searched          # the estimate alone never runs the planner
+    v = searched_verdict(s, est)
     assert not v.ok and v.says.startswith("No: Llama 3.1 70B")
     host = v.part("host memory")
     need, have = est.memory.host_per_node, est.memory.host_capacity_per_node
@@ -99,7 +101,7 @@ def test_a_scenario_that_fits_is_ok_without_a_search(monkeypatch):
     _no_search(monkeypatch)
     s = load_scenario(LLAMA8)
     est = estimate(s)
-    v = est.verdict
+    v = searched_verdict(s, est)
     assert est.memory.fits and v.ok and not v.searched and v.next == []
     assert v.says.startswith("Yes")
     assert [p.name for p in v.parts] == ["gpu memory", "host memory", "build", "time to train"]
@@ -115,7 +117,7 @@ def test_a_failed_build_check_fails_the_verdict_without_a_search(monkeypatch):
     s = load_scenario(BRIEF, ["model.preset=llama3-8b"])
     est = estimate(s)
     assert est.memory.fits and any(c.status == "fail" for c in est.checks)
-    v = verdict(s, est)
+    v = searched_verdict(s, est)
     assert not v.ok and not v.part("build").ok and v.part("gpu memory").ok
     assert "PCIe lanes" in v.part("build").says and "cannot be built" in v.says
     assert not v.searched and [n.kind for n in v.next] == ["build"]
@@ -138,7 +140,7 @@ def test_memory_close_to_the_limit_warns_and_says_why():
     assert g.ok and g.status == "warn" and "95 %" in g.says and "fragmentation" in g.says
     over = dataclasses.replace(est, memory=dataclasses.replace(
         est.memory, capacity=est.memory.per_gpu.device * 0.9))
-    v = verdict(s, over, search=False)
+    v = verdict(s, over)
     assert not v.ok and not v.part("gpu memory").ok and not v.searched
 
 
@@ -185,7 +187,7 @@ def brief_plan():
 
 
 def test_the_planner_sentence_for_the_brief_box(brief_plan):
-    from workbench.plan.result import _describe
+    from workbench.plan.summary import describe_layout
     from workbench.plan.summary import plan_sentence
 
     r = brief_plan
@@ -194,11 +196,11 @@ def test_the_planner_sentence_for_the_brief_box(brief_plan):
     assert text.startswith(
         f"Llama 3.1 70B on 8 x NVIDIA H200 NVL 141GB fits only with NVMe offload: "
         f"{duration_text(best['step'])} per step, MFU {percent_text(best['mfu'])}, "
-        f"1.4 T tokens in {duration_text(1.4e12 / best['tokens_per_s'])} ({_describe(best)}")
+        f"1.4 T tokens in {duration_text(1.4e12 / best['tokens_per_s'])} ({describe_layout(best)}")
     assert best["offload"] == "nvme" and "401 s per step, MFU 9 %" in text
     # what more memory would buy: faster, and more than the GPU holds
     assert over["step"] < best["step"] and over["device_per_gpu"] > r.limit
-    assert (f"; the fastest layout that needs more memory is {_describe(over)}: "
+    assert (f"; the fastest layout that needs more memory is {describe_layout(over)}: "
             f"{duration_text(over['step'])} per step, needing "
             f"{memory_text(over['device_per_gpu'])} per GPU of {memory_text(r.limit)}") in text
     assert text.endswith(f". {r.counts['fit']:,} of {r.counts['valid']:,} valid layouts fit.")

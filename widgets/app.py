@@ -42,6 +42,7 @@ from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
 from workbench.estimate.verdict import verdict
+from workbench.plan.next_steps import searched_verdict
 from workbench.glossary import GLOSSARY
 from workbench.scenario import dump_scenario
 from workbench.scenario.store import ScenarioStore
@@ -260,8 +261,7 @@ class App:
                 f"({m.fit_words}); {est.run.tokens_per_s:,.0f} "
                 f"tokens/s ({html.escape(band_words(est))})")
             # the steps that need no search now; the planner's, when memory fails, in a thread
-            self.verdict.value = verdict_html(verdict(est.scenario, est, search=False),
-                                              memory_line)
+            self.verdict.value = verdict_html(verdict(est.scenario, est), memory_line)
         self.yaml_status.value = "" if s.valid else self.verdict.value
         drawn = self.scaling.drawn_for
         if drawn is not None and s.valid and s.scenario != drawn:
@@ -348,7 +348,7 @@ class App:
                 fits = compare_methods(scenario, progress=current)
                 if not current():
                     return
-                v = verdict(scenario, est, search=True, methods=fits)
+                v = searched_verdict(scenario, est, methods=fits)
                 steps = [n for n in v.next if n.kind in ("layout", "nodes")]
                 text = (next_steps_html(steps, v.search_s)
                         + fit_instead_html(fits, scenario.hardware.world,

@@ -15,7 +15,7 @@ from widgets.panels.base import (
 )
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
-from workbench.plan.result import switch_words
+from workbench.plan.summary import switch_words
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES
 

@@ -22,14 +22,17 @@ class _Parser(argparse.ArgumentParser):
 
 def _estimate(args: argparse.Namespace) -> int:
     from workbench.estimate import estimate
+    from workbench.plan.next_steps import searched_verdict
     from workbench.render.text import render_estimate
     from workbench.scenario import load_scenario
 
     est = estimate(load_scenario(args.scenario, args.set))
+    # the planner's next steps only when memory does not fit (searched_verdict)
+    v = searched_verdict(est.scenario, est)
     if args.json:
-        print(json.dumps(est.to_dict(), indent=2))
+        print(json.dumps(est.to_dict(v), indent=2))
     else:
-        print(render_estimate(est))
+        print(render_estimate(est, v))
     return 0
 
 

@@ -41,8 +41,8 @@ class Estimate:
     @cached_property
     def verdict(self):
         """The one answer a person reads first (``estimate.verdict.Verdict``): GPU memory,
-        host memory / NVMe, the build check, time to train and cost, and what to do next when
-        it fails (which runs the planner then; computed once, on first use)."""
+        host memory / NVMe, the build check, time to train and cost, and the next steps that
+        need no search (``workbench.plan.next_steps.searched_verdict`` adds the planner's)."""
         from workbench.estimate.verdict import verdict
 
         return verdict(self.scenario, self)
@@ -58,13 +58,11 @@ class Estimate:
         return simulate(par, m, [g.f for g in t.stages], [g.b for g in t.stages],
                         [g.wgrad for g in t.stages] if split else None)
 
-    def to_dict(self, search: bool = True) -> dict:
-        """Contract-2 keys (bytes and seconds). ``search``: let the verdict's next steps run
-        the planner when the scenario does not fit (False: the steps that need no search)."""
-        from workbench.estimate.verdict import verdict
-
+    def to_dict(self, verdict=None) -> dict:
+        """Contract-2 keys (bytes and seconds). ``verdict``: the one to carry (the CLI's, with
+        the planner's steps); default ``self.verdict``."""
         s, m, t, r = self.scenario, self.memory, self.time, self.run
-        v = self.verdict if search else verdict(s, self, search=False)
+        v = verdict or self.verdict
         b = bytes_per_param(s.training.precision, s.training.optimizer, s.parallel.zero)
         return {
             "scenario": {"model": s.model.name, "gpu": s.hardware.gpu.name,

@@ -19,21 +19,15 @@ It is made of parts, each ``pass``, ``warn`` or ``fail`` with one sentence:
 - ``time to train`` (never fails) and ``cost`` (only when the scenario gives a price).
 
 The verdict is ``ok`` only when no part fails (warnings allowed). When it is not ok, ``next``
-lists steps the product can take, each with the figures it would give: the planner's fastest
-layout that fits this hardware (``workbench.plan.plan``), the same search on 2x and 4x the
-nodes (stopping at the first that fits without offload), the adapter methods that fit in
-place of pre-training or full fine-tuning, and QLoRA in place of LoRA
-(``plan.methods.compare_methods``), and for a failed
-build check what to change (a CPU from the catalog with enough PCIe lanes, the host memory or
-drive space needed). The searches run only when a memory part fails, so a scenario that fits
-costs no search; for the brief's 70B on its 8-GPU box they take about a second.
+lists steps the product can take, each with the figures it would give: for a failed build check
+what to change (a CPU from the catalog with enough PCIe lanes, the host memory or drive space
+needed), and, when a memory part fails, the planner's answers, which
+``workbench.plan.next_steps.searched_verdict`` adds (the planner sits above the estimate).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
-from workbench.errors import ScenarioError
 from workbench.scenario.types import Scenario
 from workbench.units import (TB, duration_text, memory_text, money_text, percent_text,
                              tokens_text)
@@ -104,11 +98,11 @@ class Verdict:
                 "search_s": self.search_s}
 
 
-def verdict(s: Scenario, est, search: bool = True, methods: list | None = None) -> Verdict:
-    """The verdict on ``est`` (the ``Estimate`` of ``s``). ``search``: when a memory part
-    fails, let the next steps run the planner (False: only the steps that need no search).
-    ``methods``: ``compare_methods``' answer for ``s`` when the caller has it already (the
-    page shows it as a table), so the search does not run it again."""
+def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0) -> Verdict:
+    """The verdict on ``est`` (the ``Estimate`` of ``s``), with the steps that need no search.
+    ``found``: the planner's steps when a memory part fails (``workbench.plan.next_steps``,
+    which runs the searches: the planner is above the estimate, so this module never calls
+    it), ``search_s`` the seconds they took."""
     parts = [_gpu_part(s, est), _host_part(s, est)]
     nvme = _nvme_part(est)
     if nvme is not None:
@@ -119,15 +113,16 @@ def verdict(s: Scenario, est, search: bool = True, methods: list | None = None) 
         parts.append(cost)
     ok = all(p.ok for p in parts)
     steps: list[NextStep] = []
-    searched, seconds = False, 0.0
     if not ok:
-        if search and any(not p.ok for p in parts if p.name in MEMORY_PARTS):
-            t0 = time.perf_counter()
-            steps += search_steps(s, est, methods)
-            searched, seconds = True, time.perf_counter() - t0
+        steps += list(found or ())
         steps += build_steps(s, est)
     return Verdict(ok=ok, says=_sentence(s, est, parts, ok), parts=parts, next=steps,
-                   searched=searched, search_s=seconds)
+                   searched=found is not None, search_s=search_s)
+
+
+def memory_fails(v: Verdict) -> bool:
+    """Whether a memory part (GPU, host, NVMe) fails: then the planner's steps are wanted."""
+    return any(not p.ok for p in v.parts if p.name in MEMORY_PARTS)
 
 
 # ---- the parts ----------------------------------------------------------------------------
@@ -276,110 +271,6 @@ def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
 
 
 # ---- next steps ---------------------------------------------------------------------------
-
-_SEARCHED_TRAINING = ("micro_batch", "recompute", "offload", "optimizer", "engine", "compile",
-                      "fp8_recipe", "method")
-
-
-def _paths(scenario: Scenario) -> dict:
-    """A scenario's layout and the training options a search chooses, as ``--set`` key
-    paths."""
-    doc = scenario.document
-    out = {f"parallel.{k}": v for k, v in (doc.get("parallel") or {}).items()}
-    tr = doc.get("training", {})
-    out.update({f"training.{k}": tr[k] for k in _SEARCHED_TRAINING if k in tr})
-    return out
-
-
-def _flat_set(scenario: Scenario, start: Scenario) -> dict:
-    """The ``--set`` key paths that turn ``start`` into ``scenario``'s layout and options."""
-    was = _paths(start)
-    return {k: v for k, v in _paths(scenario).items() if k not in was or was[k] != v}
-
-
-def _figures(est) -> dict:
-    m, r = est.memory, est.run
-    return {"gpus": est.scenario.hardware.world, "nodes": est.scenario.hardware.nodes,
-            "step_s": est.time.step, "device_per_gpu": m.per_gpu.device,
-            "capacity": m.capacity, "host_per_node": m.host_per_node,
-            "tokens_per_s": r.tokens_per_s, "mfu": r.mfu,
-            "time_to_train_s": r.time_to_train_s,
-            "cost": r.cost.get("total") if r.cost else None}
-
-
-def _gives(est) -> str:
-    """What a layout gives, in words: step, memory, time to train, cost."""
-    m, r = est.memory, est.run
-    text = (f"{duration_text(est.time.step)} per step, {memory_text(m.per_gpu.device)} of "
-            f"{memory_text(m.capacity)} per GPU, {tokens_text(est.scenario.training.tokens)} "
-            f"in {duration_text(r.time_to_train_s)}")
-    if m.host_per_node > 0:
-        text += f", {memory_text(m.host_per_node)} of host memory per node"
-    if r.cost:
-        text += f", {money_text(r.cost['total'])}"
-    return text
-
-
-def search_steps(s: Scenario, est, methods: list | None = None) -> list[NextStep]:
-    """The planner's answers: the fastest layout that fits this hardware, the same on more
-    nodes, and the methods that fit in place of the scenario's (``INSTEAD``; taken from
-    ``methods``, a ``compare_methods`` answer, when given)."""
-    from workbench.estimate import estimate
-    from workbench.plan import plan
-    from workbench.plan.methods import compare_methods
-    from workbench.plan.result import _describe
-    from workbench.scenario import parse_scenario
-
-    hw = s.hardware
-    out: list[NextStep] = []
-    here = float("inf")
-    try:
-        found = plan(s)
-    except ScenarioError as exc:
-        out.append(NextStep(f"No layout fits {hw.world} x {hw.gpu.name}: {exc.one_line()}",
-                            "layout"))
-    else:
-        best = estimate(found.scenario_of(1))
-        here = best.time.step
-        only = ("" if best.scenario.training.offload == "none" else
-                f" (it needs {OFFLOAD_WORDS[best.scenario.training.offload]})")
-        out.append(NextStep(
-            f"Take the planner's fastest layout that fits this hardware{only}: "
-            f"{_describe(found.row(1))}: {_gives(best)}.", "layout", _flat_set(best.scenario, s),
-            _figures(best)))
-    for factor in NODE_FACTORS:
-        nodes = hw.nodes * factor
-        doc = s.to_dict()
-        doc["hardware"]["nodes"] = nodes
-        doc.pop("parallel", None)
-        try:
-            other = plan(parse_scenario(doc, layout_required=False))
-        except ScenarioError:
-            continue
-        if other.row(1)["step"] >= here:      # no better than this hardware's best
-            continue
-        e = estimate(other.scenario_of(1))
-        out.append(NextStep(
-            f"On {nodes} nodes ({e.scenario.hardware.world} GPUs): "
-            f"{_describe(other.row(1))}: {_gives(e)}.", "nodes",
-            {"hardware.nodes": nodes, **_flat_set(e.scenario, s)}, _figures(e)))
-        if e.scenario.training.offload == "none":
-            break
-    method = s.training.method
-    if method in INSTEAD:
-        tried = INSTEAD[method][0]
-        fits = (compare_methods(s, tried) if methods is None
-                else [f for f in methods if f.method in tried])
-        for f in fits:
-            if not f.fits:
-                continue
-            e = estimate(f.scenario)
-            out.append(NextStep(
-                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}: {_gives(e)}"
-                + (f" ({f.note})" if f.note else "") + ".",
-                "method", _flat_set(e.scenario, s), _figures(e)))
-    return out
-
 
 def _lanes_needed(s: Scenario) -> int:
     from workbench.estimate.build_checks import NVME_LANES

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from workbench.plan.result import PlanResult, switch_words
+from workbench.plan.result import PlanResult
+from workbench.plan.summary import switch_words
 from workbench.scenario.types import Parallel
 
 TERMS = ("compute", "recompute", "bubble", "comm dp", "comm tp", "comm pp", "comm cp",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.plan.constraints import Constraints
-from workbench.plan.result import _describe
+from workbench.plan.summary import describe_layout
 from workbench.plan.search import Progress, plan
 from workbench.scenario import parse_scenario
 from workbench.scenario.rules import engine_allows
@@ -119,7 +119,7 @@ def compare_methods(s: Scenario, methods=FINE_TUNING, constraints: Constraints |
         est = estimate(best)
         m, r = est.memory, est.run
         out.append(MethodFit(
-            method, label, True, s.training.tokens, layout=_describe(result.row(1)),
+            method, label, True, s.training.tokens, layout=describe_layout(result.row(1)),
             device_per_gpu=m.per_gpu.device, allocated_per_gpu=m.per_gpu.total,
             capacity=m.capacity, step_s=est.time.step, tokens_per_s=r.tokens_per_s,
             time_to_train_s=r.time_to_train_s, note=note, scenario=best))

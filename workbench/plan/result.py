@@ -9,6 +9,7 @@ import numpy as np
 from workbench.errors import Problem, ScenarioError
 from workbench.plan.constraints import Constraints
 from workbench.plan.space import ROW_FIELDS, candidate_rows
+from workbench.plan.summary import describe_layout, plan_sentence
 from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
@@ -122,7 +123,7 @@ class PlanResult:
         sm = self.smallest
         need = sm["device_per_gpu"] / GIB
         cap = self.limit / c.max_memory_fraction / GIB
-        what = _describe(sm)
+        what = describe_layout(sm)
         if need <= cap:
             return Problem("max_memory_fraction", c.max_memory_fraction,
                            f"the least memory any layout needs is {need:.1f} GiB per GPU "
@@ -177,7 +178,6 @@ class PlanResult:
                            "headroom": float(self.limit - row["device_per_gpu"])},
                 "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
             })
-        from workbench.plan.summary import plan_sentence
 
         front = np.flatnonzero(self.ranked["pareto_memory"]) if self.feasible else []
         r = self.ranked
@@ -204,32 +204,6 @@ def _front(memory: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
-
-
-def _describe(row: dict) -> str:
-    parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
-    parts.append(f"ZeRO {int(row['zero'])}")
-    if int(row.get("shard_group") or 0):
-        parts.append(f"HSDP shard group {int(row['shard_group'])}")
-    if int(row["pp"]) > 1:
-        parts.append(str(row["pp_schedule"]))
-    parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
-              f"offload {row['offload']}"]
-    if row.get("engine", "generic") != "generic":
-        parts += [f"engine {row['engine']}", *switch_words(row)]
-    return ", ".join(parts)
-
-
-def switch_words(layout: dict) -> list[str]:
-    """The engine switches a layout turns on, as shown to people: compile, async TP, fp8 <recipe>.
-
-    ``layout`` is a plan-table row or any mapping with ``compile``, ``async_tp`` and
-    ``fp8_recipe``; switches that are off (or absent) are left out.
-    """
-    words = [w for w, key in (("compile", "compile"), ("async TP", "async_tp")) if layout.get(key)]
-    if layout.get("fp8_recipe"):
-        words.append(f"fp8 {layout['fp8_recipe']}")
-    return words
 
 
 def _valid_count(s: Scenario, fixed: dict) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.plan.result import PlanResult, _describe
 from workbench.units import duration_text, memory_text, percent_text, tokens_text
 
 OFFLOAD_WORDS = {"cpu": "CPU", "nvme": "NVMe"}
@@ -102,10 +101,11 @@ def fold_virtual_stages(ranked: dict) -> dict:
     return out
 
 
-def plan_sentence(result: PlanResult) -> str:
+def plan_sentence(result) -> str:
     """The planner's answer in one sentence: whether the model fits the hardware (and only
     with offload), the fastest layout's step time, MFU and time to train, what the fastest
-    layout that needs more memory would give, and how many layouts fit."""
+    layout that needs more memory would give, and how many layouts fit (``result``: a
+    ``PlanResult``)."""
     s = result.scenario
     hw = s.hardware
     head = f"{s.model.name} on {hw.world} x {hw.gpu.name}"
@@ -124,7 +124,7 @@ def plan_sentence(result: PlanResult) -> str:
     tokens = s.training.tokens
     text = (f"{head} {verdict}: {duration_text(best['step'])} per step, MFU "
             f"{percent_text(best['mfu'])}, {tokens_text(tokens)} in "
-            f"{duration_text(tokens / best['tokens_per_s'])} ({_describe(best)}, "
+            f"{duration_text(tokens / best['tokens_per_s'])} ({describe_layout(best)}, "
             f"{memory_text(best['device_per_gpu'])} per GPU)")
     over = result.fastest_over
     if over is not None and over["step"] < (1 - FASTER) * best["step"]:
@@ -134,9 +134,38 @@ def plan_sentence(result: PlanResult) -> str:
                     f"{memory_text(cap)}")
         else:
             need = "more host memory or NVMe per node than the node has"
-        text += (f"; the fastest layout that needs more memory is {_describe(over)}: "
+        text += (f"; the fastest layout that needs more memory is {describe_layout(over)}: "
                  f"{duration_text(over['step'])} per step, needing {need}")
     return text + f". {n['fit']:,} of {n['valid']:,} valid layouts fit."
 
 
-__all__ = ["COLUMN_LABELS", "fold_virtual_stages", "plan_sentence", "range_text"]
+def describe_layout(row: dict) -> str:
+    """A layout (a plan-table row) in words: its degrees, ZeRO, schedule, micro-batch,
+    recompute, offload and engine switches."""
+    parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
+    parts.append(f"ZeRO {int(row['zero'])}")
+    if int(row.get("shard_group") or 0):
+        parts.append(f"HSDP shard group {int(row['shard_group'])}")
+    if int(row["pp"]) > 1:
+        parts.append(str(row["pp_schedule"]))
+    parts += [f"micro-batch {int(row['micro_batch'])}", f"{row['recompute']} recompute",
+              f"offload {row['offload']}"]
+    if row.get("engine", "generic") != "generic":
+        parts += [f"engine {row['engine']}", *switch_words(row)]
+    return ", ".join(parts)
+
+
+def switch_words(layout: dict) -> list[str]:
+    """The engine switches a layout turns on, as shown to people: compile, async TP, fp8 <recipe>.
+
+    ``layout`` is a plan-table row or any mapping with ``compile``, ``async_tp`` and
+    ``fp8_recipe``; switches that are off (or absent) are left out.
+    """
+    words = [w for w, key in (("compile", "compile"), ("async TP", "async_tp")) if layout.get(key)]
+    if layout.get("fp8_recipe"):
+        words.append(f"fp8 {layout['fp8_recipe']}")
+    return words
+
+
+__all__ = ["COLUMN_LABELS", "describe_layout", "fold_virtual_stages", "plan_sentence",
+           "range_text", "switch_words"]

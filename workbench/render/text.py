@@ -23,15 +23,13 @@ def verdict_lines(v) -> list[str]:
     return lines
 
 
-def render_estimate(est: Estimate, search: bool = True) -> str:
-    """The verdict, then per-GPU memory of every pipeline rank, the worst GPU, capacity and
-    offload use, step time and run, build checks. ``search``: let the verdict's next steps
-    run the planner when the scenario does not fit."""
-    from workbench.estimate.verdict import verdict
-
+def render_estimate(est: Estimate, verdict=None) -> str:
+    """The verdict (``verdict``, default ``est.verdict``), then per-GPU memory of every
+    pipeline rank, the worst GPU, capacity and offload use, step time and run, build
+    checks."""
     s, m = est.scenario, est.memory
     p, t, hw = s.parallel, s.training, s.hardware
-    v = est.verdict if search else verdict(s, est, search=False)
+    v = verdict or est.verdict
     lines = [
         *verdict_lines(v),
         "",

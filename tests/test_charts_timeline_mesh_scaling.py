@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.conftest import scenario_doc
+from tests.conftest import ROOT, scenario_doc
 from widgets.charts.mesh import MeshChart
 from widgets.charts.scaling import ScalingChart
 from widgets.charts.timeline import TimelineChart
@@ -278,3 +278,22 @@ def test_sweep_rejects_an_unknown_axis_and_bad_values():
         scaling_curve(s, "tp", [0, 2])
     row = scaling_curve(s, "gpus", [32]).iloc[0]
     assert not row["valid"] and "more than the scenario's 16 GPUs" in row["reason"]
+
+
+def test_the_timeline_speaks_seconds_for_a_long_phase_and_milliseconds_for_a_short_one():
+    """Units for people: the brief's 70B in 4 stages draws a phase of tens of seconds in s
+    (not "70k ms"), the tiny trial model's in ms; the hover says the same unit."""
+    from widgets.charts.timeline import TimelineChart
+    from workbench.estimate import estimate
+    from workbench.scenario import load_scenario
+
+    c = TimelineChart()
+    c.update(estimate(load_scenario(str(ROOT / "examples/brief-8xh200-70b.yaml"),
+                                    ["parallel.pp=4", "parallel.dp=2", "parallel.zero=1"])),
+             microbatches=16)
+    assert c.widget.layout.xaxis.title.text.endswith("(s)")
+    assert all(t.hovertemplate.endswith(" s<extra></extra>") for t in c.widget.data)
+    assert max(max(t.base) + max(t.x) for t in c.widget.data if len(t.x)) < 1000
+    c.update(estimate(load_scenario(str(ROOT / "examples/tiny-trial-4d.yaml"))), microbatches=16)
+    assert c.widget.layout.xaxis.title.text.endswith("(ms)")
+    assert all(t.hovertemplate.endswith(" ms<extra></extra>") for t in c.widget.data)

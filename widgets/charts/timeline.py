@@ -19,6 +19,7 @@ KINDS = {
     "W": ("backward, weight gradient", "#54A24B"),
 }
 MS = 1e3   # seconds -> milliseconds
+SECONDS_FROM = 10.0   # a phase this long (s) is drawn in seconds, shorter ones in milliseconds
 
 
 ROW_PX = 26   # height of one rank's row: room for a label of 8-12 px inside its bars
@@ -88,14 +89,19 @@ class TimelineChart:
             # hover names every block)
             wide = (a[:, 2] - a[:, 1]) >= LABEL_SHARE * makespan
             per_kind[k] = (a, [str(b.microbatch) if w else "" for b, w in zip(bs, wide)])
+        # units for people: seconds for a long phase (no "70k ms"), milliseconds below
+        scale, unit = (1.0, "s") if makespan >= SECONDS_FROM else (MS, "ms")
         with self._lock, self.widget.batch_update():
+            self.widget.layout.xaxis.title.text = f"time in the step's pipeline phase ({unit})"
             for trace in self.widget.data:
                 a, mbs = per_kind[trace.meta]
                 trace.y = a[:, 0].astype(int)
-                trace.base = a[:, 1] * MS
-                trace.x = (a[:, 2] - a[:, 1]) * MS
+                trace.base = a[:, 1] * scale
+                trace.x = (a[:, 2] - a[:, 1]) * scale
                 trace.text = mbs
-                trace.customdata = np.stack([a[:, 3], a[:, 2] * MS, a[:, 4]], axis=1)
+                trace.customdata = np.stack([a[:, 3], a[:, 2] * scale, a[:, 4]], axis=1)
+                trace.hovertemplate = trace.hovertemplate.replace(
+                    " ms<extra>", f" {unit}<extra>").replace(" s<extra>", f" {unit}<extra>")
                 trace.showlegend = bool(mbs)
             self.widget.layout.yaxis.tickvals = list(range(p))
             self.widget.layout.yaxis.ticktext = [f"rank {r}" for r in range(p)]

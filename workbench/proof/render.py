@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from workbench.proof.compare import STEP_TIME_BOUND, Row
 from workbench.proof.matrix import Outcome
+from workbench.units import memory_text
 
 HEADER = (f"{'trial':30} {'depth':5} {'ranks':>5}  {'states':>8} {'traffic':>8} "
           f"{'activations':>12}  {'step predicted':>14} {'measured':>9} {'error':>7}")
@@ -74,6 +75,8 @@ def cells(r: Row) -> tuple[str, str, str, str, str, str]:
             return "-"
         if r.unit == "s":
             return f"{v * 1e3:,.2f} ms"
+        if r.unit == "B":    # for people, with the exact count the check compares
+            return f"{memory_text(v)} ({v:,.0f} B)" if v else "0 B"
         return f"{v:,.0f}{' ' + r.unit if r.unit else ''}"
 
     return ("all" if r.rank is None else str(r.rank), r.component, fmt(r.predicted),
@@ -82,9 +85,9 @@ def cells(r: Row) -> tuple[str, str, str, str, str, str]:
 
 def trial_rows(rows: list[Row]) -> list[str]:
     """Every row of one trial: rank, component, predicted, measured, error, verdict."""
-    out = [f"{'rank':>4}  {'component':42} {'predicted':>14} {'measured':>14} {'error':>8}  "
+    out = [f"{'rank':>4}  {'component':42} {'predicted':>26} {'measured':>26} {'error':>8}  "
            "check"]
     for r in rows:
         rank, comp, pred, meas, err, check = cells(r)
-        out.append(f"{rank:>4}  {comp:42} {pred:>14} {meas:>14} {err:>8}  {check}")
+        out.append(f"{rank:>4}  {comp:42} {pred:>26} {meas:>26} {err:>8}  {check}")
     return out

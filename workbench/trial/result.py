@@ -14,6 +14,16 @@ def steady(steps: list[dict]) -> list[dict]:
     return [e for e in unhooked if e["step"] >= 1] or unhooked or steps
 
 
+def memory_steps(steps: list[dict]) -> list[dict]:
+    """The steps a trial's memory figures come from: every step after the first, hooked or not.
+    The first step's forward and backward run before the optimizer has any state (AdamW creates
+    its two moments in that step's ``optimizer.step``), so its peak lacks up to 8 bytes per
+    sharded parameter; the saved-tensor hooks of the metered step keep no tensor alive (they
+    return what they are given), so they do not change its peak. A one-step trial has only
+    the first step."""
+    return [e for e in steps if e["step"] >= 1] or steps
+
+
 @dataclass
 class TrialResult:
     scenario: Scenario                 # the scaled-down scenario that ran
@@ -36,12 +46,13 @@ class TrialResult:
             measured = {k: last.get(k) for k in ("params", "grads", "optimizer")}
             measured["activations"] = last.get("activations_per_microbatch")
             measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
-            if "allocated" in last:          # a GPU rank: the three memory figures, steady peak
-                calm = steady(mine)
+            if "allocated" in last:   # a GPU rank: the three memory figures, peak with state
+                calm = memory_steps(mine)
                 for k, key in (("allocated", "allocated"), ("reserved", "reserved"),
                                ("device", "device_memory")):
                     values = [e[key] for e in calm if e.get(key) is not None]
                     measured[k] = max(values) if values else None
+                measured["memory_steps"] = [e["step"] for e in calm]
                 measured["device_scope"] = last.get("device_scope")
             for k in ("params_frozen", "params_trainable", "trainable_numel"):
                 if k in last:           # not part of the peak: params already counts them

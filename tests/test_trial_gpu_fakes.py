@@ -61,3 +61,110 @@ def test_a_one_step_trial_reports_its_only_step():
     m = TrialResult(scenario=_scenario(dp=1), backend="nccl", world_size=1,
                     steps=events).ranks()[0]["measured"]
     assert m["memory_steps"] == [0] and m["allocated"] == events[0]["allocated"]
+
+
+# --- a fake NVML (nvidia-ml-py's names and answers) and torch.cuda's NVML view ----------------
+
+class FakeNVMLError(Exception):
+    """pynvml.NVMLError: raised by a call the driver refuses (NVML_ERROR_NOT_FOUND here)."""
+
+
+@dataclasses.dataclass
+class FakeGPU:
+    uuid: str                     # "GPU-..." or, for a MIG slice, "MIG-..."
+    name: str
+    total: int                    # bytes
+    sms: int
+    pci_index: int = -1           # NVML's index (PCI order); -1 for a MIG slice
+    parent: FakeGPU | None = None  # a MIG slice's physical GPU
+
+
+def fake_nvml(monkeypatch, gpus: list[FakeGPU], migs: list[FakeGPU] = ()) -> types.ModuleType:
+    """Install a fake ``pynvml`` answering for ``gpus`` (NVML numbers them in PCI order) and the
+    MIG slices ``migs`` (reached only by UUID, as NVML reaches a MIG device outside its
+    parent's enumeration), and a CUDA build of torch whose NVML UUID list is theirs."""
+    import sys
+
+    m = types.ModuleType("pynvml")
+    m.NVMLError = FakeNVMLError
+    m.calls = []
+    physical = sorted(gpus, key=lambda g: g.pci_index)
+    m.nvmlInit = lambda: m.calls.append("init")
+    m.nvmlDeviceGetCount = lambda: len(physical)
+    m.nvmlDeviceGetHandleByIndex = lambda i: physical[i]
+
+    def by_uuid(uuid):
+        u = uuid.decode() if isinstance(uuid, bytes) else uuid
+        for g in [*physical, *migs]:
+            if g.uuid == u:
+                return g
+        raise FakeNVMLError("Not Found")
+
+    m.nvmlDeviceGetHandleByUUID = by_uuid
+    m.nvmlDeviceGetName = lambda h: h.name
+    m.nvmlDeviceGetUUID = lambda h: h.uuid
+    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h.total, used=h.total // 4,
+                                                                free=h.total - h.total // 4)
+    m.nvmlDeviceIsMigDeviceHandle = lambda h: int(h.parent is not None)
+    m.nvmlDeviceGetAttributes = lambda h: types.SimpleNamespace(multiprocessorCount=h.sms,
+                                                                 memorySizeMB=h.total >> 20)
+    m.nvmlDeviceGetComputeRunningProcesses = lambda h: [
+        types.SimpleNamespace(pid=os.getpid(), usedGpuMemory=h.total // 8)]
+    m.nvmlSystemGetDriverVersion = lambda: "550.54"
+    monkeypatch.setitem(sys.modules, "pynvml", m)
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: [g.uuid for g in physical])
+    return m
+
+
+H100 = dict(name="NVIDIA H100 80GB HBM3", total=80 * 2**30, sms=132)
+
+
+# --- 2. the queue admits GPU trials by the GPUs free ------------------------------------------
+
+def test_two_nccl_trials_on_a_one_gpu_machine_do_not_run_at_once(monkeypatch, tmp_path):
+    import time
+
+    from workbench.trial.slots import slots_for
+
+    fake_nvml(monkeypatch, [FakeGPU("GPU-aaaa", pci_index=0, **H100)])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("WORKBENCH_TRIAL_SLOTS", "4")       # cores for four CPU trials
+    first = slots_for("nccl", 1, tmp_path)
+    assert (first.gpu, first.n, first.need) == (True, 1, 1)
+    held = first.acquire()
+    deadline = time.monotonic() + 0.6
+    seen = []
+    second = slots_for("nccl", 1, tmp_path).acquire(
+        keep_waiting=lambda: time.monotonic() < deadline, on_wait=lambda a, r: seen.append(r))
+    assert second is None and seen == [1]                  # waited: the one GPU is busy
+    cpu = slots_for("gloo", 2, tmp_path).acquire()
+    assert cpu is not None                                 # CPU trials count cores, not GPUs
+    cpu.release()
+    held.release()
+    again = slots_for("nccl", 1, tmp_path).acquire(keep_waiting=lambda: time.monotonic()
+                                                   < deadline + 5)
+    assert again is not None
+    again.release()
+
+
+def test_a_two_rank_nccl_trial_waits_for_two_free_gpus(monkeypatch, tmp_path):
+    import time
+
+    from workbench.trial.slots import slots_for
+
+    fake_nvml(monkeypatch, [FakeGPU("GPU-aaaa", pci_index=0, **H100),
+                            FakeGPU("GPU-bbbb", pci_index=1, **H100)])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    one = slots_for("nccl", 1, tmp_path).acquire()
+    deadline = time.monotonic() + 0.6
+    assert slots_for("nccl", 2, tmp_path).acquire(
+        keep_waiting=lambda: time.monotonic() < deadline) is None
+    other = slots_for("nccl", 1, tmp_path).acquire(keep_waiting=lambda: time.monotonic()
+                                                   < deadline + 5)
+    assert other is not None                               # the second GPU was free
+    one.release(), other.release()
+    both = slots_for("nccl", 2, tmp_path).acquire(keep_waiting=lambda: time.monotonic()
+                                                  < deadline + 5)
+    assert both is not None
+    both.release()

@@ -168,3 +168,67 @@ def test_a_two_rank_nccl_trial_waits_for_two_free_gpus(monkeypatch, tmp_path):
                                                   < deadline + 5)
     assert both is not None
     both.release()
+
+
+# --- 3. CUDA's order made NVML's, and the measured GPU found by its UUID ----------------------
+
+def _report_env(rank: int, queue) -> None:
+    from workbench.process_runner import supervised_rank
+
+    supervised_rank(rank, queue, lambda phase: queue.put(
+        {"type": "env", "rank": rank, "order": os.environ.get("CUDA_DEVICE_ORDER")}))
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_nccl_ranks_start_with_cuda_in_pci_order_and_the_parent_keeps_its_own(monkeypatch,
+                                                                              method):
+    from workbench.process_runner import rank_environment, run_ranks
+
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    assert rank_environment("nccl") == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert rank_environment("gloo") == {}
+    events = list(run_ranks(_report_env, lambda port: [(r,) for r in range(2)], method=method,
+                            env=rank_environment("nccl"), stall_s=60))
+    assert events[-1] == {"type": "result", "error": None}
+    assert sorted((e["rank"], e["order"]) for e in events if e["type"] == "env") == [
+        (0, "PCI_BUS_ID"), (1, "PCI_BUS_ID")]
+    assert os.environ["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"      # restored in the parent
+
+
+def test_the_trial_launcher_gives_nccl_ranks_the_pci_order(monkeypatch):
+    import workbench.trial.launcher as launcher
+
+    seen = {}
+
+    def fake_run_ranks(target, rank_args, **kw):
+        seen.update(kw)
+        yield {"type": "result", "error": None}
+
+    monkeypatch.setattr(launcher, "run_ranks", fake_run_ranks)
+    list(launcher.stream(_scenario(dp=1), steps=1, backend="nccl"))
+    assert seen["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"} and seen["method"] == "spawn"
+    list(launcher.stream(_scenario(dp=1), steps=1, backend="gloo"))
+    assert seen["env"] == {}
+
+
+def test_a_ranks_memory_is_read_from_its_own_gpu_by_uuid_not_by_index(monkeypatch):
+    """A mixed host: CUDA (fastest first) calls the H100 device 0, NVML's index 0 is the
+    slower A100 at the lower PCI address. The rank's NVML handle is found by the UUID CUDA
+    reports for its device."""
+    import workbench.trial.device as device
+
+    a100 = FakeGPU("GPU-a100-0000", "NVIDIA A100-SXM4-40GB", 40 * 2**30, 108, pci_index=0)
+    h100 = FakeGPU("GPU-h100-1111", pci_index=1, **H100)
+    nvml = fake_nvml(monkeypatch, [a100, h100])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(
+        uuid="h100-1111", name=h100.name))          # CUDA's uuid: no GPU- prefix
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: 10)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda d: 20)
+    device._nvml_handle.cache_clear()
+    c = device.Compute(device=torch.device("cuda", 0), dtype=torch.bfloat16, fsdp=True)
+    figures = device.memory_figures(c)
+    assert figures["device_memory"] == h100.total // 8 and figures["device_scope"] == "process"
+    device.memory_figures(c)
+    assert nvml.calls.count("init") == 1           # NVML initialised once per rank
+    device._nvml_handle.cache_clear()

@@ -16,6 +16,7 @@ This module imports torch only when it starts ranks.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -144,6 +145,34 @@ def rank_device(backend: str, rank: int) -> torch.device:
     return device
 
 
+# CUDA numbers GPUs fastest first unless told otherwise; NVML (and so ``visible_gpus``, the
+# slice's size and ``device.memory_figures``) numbers them in PCI order. On a host with mixed
+# GPUs the GPU measured would not be the GPU used: ranks run with CUDA in PCI order.
+CUDA_ORDER = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def rank_environment(backend: str) -> dict[str, str]:
+    """Environment variables every rank of ``backend`` starts with: for nccl, CUDA's device
+    order made NVML's (``CUDA_DEVICE_ORDER=PCI_BUS_ID``); nothing for gloo."""
+    return dict(CUDA_ORDER) if backend == "nccl" else {}
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str] | None) -> Iterator[None]:
+    """``os.environ`` with ``env`` set while the body runs (a started process keeps it: fork
+    copies the environment, spawn passes it), restored after."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def start_method(backend: str) -> str:
     """``spawn`` for nccl (CUDA in a forked child is unsafe), ``fork`` otherwise (~0.2 s to a
     ready process group at 8 ranks against ~15 s for spawn)."""
@@ -246,19 +275,22 @@ def inject_fault(kind: str, where: str) -> None:
 # --- the parent --------------------------------------------------------------------------------
 
 def run_ranks(target: Callable, rank_args: Callable[[int], Sequence[tuple]], *,
-              method: str = "fork", stall_s: float = 60.0) -> Iterator[dict]:
+              method: str = "fork", stall_s: float = 60.0,
+              env: dict[str, str] | None = None) -> Iterator[dict]:
     """Start one process per entry of ``rank_args(port)`` running ``target(*entry, queue)``
     (``port``: a fresh rendezvous port on 127.0.0.1), supervise them and yield every event
     they report except heartbeats and ``done``, then one ``{"type": "result", "error": ...}``
     (None on success, else one line naming the rank) once every child has been reaped. If a
     rank reports EADDRINUSE before any event was yielded, the ranks are started again on a new
-    port (PORT_ATTEMPTS in all). ``method``: ``fork`` or ``spawn`` (``start_method``)."""
+    port (PORT_ATTEMPTS in all). ``method``: ``fork`` or ``spawn`` (``start_method``);
+    ``env``: variables the ranks start with (``rank_environment``), not kept by this process."""
     if method == "fork":
         import torch  # noqa: F401  (fork after importing torch: children do not pay for it)
         import torch.distributed  # noqa: F401
     ctx = mp.get_context(method)
     for attempt in range(PORT_ATTEMPTS):
-        error, reported = yield from _attempt(ctx, target, rank_args(free_port()), stall_s)
+        error, reported = yield from _attempt(ctx, target, rank_args(free_port()), stall_s,
+                                              env)
         if not (error and "EADDRINUSE" in error and not reported
                 and attempt < PORT_ATTEMPTS - 1):
             break
@@ -266,7 +298,7 @@ def run_ranks(target: Callable, rank_args: Callable[[int], Sequence[tuple]], *,
 
 
 def _attempt(ctx, target: Callable, args: Sequence[tuple],
-             stall_s: float) -> Iterator[dict]:
+             stall_s: float, env: dict[str, str] | None = None) -> Iterator[dict]:
     """One start of the ranks; returns (error, whether any event was yielded)."""
     q = ctx.Queue()
     procs: list = []
@@ -276,7 +308,8 @@ def _attempt(ctx, target: Callable, args: Sequence[tuple],
             # no new session or group for a rank: a signal to ours must reach it
             p = ctx.Process(target=_rank_main, args=(target, os.getpid(), *entry, q),
                             daemon=True)
-            p.start()
+            with environment(env):
+                p.start()
             procs.append(p)
         for ev in _supervise(q, procs, stall_s):
             if ev["type"] == "result":

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from workbench.process_runner import Phase, inject_fault, supervised_rank
+from workbench.process_runner import Phase, inject_fault, rank_environment, supervised_rank
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     s = args.scenario
     par = s.parallel
     torch.manual_seed(args.seed)
+    # before CUDA starts (compute_for sets the device): CUDA in NVML's PCI order, also under
+    # torchrun, whose ranks the launcher did not start
+    os.environ.update(rank_environment(args.backend))
     compute = compute_for(s, args.backend, args.rank)
     if not compute.cuda:
         torch.set_num_threads(1)           # ranks share this machine's cores

@@ -232,3 +232,81 @@ def test_a_ranks_memory_is_read_from_its_own_gpu_by_uuid_not_by_index(monkeypatc
     device.memory_figures(c)
     assert nvml.calls.count("init") == 1           # NVML initialised once per rank
     device._nvml_handle.cache_clear()
+
+
+# --- 4. MIG: a slice named by its UUID is one GPU, sized and estimated as the slice -----------
+
+MIG_UUID = "MIG-4b8f3e4c-5a8e-5f5e-9d2a-0c6a2b7e1f11"
+
+
+def _mig_host(monkeypatch, visible: str):
+    """An H100 split into MIG slices; CUDA_VISIBLE_DEVICES names ``visible``."""
+    gpu = FakeGPU("GPU-h100-1111", pci_index=0, **H100)
+    nvml = fake_nvml(monkeypatch, [gpu], migs=[
+        FakeGPU(MIG_UUID, "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 40 * 2**30, 60, parent=gpu),
+        FakeGPU(MIG_UUID[:-2] + "22", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 40 * 2**30, 60,
+                parent=gpu)])
+    nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle = lambda h: h.parent
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    return nvml
+
+
+def test_a_mig_slice_is_one_gpu_and_nccl_runs_on_it(monkeypatch):
+    from workbench import process_runner
+
+    _mig_host(monkeypatch, MIG_UUID)
+    # torch's own count gives up on MIG (it falls back to cudaGetDeviceCount)
+    assert torch.cuda._device_count_nvml() == -1
+    assert process_runner.visible_gpus() == [("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 40 * 2**30)]
+    [g] = process_runner.visible_devices()
+    assert (g.mig, g.sms, g.parent_sms, g.parent_memory) == (True, 60, 132, 80 * 2**30)
+    assert g.share() == pytest.approx((60 / 132, 0.5))
+    assert process_runner.cuda_gpus() == 1
+    assert process_runner.choose_backend("auto", 1) == "nccl"
+    assert process_runner.check_backend("nccl", 1) == "nccl"
+
+
+def test_a_layout_needing_more_mig_slices_than_visible_is_one_clear_line(monkeypatch):
+    from workbench.errors import ScenarioError
+    from workbench.process_runner import check_backend
+
+    _mig_host(monkeypatch, f"{MIG_UUID},{MIG_UUID[:-2]}22")     # CUDA enumerates the first
+    with pytest.raises(ScenarioError) as err:
+        check_backend("nccl", 2)
+    line = err.value.one_line()
+    assert "\n" not in line and "2 ranks, 1 GPUs here" in line
+    assert "MIG slices" in line and "only one MIG slice" in line and "fewer ranks" in line
+    _mig_host(monkeypatch, "MIG-unknown")
+    assert check_backend("auto", 1) == "gloo"                 # NVML does not know it: none
+
+
+def test_a_mig_slice_sizes_the_trial_slice_and_its_estimate(monkeypatch):
+    from workbench.catalog import CATALOGS
+    from workbench.trial import prepare_for
+
+    _mig_host(monkeypatch, MIG_UUID)
+    ready = prepare_for(_scenario(dp=1), 1, "nccl", "slice")
+    assert ready.backend == "nccl" and ready.sliced
+    gpu = ready.scenario.hardware.gpu
+    h100 = CATALOGS["gpu"]["h100-sxm"]
+    assert gpu.memory_gb == pytest.approx(40 * 2**30 / 1e9)
+    assert gpu.bf16_tflops == pytest.approx(h100.bf16_tflops * 60 / 132)
+    assert gpu.hbm_gb_per_s == pytest.approx(h100.hbm_gb_per_s * 0.5)
+    assert any("is a MIG slice" in n and "45% of its SMs" in n for n in ready.notes)
+
+
+def test_a_mig_ranks_memory_is_read_from_its_slice_and_nvml_starts_once(monkeypatch):
+    import workbench.trial.device as device
+
+    nvml = _mig_host(monkeypatch, MIG_UUID)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(
+        uuid=MIG_UUID[4:], name="NVIDIA H100 80GB HBM3 MIG 3g.40gb"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: 10)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda d: 20)
+    device._nvml_handle.cache_clear()
+    c = device.Compute(device=torch.device("cuda", 0), dtype=torch.bfloat16, fsdp=True)
+    for _ in range(3):                                    # three steps
+        figures = device.memory_figures(c)
+    assert figures["device_memory"] == 40 * 2**30 // 8 and figures["device_scope"] == "process"
+    assert nvml.calls.count("init") == 1
+    device._nvml_handle.cache_clear()

@@ -28,6 +28,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:      # imported by the functions that start ranks, not by this module
@@ -57,13 +58,47 @@ def free_port() -> int:
                 return port
 
 
-def visible_gpus() -> list[tuple[str, int]]:
-    """(name, total bytes) of the CUDA GPUs this process could use, in CUDA's numbering, read
-    through NVML without initialising CUDA. CUDA_VISIBLE_DEVICES is read as CUDA reads it,
-    with torch's own parser (indices, UUIDs, a list cut at the first invalid entry:
-    ``torch.cuda._parse_visible_devices`` / ``_transform_uuid_to_ordinals``, the mapping
-    ``torch.cuda._get_nvml_device_index`` uses). Empty without a CUDA build of torch, without
-    NVML (``nvidia-ml-py``) or the driver."""
+@dataclass(frozen=True)
+class VisibleGPU:
+    """A CUDA device this process can use, as NVML describes it: a whole GPU or a MIG slice
+    (``mig``: then ``parent_memory`` / ``parent_sms`` are its physical GPU's)."""
+
+    name: str
+    memory: int                  # bytes
+    sms: int | None = None       # streaming multiprocessors (NVML device attributes)
+    mig: bool = False
+    parent_memory: int | None = None
+    parent_sms: int | None = None
+
+    def share(self) -> tuple[float, float] | None:
+        """A MIG slice's fraction of its GPU's SMs and of its memory (None for a whole GPU,
+        or where NVML did not say)."""
+        if not (self.mig and self.sms and self.parent_sms and self.parent_memory):
+            return None
+        return self.sms / self.parent_sms, self.memory / self.parent_memory
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _sms(pynvml, handle) -> int | None:
+    try:
+        return int(pynvml.nvmlDeviceGetAttributes(handle).multiprocessorCount)
+    except Exception:     # not supported on this GPU or driver
+        return None
+
+
+def visible_devices() -> list[VisibleGPU]:
+    """The CUDA devices this process could use, in CUDA's numbering, read through NVML without
+    initialising CUDA. CUDA_VISIBLE_DEVICES is read as CUDA reads it, with torch's own parser
+    (indices, UUIDs, a list cut at the first invalid entry: ``torch.cuda._parse_visible_devices``
+    / ``_transform_uuid_to_ordinals``, the mapping ``torch.cuda._get_nvml_device_index`` uses;
+    indices in NVML's PCI order: ranks run with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``). A MIG slice
+    (``MIG-<uuid>``) is found by its UUID (``nvmlDeviceGetHandleByUUID``: torch matches only
+    ``GPU-`` UUIDs, and its own count gives up on MIG); CUDA enumerates one MIG device per
+    process, the first listed. Empty without a CUDA build of torch, without NVML
+    (``nvidia-ml-py``) or the driver."""
     try:
         import pynvml
         import torch
@@ -71,9 +106,11 @@ def visible_gpus() -> list[tuple[str, int]]:
         if not torch.version.cuda:
             return []
         pynvml.nvmlInit()
-        count = pynvml.nvmlDeviceGetCount()
         visible = torch.cuda._parse_visible_devices()
-        if visible and isinstance(visible[0], str):      # UUIDs (or MIG: not resolved)
+        if visible and isinstance(visible[0], str) and visible[0].startswith("MIG-"):
+            return _mig_device(pynvml, visible[0])
+        count = pynvml.nvmlDeviceGetCount()
+        if visible and isinstance(visible[0], str):      # GPU- UUIDs
             uuids = torch.cuda._raw_device_uuid_nvml()
             visible = torch.cuda._transform_uuid_to_ordinals(visible, uuids) if uuids else []
         order = []
@@ -84,12 +121,40 @@ def visible_gpus() -> list[tuple[str, int]]:
         out = []
         for i in order:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            out.append((name.decode() if isinstance(name, bytes) else str(name),
-                        int(pynvml.nvmlDeviceGetMemoryInfo(h).total)))
+            out.append(VisibleGPU(_text(pynvml.nvmlDeviceGetName(h)),
+                                  int(pynvml.nvmlDeviceGetMemoryInfo(h).total), _sms(pynvml, h)))
         return out
     except Exception:
         return []
+
+
+def _mig_device(pynvml, uuid: str) -> list[VisibleGPU]:
+    """The MIG slice ``uuid`` names (one: what CUDA enumerates), or none when NVML does not
+    know it."""
+    try:
+        h = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+    except Exception:
+        return []
+    parent_memory = parent_sms = None
+    try:
+        parent = pynvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h)
+        parent_memory = int(pynvml.nvmlDeviceGetMemoryInfo(parent).total)
+        parent_sms = _sms(pynvml, parent)
+    except Exception:     # an older driver: the slice alone
+        pass
+    return [VisibleGPU(_text(pynvml.nvmlDeviceGetName(h)),
+                       int(pynvml.nvmlDeviceGetMemoryInfo(h).total), _sms(pynvml, h), mig=True,
+                       parent_memory=parent_memory, parent_sms=parent_sms)]
+
+
+def mig_visible() -> bool:
+    """CUDA_VISIBLE_DEVICES names MIG slices."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "").strip().startswith("MIG-")
+
+
+def visible_gpus() -> list[tuple[str, int]]:
+    """(name, total bytes) of the CUDA devices this process could use (``visible_devices``)."""
+    return [(g.name, g.memory) for g in visible_devices()]
 
 
 def cuda_gpus() -> int:
@@ -124,6 +189,9 @@ def check_backend(requested: str, world: int, field: str = "--backend") -> str:
 
                 why = (f"this torch ({torch.__version__}) has no CUDA" if not torch.version.cuda
                        else "CUDA sees no GPU" if gpus == 0 else f"CUDA sees {gpus}")
+                if mig_visible() and gpus:
+                    why = ("CUDA_VISIBLE_DEVICES names MIG slices, and a process sees only one "
+                           "MIG slice")
             except ImportError:
                 why = "torch is not installed"
             raise ScenarioError([Problem(field, "nccl", f"nccl needs one CUDA GPU per rank: "

@@ -310,3 +310,60 @@ def test_a_mig_ranks_memory_is_read_from_its_slice_and_nvml_starts_once(monkeypa
     assert figures["device_memory"] == 40 * 2**30 // 8 and figures["device_scope"] == "process"
     assert nvml.calls.count("init") == 1
     device._nvml_handle.cache_clear()
+
+
+# --- 5. NCCL traffic: read on every supported PyTorch, or a one-line note --------------------
+
+def test_an_unreadable_flight_recorder_is_a_one_line_note_in_the_result(monkeypatch):
+    import torch.distributed as dist
+
+    from workbench.trial import measure
+    from workbench.trial.result import TrialResult
+
+    def refuses(**kw):
+        raise RuntimeError("flight recorder is not enabled\nsecond line")
+
+    fake_c10d = types.SimpleNamespace(_dump_nccl_trace=refuses)     # no _dump_fr_trace
+    monkeypatch.setattr(torch._C, "_distributed_c10d", fake_c10d)
+    monkeypatch.setattr(dist, "get_backend", lambda *a: "nccl")
+    rec = measure.CommRecorder({})
+    assert rec.collect() == {}
+    note = rec.note
+    assert note.startswith("nccl traffic not measured: the flight recorder could not be read")
+    assert "_dump_nccl_trace: RuntimeError: flight recorder is not enabled" in note
+    assert "_dump_fr_trace: AttributeError" in note and "\n" not in note
+    events = [{**_gpu_step(i, i == 1, 10), "comm": {}, "comm_note": note} for i in range(3)]
+    doc = TrialResult(scenario=_scenario(dp=1), backend="nccl", world_size=1, steps=events,
+                      notes=["the model is sliced"]).to_dict()
+    assert doc["notes"] == ["the model is sliced", note]        # once, not per step
+    assert doc["ranks"][0]["comm"]["note"] == note
+
+
+def test_a_readable_recorder_leaves_no_note(monkeypatch):
+    import pickle
+
+    import torch.distributed as dist
+
+    from workbench.trial import measure
+
+    entry = {"process_group": ("0", ""), "collective_seq_id": 1, "p2p_seq_id": 0,
+             "record_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": [[1024]],
+             "input_dtypes": ["Float"]}
+    fake_c10d = types.SimpleNamespace(
+        _dump_nccl_trace=lambda **kw: pickle.dumps({"entries": [entry]}))
+    monkeypatch.setattr(torch._C, "_distributed_c10d", fake_c10d)
+    monkeypatch.setattr(dist, "get_backend", lambda *a: "nccl")
+    rec = measure.CommRecorder({"0": ("dp", 2)})
+    assert rec.collect() == {"dp": {"all_reduce": {"bytes": 4096, "count": 1}}}
+    assert rec.note is None
+
+
+@pytest.mark.parametrize("given, want", [
+    ({}, "20000"),
+    ({"TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "500"),            # an older PyTorch's name
+    ({"TORCH_FR_BUFFER_SIZE": "800", "TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "800")])
+def test_both_names_of_the_recorder_size_are_set(given, want):
+    from workbench.trial.measure import recorder_environment
+
+    assert recorder_environment(given) == {"TORCH_FR_BUFFER_SIZE": want,
+                                           "TORCH_NCCL_TRACE_BUFFER_SIZE": want}

@@ -62,7 +62,9 @@ class TrialResult:
                         "step_time_s": [e["time"] for e in mine],
                         "measured": measured, "predicted": dict(pred),
                         "comm": {"measured": last.get("comm", {}),
-                                 "predicted": self.predicted_comm.get(r, {}) if last else {}}})
+                                 "predicted": self.predicted_comm.get(r, {}) if last else {},
+                                 **({"note": last["comm_note"]} if last.get("comm_note")
+                                    else {})}})
         return out
 
     def loss(self) -> list[float]:
@@ -90,9 +92,19 @@ class TrialResult:
                       "microbatches": self.scenario.microbatches},
             "fine_tuning": self.fine_tuning(),
             "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
-            "wall_s": self.wall_s, "notes": list(self.notes), "shape": self.shape,
+            "wall_s": self.wall_s, "notes": self.all_notes(), "shape": self.shape,
             **self.ran_on(),
         }
+
+    def all_notes(self) -> list[str]:
+        """What the trial does not cover, then each distinct line on traffic that could not be
+        measured (a rank's ``comm_note``)."""
+        out = list(self.notes)
+        for e in self.steps:
+            note = e.get("comm_note")
+            if note and note not in out:
+                out.append(note)
+        return out
 
     def fine_tuning(self) -> dict:
         """The training method, optimizer and (LoRA / QLoRA) adapters the trial ran, with the

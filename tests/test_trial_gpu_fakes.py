@@ -358,12 +358,13 @@ def test_a_readable_recorder_leaves_no_note(monkeypatch):
     assert rec.note is None
 
 
-@pytest.mark.parametrize("given, want", [
-    ({}, "20000"),
-    ({"TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "500"),            # an older PyTorch's name
-    ({"TORCH_FR_BUFFER_SIZE": "800", "TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "800")])
-def test_both_names_of_the_recorder_size_are_set(given, want):
+@pytest.mark.parametrize("given, version, want", [
+    ({}, "2.9.1+cu128", {"TORCH_FR_BUFFER_SIZE": "20000"}),
+    ({}, "2.6.0", {"TORCH_NCCL_TRACE_BUFFER_SIZE": "20000"}),       # the older name only
+    ({"TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "2.8.0", {"TORCH_FR_BUFFER_SIZE": "500"}),
+    ({"TORCH_FR_BUFFER_SIZE": "800", "TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, "2.5.1",
+     {"TORCH_NCCL_TRACE_BUFFER_SIZE": "800"})])
+def test_the_recorder_size_is_set_under_the_name_this_pytorch_reads(given, version, want):
     from workbench.trial.measure import recorder_environment
 
-    assert recorder_environment(given) == {"TORCH_FR_BUFFER_SIZE": want,
-                                           "TORCH_NCCL_TRACE_BUFFER_SIZE": want}
+    assert recorder_environment(given, version) == want

@@ -143,18 +143,22 @@ def group_dims(rank: Rank) -> dict[str, tuple[str, int]]:
 
 
 # The flight recorder keeps nothing unless told how many entries to keep: PyTorch >= 2.7 reads
-# TORCH_FR_BUFFER_SIZE, earlier versions TORCH_NCCL_TRACE_BUFFER_SIZE (FlightRecorder.hpp;
-# the NCCL process group's, ProcessGroupNCCL.cpp, before that).
+# TORCH_FR_BUFFER_SIZE (FlightRecorder.hpp; the older name still works there, with a deprecation
+# warning per rank), earlier versions only TORCH_NCCL_TRACE_BUFFER_SIZE (ProcessGroupNCCL's own
+# recorder).
 RECORDER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 RECORDER_ENTRIES = "20000"
 
 
-def recorder_environment(environ=None) -> dict[str, str]:
-    """Both names of the flight recorder's size, set to the one already given (the newer name
-    first) or to RECORDER_ENTRIES: every supported PyTorch then records."""
+def recorder_environment(environ=None, version: str | None = None) -> dict[str, str]:
+    """The flight recorder's size under the name this PyTorch (``version``, else the installed
+    one) reads: the value already given under either name (the newer first), else
+    RECORDER_ENTRIES; the older name only where the newer is not read."""
     environ = os.environ if environ is None else environ
     given = next((environ[k] for k in RECORDER_SIZE_ENV if environ.get(k)), RECORDER_ENTRIES)
-    return {k: given for k in RECORDER_SIZE_ENV}
+    major, minor = (int(x) for x in (version or torch.__version__).split(".")[:2])
+    return {"TORCH_FR_BUFFER_SIZE" if (major, minor) >= (2, 7)
+            else "TORCH_NCCL_TRACE_BUFFER_SIZE": given}
 
 
 class CommRecorder:

@@ -76,7 +76,8 @@ def _trial(args: argparse.Namespace) -> int:
                   flush=True)
 
     try:
-        with hold_for_cli():     # the machine-wide trial queue (workbench/trial/slots.py)
+        # the machine-wide trial queue (workbench/trial/slots.py): GPUs for nccl, else cores
+        with hold_for_cli(ready.backend, ready.scenario.parallel.world):
             result = run_trial(scenario, world_size=args.world_size, steps=args.steps,
                                backend=args.backend, on_event=show, shape=args.shape,
                                prepared=ready, **inject)

@@ -16,6 +16,7 @@ This module imports torch only when it starts ranks.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -27,6 +28,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:      # imported by the functions that start ranks, not by this module
@@ -56,13 +58,47 @@ def free_port() -> int:
                 return port
 
 
-def visible_gpus() -> list[tuple[str, int]]:
-    """(name, total bytes) of the CUDA GPUs this process could use, in CUDA's numbering, read
-    through NVML without initialising CUDA. CUDA_VISIBLE_DEVICES is read as CUDA reads it,
-    with torch's own parser (indices, UUIDs, a list cut at the first invalid entry:
-    ``torch.cuda._parse_visible_devices`` / ``_transform_uuid_to_ordinals``, the mapping
-    ``torch.cuda._get_nvml_device_index`` uses). Empty without a CUDA build of torch, without
-    NVML (``nvidia-ml-py``) or the driver."""
+@dataclass(frozen=True)
+class VisibleGPU:
+    """A CUDA device this process can use, as NVML describes it: a whole GPU or a MIG slice
+    (``mig``: then ``parent_memory`` / ``parent_sms`` are its physical GPU's)."""
+
+    name: str
+    memory: int                  # bytes
+    sms: int | None = None       # streaming multiprocessors (NVML device attributes)
+    mig: bool = False
+    parent_memory: int | None = None
+    parent_sms: int | None = None
+
+    def share(self) -> tuple[float, float] | None:
+        """A MIG slice's fraction of its GPU's SMs and of its memory (None for a whole GPU,
+        or where NVML did not say)."""
+        if not (self.mig and self.sms and self.parent_sms and self.parent_memory):
+            return None
+        return self.sms / self.parent_sms, self.memory / self.parent_memory
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _sms(pynvml, handle) -> int | None:
+    try:
+        return int(pynvml.nvmlDeviceGetAttributes(handle).multiprocessorCount)
+    except Exception:     # not supported on this GPU or driver
+        return None
+
+
+def visible_devices() -> list[VisibleGPU]:
+    """The CUDA devices this process could use, in CUDA's numbering, read through NVML without
+    initialising CUDA. CUDA_VISIBLE_DEVICES is read as CUDA reads it, with torch's own parser
+    (indices, UUIDs, a list cut at the first invalid entry: ``torch.cuda._parse_visible_devices``
+    / ``_transform_uuid_to_ordinals``, the mapping ``torch.cuda._get_nvml_device_index`` uses;
+    indices in NVML's PCI order: ranks run with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``). A MIG slice
+    (``MIG-<uuid>``) is found by its UUID (``nvmlDeviceGetHandleByUUID``: torch matches only
+    ``GPU-`` UUIDs, and its own count gives up on MIG); CUDA enumerates one MIG device per
+    process, the first listed. Empty without a CUDA build of torch, without NVML
+    (``nvidia-ml-py``) or the driver."""
     try:
         import pynvml
         import torch
@@ -70,9 +106,11 @@ def visible_gpus() -> list[tuple[str, int]]:
         if not torch.version.cuda:
             return []
         pynvml.nvmlInit()
-        count = pynvml.nvmlDeviceGetCount()
         visible = torch.cuda._parse_visible_devices()
-        if visible and isinstance(visible[0], str):      # UUIDs (or MIG: not resolved)
+        if visible and isinstance(visible[0], str) and visible[0].startswith("MIG-"):
+            return _mig_device(pynvml, visible[0])
+        count = pynvml.nvmlDeviceGetCount()
+        if visible and isinstance(visible[0], str):      # GPU- UUIDs
             uuids = torch.cuda._raw_device_uuid_nvml()
             visible = torch.cuda._transform_uuid_to_ordinals(visible, uuids) if uuids else []
         order = []
@@ -83,12 +121,40 @@ def visible_gpus() -> list[tuple[str, int]]:
         out = []
         for i in order:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            out.append((name.decode() if isinstance(name, bytes) else str(name),
-                        int(pynvml.nvmlDeviceGetMemoryInfo(h).total)))
+            out.append(VisibleGPU(_text(pynvml.nvmlDeviceGetName(h)),
+                                  int(pynvml.nvmlDeviceGetMemoryInfo(h).total), _sms(pynvml, h)))
         return out
     except Exception:
         return []
+
+
+def _mig_device(pynvml, uuid: str) -> list[VisibleGPU]:
+    """The MIG slice ``uuid`` names (one: what CUDA enumerates), or none when NVML does not
+    know it."""
+    try:
+        h = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+    except Exception:
+        return []
+    parent_memory = parent_sms = None
+    try:
+        parent = pynvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h)
+        parent_memory = int(pynvml.nvmlDeviceGetMemoryInfo(parent).total)
+        parent_sms = _sms(pynvml, parent)
+    except Exception:     # an older driver: the slice alone
+        pass
+    return [VisibleGPU(_text(pynvml.nvmlDeviceGetName(h)),
+                       int(pynvml.nvmlDeviceGetMemoryInfo(h).total), _sms(pynvml, h), mig=True,
+                       parent_memory=parent_memory, parent_sms=parent_sms)]
+
+
+def mig_visible() -> bool:
+    """CUDA_VISIBLE_DEVICES names MIG slices."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "").strip().startswith("MIG-")
+
+
+def visible_gpus() -> list[tuple[str, int]]:
+    """(name, total bytes) of the CUDA devices this process could use (``visible_devices``)."""
+    return [(g.name, g.memory) for g in visible_devices()]
 
 
 def cuda_gpus() -> int:
@@ -123,6 +189,9 @@ def check_backend(requested: str, world: int, field: str = "--backend") -> str:
 
                 why = (f"this torch ({torch.__version__}) has no CUDA" if not torch.version.cuda
                        else "CUDA sees no GPU" if gpus == 0 else f"CUDA sees {gpus}")
+                if mig_visible() and gpus:
+                    why = ("CUDA_VISIBLE_DEVICES names MIG slices, and a process sees only one "
+                           "MIG slice")
             except ImportError:
                 why = "torch is not installed"
             raise ScenarioError([Problem(field, "nccl", f"nccl needs one CUDA GPU per rank: "
@@ -142,6 +211,34 @@ def rank_device(backend: str, rank: int) -> torch.device:
     device = torch.device("cuda", rank % torch.cuda.device_count())
     torch.cuda.set_device(device)
     return device
+
+
+# CUDA numbers GPUs fastest first unless told otherwise; NVML (and so ``visible_gpus``, the
+# slice's size and ``device.memory_figures``) numbers them in PCI order. On a host with mixed
+# GPUs the GPU measured would not be the GPU used: ranks run with CUDA in PCI order.
+CUDA_ORDER = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def rank_environment(backend: str) -> dict[str, str]:
+    """Environment variables every rank of ``backend`` starts with: for nccl, CUDA's device
+    order made NVML's (``CUDA_DEVICE_ORDER=PCI_BUS_ID``); nothing for gloo."""
+    return dict(CUDA_ORDER) if backend == "nccl" else {}
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str] | None) -> Iterator[None]:
+    """``os.environ`` with ``env`` set while the body runs (a started process keeps it: fork
+    copies the environment, spawn passes it), restored after."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def start_method(backend: str) -> str:
@@ -246,19 +343,22 @@ def inject_fault(kind: str, where: str) -> None:
 # --- the parent --------------------------------------------------------------------------------
 
 def run_ranks(target: Callable, rank_args: Callable[[int], Sequence[tuple]], *,
-              method: str = "fork", stall_s: float = 60.0) -> Iterator[dict]:
+              method: str = "fork", stall_s: float = 60.0,
+              env: dict[str, str] | None = None) -> Iterator[dict]:
     """Start one process per entry of ``rank_args(port)`` running ``target(*entry, queue)``
     (``port``: a fresh rendezvous port on 127.0.0.1), supervise them and yield every event
     they report except heartbeats and ``done``, then one ``{"type": "result", "error": ...}``
     (None on success, else one line naming the rank) once every child has been reaped. If a
     rank reports EADDRINUSE before any event was yielded, the ranks are started again on a new
-    port (PORT_ATTEMPTS in all). ``method``: ``fork`` or ``spawn`` (``start_method``)."""
+    port (PORT_ATTEMPTS in all). ``method``: ``fork`` or ``spawn`` (``start_method``);
+    ``env``: variables the ranks start with (``rank_environment``), not kept by this process."""
     if method == "fork":
         import torch  # noqa: F401  (fork after importing torch: children do not pay for it)
         import torch.distributed  # noqa: F401
     ctx = mp.get_context(method)
     for attempt in range(PORT_ATTEMPTS):
-        error, reported = yield from _attempt(ctx, target, rank_args(free_port()), stall_s)
+        error, reported = yield from _attempt(ctx, target, rank_args(free_port()), stall_s,
+                                              env)
         if not (error and "EADDRINUSE" in error and not reported
                 and attempt < PORT_ATTEMPTS - 1):
             break
@@ -266,7 +366,7 @@ def run_ranks(target: Callable, rank_args: Callable[[int], Sequence[tuple]], *,
 
 
 def _attempt(ctx, target: Callable, args: Sequence[tuple],
-             stall_s: float) -> Iterator[dict]:
+             stall_s: float, env: dict[str, str] | None = None) -> Iterator[dict]:
     """One start of the ranks; returns (error, whether any event was yielded)."""
     q = ctx.Queue()
     procs: list = []
@@ -276,7 +376,8 @@ def _attempt(ctx, target: Callable, args: Sequence[tuple],
             # no new session or group for a rank: a signal to ours must reach it
             p = ctx.Process(target=_rank_main, args=(target, os.getpid(), *entry, q),
                             daemon=True)
-            p.start()
+            with environment(env):
+                p.start()
             procs.append(p)
         for ev in _supervise(q, procs, stall_s):
             if ev["type"] == "result":

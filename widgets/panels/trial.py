@@ -127,7 +127,8 @@ class TrialPanel:
         """Start the trial (returns at once; events arrive from a background thread)."""
         from workbench.trial import prepare_trial
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
-        from workbench.trial.slots import QueueDirectoryError, TrialSlots
+        from workbench.process_runner import choose_backend
+        from workbench.trial.slots import QueueDirectoryError, slots_for
 
         if self._thread is not None and self._thread.is_alive():
             return
@@ -169,14 +170,19 @@ class TrialPanel:
             return self._process
 
         def on_wait(ahead: int, running: int) -> None:
-            at_once = f"{slots.n} trials" if slots.n > 1 else "one trial"
-            text = (f"Queued: this machine runs {at_once} at a time; {running} running now, "
-                    f"{ahead} waiting before yours")
+            if slots.gpu:          # a GPU trial waits for GPUs, not for cores
+                text = (f"Queued: this trial needs {slots.need} of this machine's {slots.n} "
+                        f"GPUs; {running} in use now, {ahead} trials waiting before yours")
+            else:
+                at_once = f"{slots.n} trials" if slots.n > 1 else "one trial"
+                text = (f"Queued: this machine runs {at_once} at a time; {running} running "
+                        f"now, {ahead} waiting before yours")
             self.status.value = text
             self.charts.widget.show_message(text)
 
         try:
-            slots = TrialSlots()
+            # GPU (nccl) trials are admitted by the GPUs free, CPU ones by the cores
+            slots = slots_for(choose_backend(self.backend.value, world), world)
         except (QueueDirectoryError, ValueError) as exc:   # an unsafe queue folder, a bad
             self.status.value = error_html(str(exc))         # WORKBENCH_TRIAL_SLOTS
             return

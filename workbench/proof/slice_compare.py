@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from workbench.trial.result import TrialResult, steady
+from workbench.trial.result import TrialResult, memory_steps, steady
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,8 @@ def slice_rows(result: TrialResult) -> list[SliceRow]:
     for name, key, event in (("allocated", "total", "allocated"),
                              ("reserved", "reserved", "reserved"),
                              ("device (nvidia-smi)", "device", "device_memory")):
-        rows.append(SliceRow(f"memory {name}", getattr(mem, key), _peak(steps, event), "B"))
+        rows.append(SliceRow(f"memory {name}", getattr(mem, key),
+                             _peak(memory_steps(result.steps), event), "B"))
     return rows
 
 

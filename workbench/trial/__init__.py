@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate import trial_prediction
-from workbench.process_runner import available_memory, check_backend, visible_gpus
+from workbench.process_runner import available_memory, check_backend, visible_devices
 from workbench.trial import slice as slice_mod
 from workbench.scenario.rules import trial_problems
 from workbench.scenario.types import Scenario
@@ -82,15 +82,17 @@ def prepare_trial(s: Scenario, world_size: int | None = None, backend: str = "gl
     notes = slice_mod.dropped_dimensions(full, s)
     if sliced(shape, backend):
         if backend == "nccl":
-            gpus = visible_gpus()
+            gpus = visible_devices()
             if not gpus:
                 raise ScenarioError([Problem("--backend", "nccl", "NVML cannot read this "
                                              "machine's GPUs (nvidia-ml-py installed? driver "
                                              "loaded?)")])
-            name, capacity = gpus[0][0], min(c for _, c in gpus[:par.world])
+            name, capacity = gpus[0].name, min(g.memory for g in gpus[:par.world])
+            share = gpus[0].share()        # a MIG slice: its part of the GPU's SMs and memory
         else:     # the same slice on the CPU (tests, or a small model on a laptop)
             name, capacity = "cpu", (available_memory() or 0.0) / par.world
-        cut = slice_mod.slice_scenario(s, name, capacity)
+            share = None
+        cut = slice_mod.slice_scenario(s, name, capacity, share=share)
         return cut.scenario, notes + list(cut.notes)
     trial = trial_scenario(s)
     need = trial.parallel.world * PER_PROCESS_BYTES

@@ -148,11 +148,23 @@ def memory_figures(c: Compute) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _nvml_handle(device: torch.device):
-    """NVML initialised once per rank, and the handle of its GPU (NVML numbers GPUs in PCI
-    order; CUDA_VISIBLE_DEVICES may reorder them: torch's own mapping)."""
+    """NVML initialised once per rank, and the handle of its GPU, found by the UUID CUDA gives
+    the device (``GPU-<uuid>``, or ``MIG-<uuid>`` for a MIG slice): NVML numbers GPUs in PCI
+    order, CUDA fastest first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and a MIG slice has no
+    NVML index at all. Without a UUID, torch's own index mapping."""
     import pynvml
 
     pynvml.nvmlInit()
+    uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
+    if uuid.startswith(("GPU-", "MIG-")):
+        names = [uuid]
+    else:
+        names = [f"GPU-{uuid}", f"MIG-{uuid}"] if uuid else []
+    for name in names:
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(name)
+        except pynvml.NVMLError:
+            continue
     return pynvml.nvmlDeviceGetHandleByIndex(torch.cuda._get_nvml_device_index(device))
 
 

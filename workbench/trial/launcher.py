@@ -6,7 +6,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from workbench.process_runner import choose_backend, run_ranks, start_method
+from workbench.process_runner import choose_backend, rank_environment, run_ranks, start_method
 from workbench.trial.worker import WorkerArgs, run
 
 MAX_PROCESSES = 16
@@ -47,8 +47,9 @@ def stream(scenario, steps: int = 3, backend: str = "auto", timeout_s: float = 3
                             measure=measure),) for rank in range(world)]
 
     error = None
-    with contextlib.closing(run_ranks(run, rank_args, method=method,
-                                      stall_s=stall_s)) as events:
+    # nccl ranks number GPUs in NVML's (PCI) order: the GPU measured is the GPU used
+    with contextlib.closing(run_ranks(run, rank_args, method=method, stall_s=stall_s,
+                                      env=rank_environment(backend))) as events:
         for ev in events:
             if ev["type"] == "result":
                 error = ev["error"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import pickle
 import weakref
 from collections.abc import Iterator
@@ -141,6 +142,25 @@ def group_dims(rank: Rank) -> dict[str, tuple[str, int]]:
     return {g.group_name: (d, dist.get_world_size(g)) for g, d in groups}
 
 
+# The flight recorder keeps nothing unless told how many entries to keep: PyTorch >= 2.7 reads
+# TORCH_FR_BUFFER_SIZE (FlightRecorder.hpp; the older name still works there, with a deprecation
+# warning per rank), earlier versions only TORCH_NCCL_TRACE_BUFFER_SIZE (ProcessGroupNCCL's own
+# recorder).
+RECORDER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+RECORDER_ENTRIES = "20000"
+
+
+def recorder_environment(environ=None, version: str | None = None) -> dict[str, str]:
+    """The flight recorder's size under the name this PyTorch (``version``, else the installed
+    one) reads: the value already given under either name (the newer first), else
+    RECORDER_ENTRIES; the older name only where the newer is not read."""
+    environ = os.environ if environ is None else environ
+    given = next((environ[k] for k in RECORDER_SIZE_ENV if environ.get(k)), RECORDER_ENTRIES)
+    major, minor = (int(x) for x in (version or torch.__version__).split(".")[:2])
+    return {"TORCH_FR_BUFFER_SIZE" if (major, minor) >= (2, 7)
+            else "TORCH_NCCL_TRACE_BUFFER_SIZE": given}
+
+
 class CommRecorder:
     """Reads the flight recorder (every collective and point-to-point op this rank issued, with
     its process group, sizes and dtypes) and sums bytes and counts per dimension and op since
@@ -152,10 +172,13 @@ class CommRecorder:
     def __init__(self, dims: dict[str, tuple[str, int]]) -> None:
         self.dims = dims
         self.seen: set = set()
+        self.note: str | None = None      # why traffic could not be read, in one line
 
     def collect(self) -> dict:
-        """dim -> op -> {bytes, count} of the ops recorded since the last call."""
+        """dim -> op -> {bytes, count} of the ops recorded since the last call; {} with
+        ``note`` set when the flight recorder could not be read."""
         trace = None
+        failures = []
         c10d = torch._C._distributed_c10d
         # NCCL keeps its own recorder (FlightRecorder<CUDAEvent>, dumped by _dump_nccl_trace in
         # CUDA builds); gloo's is the generic one (_dump_fr_trace)
@@ -167,9 +190,13 @@ class CommRecorder:
                                                          includeStackTraces=False,
                                                          onlyActive=False))
                 break
-            except Exception:      # not in this build, or the recorder is off
+            except Exception as exc:      # not in this build, or the recorder is off
+                text = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                failures.append(f"{name}: {text}")
                 continue
-        if trace is None:          # report nothing rather than guess
+        if trace is None:          # report nothing rather than guess, and say why
+            self.note = (f"{dist.get_backend()} traffic not measured: the flight recorder "
+                         f"could not be read ({'; '.join(failures)})")
             return {}
         out: dict = {}
         for e in trace.get("entries", []):

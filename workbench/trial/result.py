@@ -14,6 +14,16 @@ def steady(steps: list[dict]) -> list[dict]:
     return [e for e in unhooked if e["step"] >= 1] or unhooked or steps
 
 
+def memory_steps(steps: list[dict]) -> list[dict]:
+    """The steps a trial's memory figures come from: every step after the first, hooked or not.
+    The first step's forward and backward run before the optimizer has any state (AdamW creates
+    its two moments in that step's ``optimizer.step``), so its peak lacks up to 8 bytes per
+    sharded parameter; the saved-tensor hooks of the metered step keep no tensor alive (they
+    return what they are given), so they do not change its peak. A one-step trial has only
+    the first step."""
+    return [e for e in steps if e["step"] >= 1] or steps
+
+
 @dataclass
 class TrialResult:
     scenario: Scenario                 # the scaled-down scenario that ran
@@ -36,12 +46,13 @@ class TrialResult:
             measured = {k: last.get(k) for k in ("params", "grads", "optimizer")}
             measured["activations"] = last.get("activations_per_microbatch")
             measured["peak"] = (sum(v for v in measured.values() if v) if last else None)
-            if "allocated" in last:          # a GPU rank: the three memory figures, steady peak
-                calm = steady(mine)
+            if "allocated" in last:   # a GPU rank: the three memory figures, peak with state
+                calm = memory_steps(mine)
                 for k, key in (("allocated", "allocated"), ("reserved", "reserved"),
                                ("device", "device_memory")):
                     values = [e[key] for e in calm if e.get(key) is not None]
                     measured[k] = max(values) if values else None
+                measured["memory_steps"] = [e["step"] for e in calm]
                 measured["device_scope"] = last.get("device_scope")
             for k in ("params_frozen", "params_trainable", "trainable_numel"):
                 if k in last:           # not part of the peak: params already counts them
@@ -51,7 +62,9 @@ class TrialResult:
                         "step_time_s": [e["time"] for e in mine],
                         "measured": measured, "predicted": dict(pred),
                         "comm": {"measured": last.get("comm", {}),
-                                 "predicted": self.predicted_comm.get(r, {}) if last else {}}})
+                                 "predicted": self.predicted_comm.get(r, {}) if last else {},
+                                 **({"note": last["comm_note"]} if last.get("comm_note")
+                                    else {})}})
         return out
 
     def loss(self) -> list[float]:
@@ -79,9 +92,19 @@ class TrialResult:
                       "microbatches": self.scenario.microbatches},
             "fine_tuning": self.fine_tuning(),
             "ranks": self.ranks(), "loss": self.loss(), "error": self.error,
-            "wall_s": self.wall_s, "notes": list(self.notes), "shape": self.shape,
+            "wall_s": self.wall_s, "notes": self.all_notes(), "shape": self.shape,
             **self.ran_on(),
         }
+
+    def all_notes(self) -> list[str]:
+        """What the trial does not cover, then each distinct line on traffic that could not be
+        measured (a rank's ``comm_note``)."""
+        out = list(self.notes)
+        for e in self.steps:
+            note = e.get("comm_note")
+            if note and note not in out:
+                out.append(note)
+        return out
 
     def fine_tuning(self) -> dict:
         """The training method, optimizer and (LoRA / QLoRA) adapters the trial ran, with the

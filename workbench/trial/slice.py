@@ -58,9 +58,26 @@ def device_gpu(s: Scenario, name: str) -> tuple[GPU, str | None]:
                  f"scenario's {gpu.name}")
 
 
-def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float) -> Slice:
+def mig_gpu(gpu: GPU, device_name: str, capacity_bytes: float,
+            share: tuple[float, float]) -> tuple[GPU, str]:
+    """``gpu`` cut to a MIG slice holding ``share`` = (its fraction of the GPU's SMs, of its
+    memory): compute peaks scale with the SMs, memory bandwidth with the memory slices, the
+    capacity is the slice's; and the note that says so."""
+    sm, mem = share
+    cut = dataclasses.replace(
+        gpu, name=f"{gpu.name} ({device_name})", memory_gb=capacity_bytes / 1e9,
+        bf16_tflops=gpu.bf16_tflops * sm, fp8_tflops=gpu.fp8_tflops * sm,
+        fp32_tflops=gpu.fp32_tflops * sm, tf32_tflops=gpu.tf32_tflops * sm,
+        hbm_gb_per_s=gpu.hbm_gb_per_s * mem)
+    return cut, (f"{device_name} is a MIG slice: the estimate's {gpu.name} is cut to "
+                 f"{sm:.0%} of its SMs and {mem:.0%} of its memory")
+
+
+def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
+                   share: tuple[float, float] | None = None) -> Slice:
     """The sub-layout ``s`` (``trial.sub_layout``) on a slice of its model at real widths, for
-    GPUs called ``device_name`` with ``capacity_bytes`` each."""
+    GPUs called ``device_name`` with ``capacity_bytes`` each; ``share``: a MIG slice's fraction
+    of its GPU's SMs and memory (``process_runner.VisibleGPU.share``)."""
     from workbench.estimate.params import total_params
     from workbench.estimate.single import estimate_memory
 
@@ -71,6 +88,9 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float) -> Slic
                                      "run: trial a model without MLA")])
     gpu, note = device_gpu(s, device_name)
     notes = [note] if note else []
+    if share is not None:
+        gpu, mig_note = mig_gpu(gpu, device_name, capacity_bytes, share)
+        notes.append(mig_note)
     precision = tr.precision
     if precision in ("fp16", "fp8"):
         notes.append(f"precision {precision} runs as bf16 (the trial has no loss scaling and no "

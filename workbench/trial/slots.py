@@ -8,6 +8,11 @@ queue are files held with ``flock``: the kernel releases a lock when its process
 closed page or a killed kernel never keeps a slot, and a stale place in the queue (its file no
 longer locked) is skipped and removed.
 
+GPU (nccl) trials are admitted by the GPUs free, not the cores: each GPU this process can see
+is one lock file (``gpu-<i>.lock``), and a trial of ``world`` ranks holds ``world`` of them at
+once (two nccl trials on a one-GPU machine would each plan 80 % of its memory; the second would
+run out of it). CPU and GPU trials wait in the same first-come queue.
+
 The files live in a directory only this user can use (``private_directory``): one that another
 local user could create or write first would let them hold every slot and stall every trial.
 """
@@ -102,15 +107,16 @@ def default_directory() -> Path:
 
 
 class Slot:
-    """A held slot; ``release()`` (or leaving the ``with`` block) frees it."""
+    """A held slot (or, for a GPU trial, its GPUs); ``release()`` (or leaving the ``with``
+    block) frees it."""
 
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
+    def __init__(self, fd: int | list[int]) -> None:
+        self._fds: list[int] = list(fd) if isinstance(fd, list) else [fd]
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)          # closing drops the flock
-            self._fd = None
+        for fd in self._fds:
+            os.close(fd)                # closing drops the flock
+        self._fds = []
 
     def __enter__(self) -> Slot:
         return self
@@ -120,17 +126,29 @@ class Slot:
 
 
 class TrialSlots:
-    """``acquire`` waits for one of ``n`` slots in first-come order."""
+    """``acquire`` waits for one of ``n`` slots in first-come order; with ``gpus`` (a GPU
+    trial) for ``need`` of the machine's ``gpus`` GPUs at once instead."""
 
-    def __init__(self, n: int | None = None, directory: Path | None = None) -> None:
-        self.n = n if n is not None else default_slots()
+    def __init__(self, n: int | None = None, directory: Path | None = None, *,
+                 gpus: int | None = None, need: int = 1) -> None:
+        self.gpu = gpus is not None
+        if self.gpu:
+            self.n = max(1, gpus)
+            self.need = max(1, min(need, self.n))
+        else:
+            self.n = n if n is not None else default_slots()
+            self.need = 1
+        self.prefix = "gpu-" if self.gpu else "slot-"
         self.dir = private_directory(directory or default_directory())
 
+    def _file(self, i: int) -> Path:
+        return self.dir / f"{self.prefix}{i}.lock"
+
     def running(self) -> int:
-        """Slots held now (by any process)."""
+        """Slots (GPUs, for a GPU queue) held now (by any process)."""
         held = 0
         for i in range(self.n):
-            fd = self._try(self.dir / f"slot-{i}.lock")
+            fd = self._try(self._file(i))
             if fd is None:
                 held += 1
             else:
@@ -154,10 +172,15 @@ class TrialSlots:
             while keep_waiting():
                 ahead = self._ahead(place.name)
                 if ahead == 0:
+                    got: list[int] = []
                     for i in range(self.n):
-                        fd = self._try(self.dir / f"slot-{i}.lock")
+                        fd = self._try(self._file(i))
                         if fd is not None:
-                            return Slot(fd)
+                            got.append(fd)
+                            if len(got) == self.need:
+                                return Slot(got)
+                    for fd in got:          # not enough free: hold none while waiting
+                        os.close(fd)
                 state = (ahead, self.running())
                 if on_wait is not None and state != last:
                     on_wait(*state)
@@ -189,7 +212,8 @@ class TrialSlots:
     def _try(path: Path) -> int | None:
         """An fd holding ``path``'s lock, or None when another holder has it (a slot file is
         created if missing; a missing place raises FileNotFoundError)."""
-        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if path.name.startswith("slot-") else 0)
+        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if path.name.startswith(("slot-", "gpu-"))
+                                           else 0)
         fd = os.open(path, flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -199,8 +223,26 @@ class TrialSlots:
             return None
 
 
+def slots_for(backend: str, world: int = 1, directory: Path | None = None) -> TrialSlots:
+    """The queue a trial of ``world`` ranks on ``backend`` waits in: one of the CPU slots for
+    gloo, ``world`` of the GPUs this process can see (``process_runner.cuda_gpus``, NVML only)
+    for nccl."""
+    if backend == "nccl":
+        from workbench.process_runner import cuda_gpus
+
+        return TrialSlots(directory=directory, gpus=cuda_gpus(), need=world)
+    return TrialSlots(directory=directory)
+
+
+def describe(slots: TrialSlots) -> str:
+    """What the queue admits, in words (for the waiting lines)."""
+    if slots.gpu:
+        return f"{slots.need} of this machine's {slots.n} GPUs"
+    return f"WORKBENCH_TRIAL_SLOTS={slots.n}"
+
+
 @contextlib.contextmanager
-def hold_for_cli() -> Iterator[None]:
+def hold_for_cli(backend: str = "gloo", world: int = 1) -> Iterator[None]:
     """Hold a trial slot around a ``workbench trial`` run: wait in the queue first, telling
     stderr in one line each time the place in it changes. Takes nothing when the process that
     started this one already holds the slot (``WORKBENCH_TRIAL_SLOT_HELD=1``: the dashboard's
@@ -210,13 +252,14 @@ def hold_for_cli() -> Iterator[None]:
         yield
         return
     try:
-        slots = TrialSlots()
+        slots = slots_for(backend, world)
     except (QueueDirectoryError, ValueError) as exc:
         raise SystemExit(f"workbench: {exc}") from None
 
     def on_wait(ahead: int, running: int) -> None:
-        print(f"waiting for a trial slot: {ahead} ahead, {running} running "
-              f"(WORKBENCH_TRIAL_SLOTS={slots.n})", file=sys.stderr, flush=True)
+        busy = f"{running} GPUs busy" if slots.gpu else f"{running} running"
+        print(f"waiting for a trial slot: {ahead} ahead, {busy} ({describe(slots)})",
+              file=sys.stderr, flush=True)
 
     slot = slots.acquire(on_wait=on_wait)
     assert slot is not None       # acquire waits for ever unless keep_waiting says otherwise

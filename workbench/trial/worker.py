@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from workbench.process_runner import Phase, inject_fault, supervised_rank
+from workbench.process_runner import Phase, inject_fault, rank_environment, supervised_rank
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,21 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
     )
     from workbench.trial.measure import (
         BlockTimer, CommRecorder, StepMeter, group_dims, local_bytes, optimizer_bytes,
-        weight_pointers,
+        recorder_environment, weight_pointers,
     )
     from workbench.trial.step import batch, finish_gradients, forward_backward
 
     s = args.scenario
     par = s.parallel
     torch.manual_seed(args.seed)
+    # before CUDA starts (compute_for sets the device): CUDA in NVML's PCI order, also under
+    # torchrun, whose ranks the launcher did not start
+    os.environ.update(rank_environment(args.backend))
     compute = compute_for(s, args.backend, args.rank)
     if not compute.cuda:
         torch.set_num_threads(1)           # ranks share this machine's cores
     phase.value = "joining the process group"
-    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", "20000")
+    os.environ.update(recorder_environment())   # either name, for every supported PyTorch
     dist.init_process_group(args.backend,
                             init_method=args.init_method or f"tcp://127.0.0.1:{args.port}",
                             rank=args.rank, world_size=args.world,
@@ -120,6 +123,7 @@ def _train(args: WorkerArgs, queue, phase: Phase) -> None:
                 # profiler): its time includes the measurement; the others' do not
                 "measured": bool(metered),
                 "comm": comm,
+                **({"comm_note": recorder.note} if args.measure and recorder.note else {}),
                 "forward_backward_s": clock.elapsed("start", "backward"),
                 "optimizer_s": clock.elapsed("backward", "end"),
                 "loss": sum(losses) / len(losses) if losses else None,

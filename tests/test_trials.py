@@ -27,8 +27,12 @@ def _scenario(model: str, **parallel):
 
 
 def _children() -> list:
+    """Live processes under this one, but Python's own resource tracker: the spawn start
+    method starts one per parent process and it exits with the parent (test_bench ignores it
+    likewise); an earlier test's spawned ranks leave it running in the test process."""
     return [c for c in psutil.Process().children(recursive=True) if c.is_running()
-            and c.status() != psutil.STATUS_ZOMBIE]
+            and c.status() != psutil.STATUS_ZOMBIE
+            and "multiprocessing.resource_tracker" not in " ".join(c.cmdline())]
 
 
 LAYOUTS = [

@@ -28,7 +28,6 @@ def adapters_qv(r: int) -> int:
 def test_lora_states_are_the_frozen_base_and_the_adapters():
     e = estimate(parse_scenario(doc(method="lora", lora={"rank": 8, "targets": ["q", "v"]})))
     g = e.memory.per_gpu
-    n = total_params(e.scenario.model) if hasattr(e, "scenario") else None
     a = adapters_qv(8)
     # torchtune: everything in bf16 (no master copy), AdamW's two moments in bf16
     assert g.params - g.params_frozen == pytest.approx(2 * a)
@@ -36,7 +35,6 @@ def test_lora_states_are_the_frozen_base_and_the_adapters():
     assert g.optimizer == pytest.approx(2 * 2 * a)
     model = parse_scenario(doc(method="full")).model
     assert g.params_frozen == pytest.approx(2 * total_params(model))
-    assert n is None or n == total_params(model)
 
 
 def test_qlora_stores_block_linears_in_nf4_and_the_rest_in_bf16():
@@ -72,11 +70,12 @@ def test_ddp_reduces_only_the_adapters_gradients():
 def test_fsdp_gathers_the_frozen_base_in_its_stored_format():
     e = estimate(parse_scenario(doc(2, 3, method="qlora",
                                     lora={"rank": 8, "targets": ["q", "v"]})))
-    g = e.time.volume["dp"]
-    frozen = e.memory.per_gpu.params_frozen * 2          # two shards, whole model gathered
-    trained = (e.memory.per_gpu.params - e.memory.per_gpu.params_frozen) * 2
-    assert g["all_gather"]["bytes"] / g["all_gather"]["count"] * (L + 1) == pytest.approx(
-        (frozen + trained) * 2 / 2, rel=0.01)
+    g = e.time.volume["dp"]["all_gather"]
+    # ZeRO-3 over 2 ranks: the whole model is each shard's bytes twice, gathered as stored
+    # (NF4 base, bf16 adapters and norms), in L + 1 units of equal share per round
+    stored = e.memory.per_gpu.params * 2
+    assert g["bytes"] / g["count"] * (L + 1) == pytest.approx(stored, rel=1e-9)
+    assert stored < 0.4 * 2 * total_params(e.scenario.model)      # far below a bf16 base
 
 
 def test_a_frozen_base_has_no_weight_gradients():

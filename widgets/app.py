@@ -41,7 +41,6 @@ from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
-from workbench.estimate.verdict import verdict
 from workbench.plan.next_steps import searched_verdict
 from workbench.glossary import GLOSSARY
 from workbench.scenario import dump_scenario
@@ -261,7 +260,7 @@ class App:
                 f"({m.fit_words}); {est.run.tokens_per_s:,.0f} "
                 f"tokens/s ({html.escape(band_words(est))})")
             # the steps that need no search now; the planner's, when memory fails, in a thread
-            self.verdict.value = verdict_html(verdict(est.scenario, est), memory_line)
+            self.verdict.value = verdict_html(est.verdict, memory_line)
         self.yaml_status.value = "" if s.valid else self.verdict.value
         drawn = self.scaling.drawn_for
         if drawn is not None and s.valid and s.scenario != drawn:

@@ -2,7 +2,7 @@
 elementwise kernels, every data-parallel collective overlapped as the best engines do it,
 gradients sharded exactly as ZeRO says, no switches. Its estimates are the reference the
 others are compared with, and they stay as they were (tests/data/estimate_golden.json)."""
-from workbench.engines.types import Engine
+from workbench.engines.types import OPTIMIZERS, Engine
 
 ENGINE = Engine(
     name="generic",
@@ -15,6 +15,6 @@ ENGINE = Engine(
     allowance_in_total=True,
     # every method and optimizer the scenario can name, each costed by its mechanism
     methods=("pretrain", "full", "lora", "qlora"),
-    optimizers=("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor"),
+    optimizers=OPTIMIZERS,
     sources=("Rajbhandari et al. 2020 (ZeRO); Korthikanti et al. 2022 (selective recompute)",),
 )

@@ -16,9 +16,8 @@ FSDP/DeepSpeed back ends, Liger kernels, config import — is its own work):
   ``activation_offloading`` moves saved activations to host memory;
 - modules run eagerly unless ``torch_compile``.
 """
-from workbench.engines.types import Engine
+from workbench.engines.types import OPTIMIZERS, Engine
 
-_ALL_OPTIMIZERS = ("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor")
 
 ENGINE = Engine(
     name="hf",
@@ -36,7 +35,7 @@ ENGINE = Engine(
     precisions=("fp32", "fp16", "bf16"),
     # TrainingArguments.optim: adamw_torch(_fused), sgd, adamw_bnb_8bit, paged_adamw_8bit,
     # adamw_torch_4bit (torchao), adafactor (transformers OptimizerNames)
-    optimizers=_ALL_OPTIMIZERS,
+    optimizers=OPTIMIZERS,
     offload={"cpu": (1, 2, 3), "nvme": (3,)},
     methods=("pretrain", "full", "lora", "qlora"),
     state_dtype="param",

@@ -16,10 +16,9 @@ compiles them.
 
 Citations: TT = pytorch/torchtune @ v0.6.1; files named next to each value.
 """
-from workbench.engines.types import Engine
+from workbench.engines.types import OPTIMIZERS, Engine
 
 _TT = "pytorch/torchtune@v0.6.1"
-_ALL_OPTIMIZERS = ("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor")
 
 ENGINE = Engine(
     name="torchtune",
@@ -39,7 +38,7 @@ ENGINE = Engine(
     pp_schedules=(),
     cp=False,
     precisions=("fp32", "bf16"),
-    optimizers=_ALL_OPTIMIZERS,
+    optimizers=OPTIMIZERS,
     # fsdp_cpu_offload: FSDP2 CPUOffloadPolicy (TT recipes/full_finetune_distributed.py)
     offload={"cpu": (3,)},
     methods=("full", "lora", "qlora"),

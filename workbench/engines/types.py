@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SWITCHES = ("compile", "fp8_recipe", "async_tp", "expert_tp")
+# Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
+# engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
+# (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).
+OPTIMIZERS = ("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor")
 FP8_RECIPES = ("tensorwise", "rowwise", "delayed", "mxfp8")
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.estimate.arrays import plain
+from workbench.estimate.optimizer_states import AO_BLOCK_4BIT, BNB_BLOCK
 
 
 @dataclass(frozen=True)
@@ -43,18 +44,15 @@ class BytesPerParam:
     optimizer: float
 
 
-# Optimizer state per trained parameter, besides any master copy (``moment_bytes``):
-# - adamw: two moments (exp_avg, exp_avg_sq), sgd one (momentum), in the state dtype;
-# - adamw8bit / paged_adamw8bit (bitsandbytes ``Optimizer2State``, optim/optimizer.py
-#   L502-529 @ 95f9af30): two uint8 states with one fp32 absmax per 256-element block; tensors
-#   under 4,096 elements keep 32-bit states (a rounding at model scale, counted per tensor by the
-#   trial's prediction);
-# - adamw4bit (torchao ``AdamW4bit``, torchao/optim/adam.py L352 @ 36027d82; subclass_4bit.py
-#   L126-127): two 4-bit states packed two per byte, one fp32 scale per 128-element block;
-# - adafactor (Shazeer & Stern 2018; torch.optim.Adafactor and transformers' default beta1
-#   None): no first moment, the second moment of an R x C matrix factored into R + C values.
-LOW_BIT_MOMENTS = {"adamw8bit": 2 * (1 + 4 / 256), "paged_adamw8bit": 2 * (1 + 4 / 256),
-                   "adamw4bit": 2 * (0.5 + 4 / 128)}
+# Optimizer state per trained parameter, besides any master copy (``moment_bytes``), in the
+# large-tensor limit of ``estimate/optimizer_states.py`` (one tensor's exact bytes, cited to
+# the libraries; the trial's prediction counts tensor by tensor with it): adamw two moments,
+# sgd one, in the state dtype; bitsandbytes' 8-bit AdamW two uint8 states with an fp32 absmax
+# per block; torchao's 4-bit AdamW two 4-bit states with an fp32 scale per block; Adafactor
+# no first moment and an R x C matrix's second moment factored into R + C values.
+LOW_BIT_MOMENTS = {"adamw8bit": 2 * (1 + 4 / BNB_BLOCK),
+                   "paged_adamw8bit": 2 * (1 + 4 / BNB_BLOCK),
+                   "adamw4bit": 2 * (0.5 + 4 / AO_BLOCK_4BIT)}
 
 
 def moment_bytes(optimizer: str, elem: float, factored: tuple[float, float] = (1, 1)) -> float:

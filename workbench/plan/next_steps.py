@@ -18,7 +18,7 @@ from workbench.units import duration_text, memory_text, money_text, tokens_text
 def searched_verdict(s: Scenario, est, methods: list | None = None) -> Verdict:
     """The verdict with the planner's steps when a memory part fails (``methods``: a
     ``compare_methods`` answer the caller has already, so it is not searched again)."""
-    v = verdict(s, est)
+    v = est.verdict if est.scenario is s else verdict(s, est)
     if v.ok or not memory_fails(v):
         return v
     t0 = time.perf_counter()

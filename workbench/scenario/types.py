@@ -9,15 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape
+from workbench.engines.types import OPTIMIZERS as ENGINE_OPTIMIZERS
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
 RECOMPUTE = ("none", "selective", "op", "layer", "full")   # least recomputed first; op:
 # torchtitan per-op; layer: every ``recompute_every``-th block fully (torchtitan layer SAC)
 #                                                  selective activation checkpointing
-# adamw / sgd: torch.optim; adamw8bit, paged_adamw8bit: bitsandbytes AdamW8bit / PagedAdamW8bit;
-# adamw4bit: torchao AdamW4bit; adafactor: factored second moment (Shazeer & Stern 2018)
-OPTIMIZERS = ("adamw", "sgd", "adamw8bit", "paged_adamw8bit", "adamw4bit", "adafactor")
+OPTIMIZERS = ENGINE_OPTIMIZERS   # engines/types.py says what each is
 # pretrain and full fine-tuning train every weight (same mechanisms, their own token counts);
 # lora / qlora freeze the base and train low-rank adapters (Hu et al. 2021; Dettmers et al. 2023)
 METHODS = ("pretrain", "full", "lora", "qlora")

@@ -129,41 +129,11 @@ def as_run_by(volume: dict, backend: str) -> dict:
 
 def parameter_tensors(m: ModelShape, experts: int | None = None) -> list[int]:
     """Element counts of the trial Transformer's parameters, in ``Module.parameters()`` order
-    (tied output weight once), for the unsharded model. ``experts``: routed experts listed per
-    MoE layer (all by default; 0 gives the dense tensors an expert-parallel rank shares with
-    its whole data-parallel group, ``routed_expert_tensors`` its own experts)."""
-    h, q, kv = m.hidden, m.heads * m.dim_per_head, m.kv_dim
-    norm = [h, h] if m.norm == "layernorm" else [h]
-
-    def linear(n_in: int, n_out: int, bias: bool) -> list[int]:
-        return [n_in * n_out] + ([n_out] if bias else [])
-
-    def mlp(ffn: int, bias: bool) -> list[int]:
-        out = linear(h, ffn, bias) + linear(ffn, h, bias)
-        return out + (linear(h, ffn, bias) if m.mlp == "swiglu" else [])
-
-    sizes = [m.vocab * h]
-    positions = int(m.extra.get("position_embeddings", 0))
-    if positions:
-        sizes.append(positions * h)
-    for i in range(m.layers):
-        sizes += norm
-        sizes += (linear(h, q, m.bias) + linear(h, kv, m.bias) + linear(h, kv, m.bias)
-                  + linear(q, h, m.bias))
-        sizes += norm
-        if is_moe_layer(m, i):
-            e = m.moe
-            sizes.append(e.experts * h)                              # router
-            for _ in range(e.experts if experts is None else experts):
-                sizes += mlp(e.expert_ffn_hidden, False)
-            if e.shared_experts:
-                sizes += mlp(e.shared_experts * e.expert_ffn_hidden, False)
-        else:
-            sizes += mlp(m.ffn_hidden, m.bias)
-    sizes += norm
-    if not m.tied_embeddings:
-        sizes.append(m.vocab * h)
-    return sizes
+    (tied output weight once), for the unsharded model (``parameter_shapes``' tensors).
+    ``experts``: routed experts listed per MoE layer (all by default; 0 gives the dense tensors
+    an expert-parallel rank shares with its whole data-parallel group,
+    ``routed_expert_tensors`` its own experts)."""
+    return [t.numel for t in parameter_shapes(m, experts=experts)]
 
 
 def routed_expert_tensors(m: ModelShape, local: int) -> list[int]:
@@ -233,11 +203,14 @@ def by_tensor(trial: Scenario) -> bool:
     return tr.adapters or tr.optimizer not in ("adamw", "sgd")
 
 
-def parameter_shapes(m: ModelShape, method: str = "pretrain", lora=None) -> list[Tensor]:
-    """The trial Transformer's parameters (dense models; tied output weight once) after
-    ``method``: pretrain / full every tensor trains; lora / qlora the targeted projections of
-    every block gain ``lora_A`` (r x in) and ``lora_B`` (out x r) after their base weight (and
-    bias), the base frozen (qlora: packed), and the parts in ``lora.trainable`` train."""
+def parameter_shapes(m: ModelShape, method: str = "pretrain", lora=None,
+                     experts: int | None = None) -> list[Tensor]:
+    """The trial Transformer's parameters in ``Module.parameters()`` order (tied output weight
+    once) after ``method``: pretrain / full every tensor trains; lora / qlora the targeted
+    projections of every block gain ``lora_A`` (r x in) and ``lora_B`` (out x r) after their
+    base weight (and bias), the base frozen (qlora: packed), and the parts in
+    ``lora.trainable`` train (fine-tuning trials run dense models). MoE layers: the router,
+    ``experts`` routed experts (all by default) and the shared experts, bias-free."""
     adapters = method in ("lora", "qlora")
     train_all = not adapters
     keep = set(lora.trainable) if adapters else set()
@@ -263,6 +236,12 @@ def parameter_shapes(m: ModelShape, method: str = "pretrain", lora=None) -> list
             out.append(Tensor((lora.rank, n_in), True, unit, part="adapter"))
             out.append(Tensor((n_out, lora.rank), True, unit, part="adapter"))
 
+    def mlp(unit: int, group: str, ffn: int, bias: bool) -> None:
+        linear(unit, group, "w1", h, ffn, bias)
+        linear(unit, group, "w2", ffn, h, bias)
+        if m.mlp == "swiglu":
+            linear(unit, group, "w3", h, ffn, bias)
+
     out.append(Tensor((m.vocab, h), train_all or "embeddings" in keep
                       or (m.tied_embeddings and "head" in keep), -1, part="embeddings"))
     positions = int(m.extra.get("position_embeddings", 0))
@@ -276,10 +255,15 @@ def parameter_shapes(m: ModelShape, method: str = "pretrain", lora=None) -> list
         linear(i, "attention", "wv", h, kv, m.bias)
         linear(i, "attention", "wo", q, h, m.bias)
         norm(i)
-        linear(i, "mlp", "w1", h, m.ffn_hidden, m.bias)
-        linear(i, "mlp", "w2", m.ffn_hidden, h, m.bias)
-        if m.mlp == "swiglu":
-            linear(i, "mlp", "w3", h, m.ffn_hidden, m.bias)
+        if is_moe_layer(m, i):
+            e = m.moe
+            linear(i, "router", "router", h, e.experts, False)
+            for _ in range(e.experts if experts is None else experts):
+                mlp(i, "expert", e.expert_ffn_hidden, False)
+            if e.shared_experts:
+                mlp(i, "shared", e.shared_experts * e.expert_ffn_hidden, False)
+        else:
+            mlp(i, "mlp", m.ffn_hidden, m.bias)
     norm(-1)
     if not m.tied_embeddings:
         out.append(Tensor((m.vocab, h), train_all or "head" in keep, -1, part="head"))

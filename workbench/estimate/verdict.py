@@ -33,7 +33,6 @@ from workbench.units import (TB, duration_text, memory_text, money_text, percent
                              tokens_text)
 
 GPU_WARN_FRACTION = 0.9     # see the module docstring: allocator fragmentation and spikes
-HOST_WARN_FRACTION = 0.9    # pinned offload buffers leave the OS and the data loader the rest
 NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
 # the methods tried instead of each, and how the step says it
 INSTEAD = {
@@ -165,12 +164,10 @@ def _host_part(s: Scenario, est) -> Part:
         return Part("host memory", "fail",
                     f"{use[0].upper() + use[1:]} needs {memory_text(need)} of host memory per "
                     f"node; the node has {memory_text(have, 0)} (hardware.host.memory_gb).")
-    status = "warn" if need > HOST_WARN_FRACTION * have else "pass"
-    return Part("host memory", status,
+    # no warning threshold here: unlike the GPU's (module docstring) no source gives one
+    return Part("host memory", "pass",
                 f"{use[0].upper() + use[1:]} uses {memory_text(need)} of the node's "
-                f"{memory_text(have, 0)} of host memory"
-                + ("; little is left for the OS and the data loader." if status == "warn"
-                   else "."))
+                f"{memory_text(have, 0)} of host memory ({percent_text(need / have)}).")
 
 
 def _nvme_part(est) -> Part | None:

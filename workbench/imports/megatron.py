@@ -82,11 +82,11 @@ NO_EFFECT = ("--lr", "--min-lr", "--decoupled-", "--weight-decay", "--clip-grad"
              "--grad-reduce-in-bf16", "--cross-entropy-loss-fusion", "--use-precision-aware",
              "--fp8-amax", "--fp8-param-gather", "--fp8-margin", "--transformer-impl",
              "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
-             "--master-port", "--rdzv", "--max-restarts", "--group-query-attention",
+             "--master-port", "--rdzv", "--max-restarts",
              "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-", "--v-head-dim",
              "--lr-", "--use-flash-attn", "--bias-", "--masked-softmax-fusion",
              "--no-bias-", "--no-masked-softmax-fusion", "--no-position-embedding",
-             "--untie-", "--use-rotary-position-embeddings", "--sequence-parallel")
+             "--use-rotary-position-embeddings")
 # --fp8-recipe -> training.fp8_recipe (blockwise: the export's spelling of rowwise)
 FP8 = {"tensorwise": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8",
        "blockwise": "rowwise"}

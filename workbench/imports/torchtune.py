@@ -174,6 +174,10 @@ def _training(r: Reading, cfg: dict) -> None:
     else:
         r.problems.append(Problem(f"{r.source}:optimizer._component_", comp,
                                   "expected one of " + ", ".join(OPTIMIZER)))
+    loss = (cfg.get("loss") or {}).get("_component_") if isinstance(cfg.get("loss"), dict) else None
+    if loss:
+        # CEWithChunkedOutputLoss upcasts the logits chunk by chunk (torchtune/modules/loss)
+        r.notes.append(f"loss {loss}: the engine torchtune record's loss model applies")
     steps, epochs = cfg.get("max_steps_per_epoch"), cfg.get("epochs", 1)
     gb, seqlen = r.document.get("training", {}).get("global_batch"), seq
     if all(isinstance(v, int) and v > 0 for v in (steps, epochs, gb, seqlen)):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from workbench.errors import ScenarioError
@@ -146,3 +148,21 @@ def test_hostile_yaml_is_one_line():
     with pytest.raises(ScenarioError) as err:
         torchtune.read("x.yaml", "a: &a [" + "*a, " * 200 + "]\n")
     assert len(str(err.value).splitlines()) == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(body=st.one_of(st.text(max_size=400),
+                      st.sampled_from(["[parallelism]\ntensor_parallel_degree = 1e999\n",
+                                       "[training]\nlocal_batch_size = -3\n[parallelism]\n",
+                                       "pretrain_gpt.py --num-layers 99999999999999999999999",
+                                       "pretrain_gpt.py --seq-length '",
+                                       "-m workbench.trial.torchrun_main s.yaml --set 'a=!!bool x'",
+                                       "torchtune. _component_: [\n"])))
+def test_readers_never_raise_anything_but_a_refusal(body):
+    """Hostile text: a Reading or one refusal (ScenarioError, DocumentError), never another
+    exception."""
+    for mod in (torchtitan, megatron, launch, torchtune):
+        try:
+            mod.read("f", body)
+        except ScenarioError as err:
+            assert str(err).strip()

@@ -42,10 +42,12 @@ def _command(text: str) -> list[str]:
     for line in text.replace("\\\n", " ").splitlines():
         if TRIAL in line and not line.lstrip().startswith("#"):
             try:
-                return shlex.split(line)
+                words = shlex.split(line)
             except ValueError as err:
                 raise DocumentError("launch", f"unreadable command line: {err}",
                                     syntax=True) from None
+            if TRIAL in words:
+                return words
     return []
 
 
@@ -130,6 +132,12 @@ def _trial_args(r: Reading, args: list[str]) -> None:
     except ScenarioError as err:
         r.problems += [Problem(f"{r.source}:--set {p.path}", p.value, p.message)
                        for p in err.problems]
+        return
+    except (KeyError, TypeError, ValueError):
+        # parse_value still raises these for a YAML tag in a value ('!!bool x': issue #42's
+        # hostile-input list); a reading reports it as one line instead
+        r.problems.append(Problem(f"{r.source}:--set", " ".join(sets), "a value --set cannot "
+                                  "read (YAML tags are not values)"))
         return
     _merge(r.document, over)
 

@@ -206,8 +206,9 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
     par, tr, model = doc.get("parallel", {}), doc.get("training", {}), doc.get("model", {})
     tp, pp, cp = par.get("tp", 1), par.get("pp", 1), par.get("cp", 1)
     for flag, path in (("--tensor-model-parallel-size", "parallel.tp"),
-                       ("--pipeline-model-parallel-size", "parallel.pp")):
-        if flag not in g:   # arguments.py: both default to 1
+                       ("--pipeline-model-parallel-size", "parallel.pp"),
+                       ("--context-parallel-size", "parallel.cp")):
+        if flag not in g:   # arguments.py: each defaults to 1
             put(doc, path, 1)
             r.defaulted[path] = f"Megatron-LM's {flag} defaults to 1"
     # hardware from torchrun (numbers only; a $VAR left unexpanded is not read)

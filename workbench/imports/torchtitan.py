@@ -197,8 +197,9 @@ def _parallel(r: Reading, p: dict) -> dict:
         else:
             put(r.document, "parallel.pp_schedule", sched)
             parts = p.get("module_fqns_per_model_part")
-            if isinstance(parts, list) and parts and sched != "dualpipev":
-                put(r.document, "parallel.virtual_stages", max(1, len(parts) // pp))
+            # stages per rank: v for interleaved schedules; DualPipeV holds 2 chunks with v 1
+            v = len(parts) // pp if isinstance(parts, list) and parts else 1
+            put(r.document, "parallel.virtual_stages", 1 if sched == "dualpipev" else max(1, v))
     ep = deg["expert_parallel_degree"]
     if ep is not None and ep > 1:
         put(r.document, "parallel.ep", ep)

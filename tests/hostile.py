@@ -72,7 +72,7 @@ RAW_YAML: list[str] = [
 
 VERB_CASES = ("estimate", "plan", "export")
 EXPORT_TARGETS = ("torchrun", "slurm", "torchtitan", "deepspeed", "megatron", "trial",
-                  "grafana", "prometheus-rules", "torchtune", "peft")
+                  "grafana", "prometheus-rules", "torchtune", "peft", "accelerate")
 SHELL_TARGETS = ("torchrun", "slurm", "megatron", "trial")
 
 # Numeric and text options of the verbs that would start processes, servers or long runs:

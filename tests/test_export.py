@@ -683,7 +683,7 @@ def test_cli_every_target_prints_something(capsys, target):
     # the fine-tuning targets export adapters (torchtune and the HF Trainer checkpoint whole
     # blocks): the example as a LoRA run
     sets = (["--set", "training.method=lora", "--set", "training.recompute=full"]
-            if target in ("torchtune", "peft") else [])
+            if target in ("torchtune", "peft", "accelerate") else [])
     assert main(["export", str(EX / LLAMA8), "--to", target, *sets]) == 0
     assert capsys.readouterr().out.strip()
 

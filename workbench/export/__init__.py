@@ -9,6 +9,8 @@
 - ``megatron``   a Megatron-LM ``pretrain_gpt.py`` launch with its arguments (:mod:`.megatron`)
 - ``torchtune``  a torchtune recipe config (YAML) for full, LoRA or QLoRA fine-tuning
   (:mod:`.torchtune`)
+- ``accelerate`` the Accelerate config, ``TrainingArguments`` / TRL ``SFTConfig`` fields and for
+  LoRA the PEFT config, as one YAML stream (:mod:`.accelerate`)
 - ``peft``       PEFT's ``LoraConfig`` (adapter_config.json form) and, for QLoRA, the
   ``BitsAndBytesConfig``, as JSON (:mod:`.peft`)
 - ``trial``      the ``workbench trial`` command line (:mod:`.trial`)
@@ -34,6 +36,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "deepspeed": ("deepspeed", "to_deepspeed"),
     "megatron": ("megatron", "to_megatron"),
     "torchtune": ("torchtune", "to_torchtune"),
+    "accelerate": ("accelerate", "to_accelerate"),
     "peft": ("peft", "to_peft"),
     "trial": ("trial", "to_trial"),
     "grafana": ("grafana", "to_grafana"),

@@ -1,0 +1,184 @@
+"""A torchtune recipe config (YAML) read into scenario keys: the files ``workbench export --to
+torchtune`` writes and torchtune's own ``recipes/configs`` (e.g. llama3_1/8B_lora_single_device).
+
+Keys and what the recipes do with them: pytorch/torchtune v0.6.1 (commit
+a6290a5b40758f13bca61c386bc8756a49ef417e) ``recipes/{full,lora}_finetune_{single_device,
+distributed}.py``; the model builders' names ``torchtune/models/*/_model_builders.py``; the
+inverse of :mod:`workbench.export.torchtune` (its BUILDERS, OPTIMIZERS, ATTN tables are read
+from there, once). The launch, when the file states it (our export's header, the upstream
+configs' usage comment ``tune run --nproc_per_node N RECIPE --config ...``), gives the GPUs and
+the recipe: a distributed recipe shards with FSDP2 (zero 3), a single-device one runs on one
+GPU.
+
+Key families: model, tokenizer.max_seq_len, batch and accumulation, optimizer component,
+dtype, recompute/offload switches, compile, FSDP CPU offload, tensor parallelism and run
+length are read; :data:`NO_EFFECT` keys (paths, data set, logging, checkpointing, seeds,
+learning-rate schedule) are listed as ignored; any other key is a problem line.
+"""
+from __future__ import annotations
+
+import re
+
+from workbench.errors import Problem
+from workbench.export.torchtune import ATTN, BUILDERS, MLP, OPTIMIZERS
+from workbench.imports.torchtitan import put
+from workbench.imports.types import Reading
+from workbench.scenario.document import load_text
+
+FORMAT = "torchtune"
+NO_EFFECT = {"output_dir", "checkpointer", "resume_from_checkpoint", "save_adapter_weights_only",
+             "dataset", "seed", "shuffle", "lr_scheduler", "metric_logger", "log_every_n_steps",
+             "log_peak_memory_stats", "log_level", "device", "profiler", "clip_grad_norm",
+             "tensor_parallel_plan", "custom_sharded_layers", "low_cpu_ram",
+             "run_val_every_n_steps", "dataset_val", "batch_size_val", "cudnn_deterministic_mode"}
+READ = {"model", "tokenizer", "batch_size", "gradient_accumulation_steps", "optimizer",
+        "optimizer_in_bwd", "dtype", "enable_activation_checkpointing",
+        "enable_activation_offloading", "compile", "fsdp_cpu_offload", "tensor_parallel_dim",
+        "epochs", "max_steps_per_epoch", "loss"}
+# builder size (e.g. llama3_1_8b) -> preset
+PRESETS = {spec[1]: key for key, spec in BUILDERS.items()}
+# optimizer component -> training.optimizer
+OPTIMIZER = {spec["_component_"]: key for key, spec in OPTIMIZERS.items()}
+OPTIMIZER["torch.optim.AdamW"] = "adamw"
+_LAUNCH = re.compile(r"tune run(?P<args>[^\n]*?)\s(?P<recipe>(?:full|lora)_finetune_"
+                     r"(?:single_device|distributed))")
+
+
+def looks_like(name: str, text: str) -> bool:
+    """A YAML naming torchtune components."""
+    return "torchtune." in text and "_component_" in text
+
+
+def read(name: str, text: str) -> Reading:
+    """The recipe config read into a :class:`Reading`."""
+    cfg = load_text(text, name)
+    r = Reading(source=name, format=FORMAT)
+    if not isinstance(cfg, dict):
+        r.problems.append(Problem(f"{name}", None, "expected a YAML table of recipe keys"))
+        return r
+    put(r.document, "training.engine", "torchtune")
+    ignored = sorted(k for k in cfg if k in NO_EFFECT)
+    if ignored:
+        r.notes.append("ignored (no effect on memory or step time): " + ", ".join(ignored))
+    for key in cfg:
+        if key not in READ and key not in NO_EFFECT:
+            r.problems.append(Problem(f"{name}:{key}", cfg[key], "not a torchtune recipe key "
+                                      "the workbench reads"))
+    _model(r, cfg.get("model"))
+    _launch(r, text)
+    _training(r, cfg)
+    return r
+
+
+def _model(r: Reading, model: object) -> None:
+    comp = model.get("_component_", "") if isinstance(model, dict) else ""
+    m = re.fullmatch(r"torchtune\.models\.\w+\.(?:(q?lora)_)?(\w+)", str(comp))
+    if not m:
+        r.problems.append(Problem(f"{r.source}:model._component_", comp or None,
+                                  "expected a torchtune.models builder"))
+        return
+    kind, size = m.group(1), m.group(2)
+    put(r.document, "training.method", kind or "full")
+    if size in PRESETS:
+        put(r.document, "model.preset", PRESETS[size])
+    else:
+        r.notes.append(f"model builder {comp}: no workbench preset; give the model beside "
+                       "this file")
+    if not kind:
+        return
+    attn = model.get("lora_attn_modules", [])
+    inverse = {v: k for k, v in ATTN.items()}
+    targets = [inverse[a] for a in attn if a in inverse]
+    for a in attn:
+        if a not in inverse:
+            r.problems.append(Problem(f"{r.source}:model.lora_attn_modules", a,
+                                      "expected " + ", ".join(inverse)))
+    if model.get("apply_lora_to_mlp"):
+        targets += list(MLP)
+    lora = {"targets": targets}
+    if "lora_rank" in model:
+        lora["rank"] = model["lora_rank"]
+    if "lora_alpha" in model:
+        lora["alpha"] = model["lora_alpha"]
+    if kind == "qlora":
+        lora["quant"] = "nf4"   # torchtune's QLoRA base is torchao NF4
+    put(r.document, "training.lora", lora)
+    if model.get("apply_lora_to_output"):
+        r.problems.append(Problem(f"{r.source}:model.apply_lora_to_output", True,
+                                  "the workbench has no adapter on the output projection"))
+
+
+def _launch(r: Reading, text: str) -> None:
+    """GPUs and the recipe from a ``tune run`` line in the file's comments."""
+    m = _LAUNCH.search(text)
+    if not m:
+        r.notes.append("no tune run line: the GPUs come from the hardware given beside")
+        return
+    args = m.group("args").split()
+    def arg(flag: str) -> int | None:
+        for i, w in enumerate(args[:-1]):
+            if w == flag and args[i + 1].isdigit():
+                return int(args[i + 1])
+        return None
+    per_node, nodes = arg("--nproc_per_node"), arg("--nnodes") or 1
+    distributed = m.group("recipe").endswith("distributed")
+    if not distributed:
+        per_node = 1
+    if per_node:
+        put(r.document, "hardware.gpus_per_node", per_node)
+        put(r.document, "hardware.nodes", nodes)
+    # distributed recipes shard with FSDP2 over every GPU (zero 3); single device: one GPU
+    put(r.document, "parallel.zero", 3 if distributed else 0)
+    r.document["_world"] = (per_node or 0) * nodes
+
+
+def _training(r: Reading, cfg: dict) -> None:
+    world = r.document.pop("_world", 0)
+    tp = cfg.get("tensor_parallel_dim", 1)
+    if isinstance(tp, int) and tp > 1:
+        put(r.document, "parallel.tp", tp)
+    if world and isinstance(tp, int) and tp >= 1 and world % tp == 0:
+        put(r.document, "parallel.dp", world // tp)
+    micro = cfg.get("batch_size")
+    ga = cfg.get("gradient_accumulation_steps", 1)
+    if "gradient_accumulation_steps" not in cfg:
+        r.defaulted["training.global_batch"] = "torchtune recipes default to no accumulation"
+    if isinstance(micro, int):
+        put(r.document, "training.micro_batch", micro)
+        dp = r.document.get("parallel", {}).get("dp")
+        if dp and isinstance(ga, int):
+            put(r.document, "training.global_batch", micro * ga * dp)
+    seq = (cfg.get("tokenizer") or {}).get("max_seq_len")
+    if isinstance(seq, int):
+        put(r.document, "training.seq_len", seq)
+    else:
+        r.notes.append("tokenizer.max_seq_len is null: sequences keep their length; give "
+                       "training.seq_len")
+    dtype = cfg.get("dtype", "bf16")
+    if dtype in ("bf16", "fp32"):
+        put(r.document, "training.precision", dtype)
+    else:
+        r.problems.append(Problem(f"{r.source}:dtype", dtype, "expected bf16 or fp32"))
+    put(r.document, "training.recompute",
+        "full" if cfg.get("enable_activation_checkpointing") else "none")
+    for key, path in (("enable_activation_offloading", "training.activation_offload"),
+                      ("compile", "training.compile"),
+                      ("optimizer_in_bwd", "training.optimizer_in_backward")):
+        if key in cfg:
+            put(r.document, path, bool(cfg[key]))
+    if cfg.get("fsdp_cpu_offload"):
+        put(r.document, "training.offload", "cpu")
+    comp = (cfg.get("optimizer") or {}).get("_component_")
+    if comp in OPTIMIZER:
+        put(r.document, "training.optimizer", OPTIMIZER[comp])
+    else:
+        r.problems.append(Problem(f"{r.source}:optimizer._component_", comp,
+                                  "expected one of " + ", ".join(OPTIMIZER)))
+    loss = (cfg.get("loss") or {}).get("_component_") if isinstance(cfg.get("loss"), dict) else None
+    if loss:
+        # CEWithChunkedOutputLoss upcasts the logits chunk by chunk (torchtune/modules/loss)
+        r.notes.append(f"loss {loss}: the engine torchtune record's loss model applies")
+    steps, epochs = cfg.get("max_steps_per_epoch"), cfg.get("epochs", 1)
+    gb, seqlen = r.document.get("training", {}).get("global_batch"), seq
+    if all(isinstance(v, int) and v > 0 for v in (steps, epochs, gb, seqlen)):
+        put(r.document, "training.tokens", float(steps * epochs * gb * seqlen))

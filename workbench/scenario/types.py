@@ -186,6 +186,10 @@ class Training:
     lora: Lora | None = None  # the adapters, with method lora / qlora (defaults filled in)
     optimizer_in_backward: bool = False   # each parameter's step inside backward (torchtune)
     activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
+    backend: str | None = None   # with engine hf: fsdp2 | fsdp1 | deepspeed (what Accelerate
+    #                              shards with; null: DDP)
+    liger: bool = False          # with engine hf: Liger kernels (fused linear cross entropy,
+    #                              RMSNorm, SwiGLU, RoPE)
 
     @property
     def adapters(self) -> bool:

@@ -67,7 +67,11 @@ SHARDING = {"full_shard": (3, False), "shard_grad_op": (2, False), "no_shard": (
             "hybrid_shard": (3, True), "hybrid_shard_zero2": (2, True)}
 OFFLOAD = {"none": "none", "cpu": "cpu", "nvme": "nvme"}
 
-_LOOKS = re.compile(r'^\s*"?(distributed_type|compute_environment)"?\s*:', re.MULTILINE)
+# a note the merge drops when a DeepSpeed JSON is among the files
+ASK_FOR_DEEPSPEED = "pass it to workbench import too"
+
+_LOOKS = re.compile(r'(?:^|[{,])\s*"?(distributed_type|compute_environment)"?\s*:',
+                    re.MULTILINE)
 
 
 def looks_like(name: str, text: str) -> bool:
@@ -252,7 +256,7 @@ def _deepspeed(c: Collector, d: dict) -> None:
         # utils/dataclasses.py DeepSpeedPlugin: with a config file the plugin's own keys
         # (zero_stage, offload, accumulation) come from that file instead
         c.note(f"deepspeed_config_file {d['deepspeed_config_file']}: the ZeRO stage, offload "
-               "and batch come from that DeepSpeed JSON; pass it to workbench import too")
+               f"and batch come from that DeepSpeed JSON; {ASK_FOR_DEEPSPEED}")
         return
     stage = c.choice("deepspeed_config.zero_stage", d.get("zero_stage", 2),
                      {str(s): s for s in (0, 1, 2, 3)})

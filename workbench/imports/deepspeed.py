@@ -57,7 +57,7 @@ OPTIMIZERS = {"adam": "adamw", "adamw": "adamw", "sgd": "sgd"}
 TA_MICRO = 8
 TA_ACCUM = 1
 
-_LOOKS = re.compile(r'"?(zero_optimization|train_micro_batch_size_per_gpu|train_batch_size)"?'
+_LOOKS = re.compile(r'(?<![A-Za-z0-9_])"?(zero_optimization|train_micro_batch_size_per_gpu|train_batch_size)"?'
                     r'\s*:')
 
 

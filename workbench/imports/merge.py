@@ -61,10 +61,14 @@ def _flatten(doc: dict, prefix: str = "") -> dict[str, Any]:
 def merge(readings: list[Reading]) -> Imported:
     """One document from the readings: stated values, then library defaults; conflicts are
     problems. Helper keys stay in the document for :func:`complete`."""
+    from workbench.imports.accelerate import ASK_FOR_DEEPSPEED
+
     out = Imported(scenario={})
     seen: dict[str, list[tuple[Any, str, str | None]]] = {}
+    has_ds = any(r.format == "deepspeed" for r in readings)
     for r in readings:
-        out.notes += [f"{r.source}: {n}" for n in r.notes]
+        out.notes += [f"{r.source}: {n}" for n in r.notes
+                      if not (has_ds and n.endswith(ASK_FOR_DEEPSPEED))]
         out.problems += r.problems
         for path, value in _flatten(r.document).items():
             seen.setdefault(path, []).append((value, r.source, r.defaulted.get(path)))
@@ -88,12 +92,25 @@ def merge(readings: list[Reading]) -> Imported:
                                                 "value (edit one of them)"))
             put(out.scenario, path, first[0])
             out.stated[path] = first[1]
+            _inner_defaults(out, path, first[1], readings)
         else:
             value, source, why = cands[0]
             put(out.scenario, path, value)
             out.defaulted[path] = {"value": value, "by": "library", "why": why,
                                    "source": source}
     return out
+
+
+def _inner_defaults(out: Imported, path: str, source: str, readings: list[Reading]) -> None:
+    """A table taken whole (a model, LoRA) keeps its reader's defaulted fields inside it."""
+    if path not in ATOMIC:
+        return
+    for r in readings:
+        if r.source == source:
+            for inner, why in r.defaulted.items():
+                if inner.startswith(path + "."):
+                    out.defaulted[inner] = {"value": get(r.document, inner), "by": "library",
+                                            "why": why, "source": source}
 
 
 def _fill(out: Imported, path: str, value: Any, why: str, by: str = "workbench") -> None:

@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from workbench.imports import deepspeed as ds_reader
+from workbench.imports.accelerate import ASK_FOR_DEEPSPEED
 from workbench.imports.common import Collector, parse_table
 from workbench.imports.hf_model import model_for_id
 from workbench.imports.training_keys import TRAINING_ARGUMENTS, TRL_ONLY
@@ -41,9 +42,10 @@ PROJ = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj":
         "up_proj": "up", "down_proj": "down"}
 SAVED = {"embed_tokens": "embeddings", "lm_head": "head"}
 
-_LOOKS = re.compile(r'^\s*"?(per_device_train_batch_size|output_dir|gradient_checkpointing|'
-                    r'activation_checkpointing|model_name_or_path|learning_rate|num_train_epochs|'
-                    r'max_length|max_seq_length|use_liger_kernel|optim|lora_r|use_peft)"?\s*:',
+_LOOKS = re.compile(r'(?:^|[{,])\s*"?(per_device_train_batch_size|output_dir|'
+                    r'gradient_checkpointing|activation_checkpointing|model_name_or_path|'
+                    r'learning_rate|num_train_epochs|max_length|max_seq_length|use_liger_kernel|'
+                    r'optim|lora_r|use_peft|fsdp|deepspeed|bf16|fp16|torch_compile)"?\s*:',
                     re.MULTILINE)
 
 
@@ -242,7 +244,8 @@ def _deepspeed(c: Collector, args: dict) -> None:
         return
     c.state("training.backend", "deepspeed")
     if isinstance(ds, str):
-        c.note(f"deepspeed {ds}: pass that DeepSpeed JSON to workbench import too")
+        c.note(f"deepspeed {ds}: the ZeRO stage, offload and batch come from that DeepSpeed "
+               f"JSON; {ASK_FOR_DEEPSPEED}")
         return
     if not isinstance(ds, dict):
         c.problem("deepspeed", ds, "expected a path to a DeepSpeed JSON or its table")

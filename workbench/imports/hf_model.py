@@ -159,8 +159,10 @@ def _moe(c: Collector, cfg: dict, model: dict) -> None:
     moe = {"experts": experts, "top_k": top_k, "expert_ffn_hidden": size}
     shared = cfg.get("shared_expert_intermediate_size")
     if shared:
+        shared = c.integer("shared_expert_intermediate_size", shared)
+    if shared:
         # Qwen2-MoE: one shared expert of this width = that many experts of moe width
-        n, rem = divmod(int(shared), size)
+        n, rem = divmod(shared, size)
         if rem:
             c.problem("shared_expert_intermediate_size", shared,
                       f"expected a multiple of moe_intermediate_size ({size}): the workbench's "

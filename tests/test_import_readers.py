@@ -324,3 +324,13 @@ def test_validation_errors_read_like_any_scenarios():
     assert validate({"hardware": {"gpu": "h100-sxm"}, "model": "llama3-8b",
                      "training": {"engine": "hf", "precision": "fp9"}})[0].path == \
         "training.precision"
+
+
+def test_a_full_batch_identity_gives_the_data_parallel_world():
+    out = imp(("ds.json", json.dumps({"train_batch_size": 96, "train_micro_batch_size_per_gpu": 2,
+                                      "gradient_accumulation_steps": 4,
+                                      "zero_optimization": {"stage": 1}})))
+    assert out.problems == []
+    assert (out.scenario["hardware"]["gpus_per_node"], out.scenario["parallel"]["dp"]) == (12, 12)
+    assert out.scenario["training"]["engine"] == "deepspeed"     # no "auto": DeepSpeed itself
+    assert out.stated["hardware.gpus_per_node"].startswith("derived: train_batch_size")

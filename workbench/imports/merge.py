@@ -176,8 +176,9 @@ def _derive(out: Imported) -> None:
             if isinstance(v, int) and not isinstance(v, bool) and v > 0]
     if len(ints) < 6:
         return      # the validator names the bad value
-    world = hw["gpus_per_node"] * hw["nodes"]
     model_par = par["tp"] * par["pp"] * par["cp"]
+    _world_from_batch(out, model_par)
+    world = hw["gpus_per_node"] * hw["nodes"]
     if "dp" not in par:
         if world % model_par:
             out.problems.append(Problem("parallel", model_par, f"tp x pp x cp does not divide "
@@ -209,6 +210,27 @@ def _derive(out: Imported) -> None:
         out.stated["training.tokens"] = f"derived: max_steps ({steps}) x global_batch x seq_len"
     _fill(out, "training.tokens", Training.tokens, "no file gives the steps to train "
           "(max_steps)")
+
+
+def _world_from_batch(out: Imported, model_par: int) -> None:
+    """No file gives the GPU count but one gives the whole batch identity (a DeepSpeed JSON
+    with train_batch_size, micro-batch and accumulation): the data-parallel world is
+    train_batch_size / (micro x accumulation), as DeepSpeed computes it (runtime/config.py
+    _set_batch_related_parameters)."""
+    doc = out.scenario
+    hw, par, tr = doc["hardware"], doc["parallel"], doc["training"]
+    accum = tr.get("grad_accum")
+    if (out.defaulted.get("hardware.gpus_per_node", {}).get("by") != "workbench"
+            or "dp" in par or not isinstance(tr.get("global_batch"), int)
+            or not isinstance(accum, int) or "training.global_batch" not in out.stated):
+        return
+    dp, rem = divmod(tr["global_batch"], tr["micro_batch"] * accum)
+    if rem or dp < 1 or (dp * model_par) % hw["nodes"]:
+        return      # the identity check in _derive names the mismatch
+    hw["gpus_per_node"] = dp * model_par // hw["nodes"]
+    del out.defaulted["hardware.gpus_per_node"]
+    out.stated["hardware.gpus_per_node"] = (
+        "derived: train_batch_size / (micro x gradient accumulation) x tp x pp x cp / nodes")
 
 
 def _ordered(doc: dict) -> dict:

@@ -218,7 +218,8 @@ def test_sft_config_with_qlora_and_liger():
 
 def test_checkpointing_every_n_layers_reads_as_layer_recompute():
     r = read_one("args.yaml", "activation_checkpointing: true\n"
-                              "activation_checkpointing_kwargs: {every_n_layers: 3, offload: true}\n")
+                              "activation_checkpointing_kwargs: {every_n_layers: 3, "
+                              "offload: true}\n")
     tr = r.document["training"]
     assert (tr["recompute"], tr["recompute_every"], tr["activation_offload"]) == \
         ("layer", 3, True)
@@ -233,7 +234,8 @@ def test_training_arguments_fsdp_string():
 
 
 def test_unknown_training_argument_and_optimizer():
-    out = imp(("args.yaml", "per_device_train_batch_size: 2\nbatch_size: 4\noptim: lion_8bit\n"))
+    out = imp(("args.yaml",
+               "per_device_train_batch_size: 2\nbatch_size: 4\noptim: lion_8bit\n"))
     lines = [str(p) for p in out.problems]
     assert lines[0].startswith("args.yaml:batch_size: is not a key of TrainingArguments")
     assert lines[1].startswith("args.yaml:optim: expected one of adamw_torch, ")
@@ -294,7 +296,7 @@ def test_hub_ids_known_and_unknown(tmp_path, monkeypatch):
 # -- limits and hostile input --------------------------------------------------------------------
 def test_hostile_texts_are_clean_refusals():
     for text in ("[" * 500, "distributed_type: FSDP\ndistributed_type: NO\n",
-                 "distributed_type: FSDP\nnum_processes: 99999999999999999999999999999999999999999\n",
+                 "distributed_type: FSDP\nnum_processes: " + "9" * 41 + "\n",
                  "- a\n- b\n", "distributed_type: !!python/object:os.system x\n",
                  '{"zero_optimization": ' * 40 + "1" + "}" * 40):
         try:
@@ -327,7 +329,8 @@ def test_validation_errors_read_like_any_scenarios():
 
 
 def test_a_full_batch_identity_gives_the_data_parallel_world():
-    out = imp(("ds.json", json.dumps({"train_batch_size": 96, "train_micro_batch_size_per_gpu": 2,
+    out = imp(("ds.json", json.dumps({"train_batch_size": 96,
+                                      "train_micro_batch_size_per_gpu": 2,
                                       "gradient_accumulation_steps": 4,
                                       "zero_optimization": {"stage": 1}})))
     assert out.problems == []

@@ -57,8 +57,8 @@ OPTIMIZERS = {"adam": "adamw", "adamw": "adamw", "sgd": "sgd"}
 TA_MICRO = 8
 TA_ACCUM = 1
 
-_LOOKS = re.compile(r'(?<![A-Za-z0-9_])"?(zero_optimization|train_micro_batch_size_per_gpu|train_batch_size)"?'
-                    r'\s*:')
+_LOOKS = re.compile(r'(?<![A-Za-z0-9_])"?(zero_optimization|train_micro_batch_size_per_gpu|'
+                    r'train_batch_size)"?\s*:')
 
 
 def looks_like(name: str, text: str) -> bool:

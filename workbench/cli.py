@@ -1,5 +1,5 @@
-"""`workbench` command line: estimate, trial, plan, export, monitor, bench, calibrate, report,
-catalog, dashboard (docs/cli.md, generated from this parser; JSON keys in docs/json.md).
+"""`workbench` command line: estimate, trial, plan, export, import, monitor, bench, calibrate,
+report, catalog, dashboard (docs/cli.md, generated from this parser; JSON keys in docs/json.md).
 
 Invalid input exits with code 2 and one line on stderr, never a traceback.
 """
@@ -230,6 +230,32 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workbench.imports import import_configs
+    from workbench.imports.show import imported_text
+
+    out = import_configs(args.files, args.format)
+    if out.problems:       # one line each: the reader's, the merge's or the validator's
+        for p in out.problems:
+            print(f"workbench: import: {p}", file=sys.stderr)
+        return 2
+    text = json.dumps(out.to_dict(), indent=2) + "\n" if args.json else imported_text(out)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output)
+    if any(Path(f).exists() and target.exists() and target.samefile(f) for f in args.files):
+        raise ScenarioError([Problem("-o", args.output, "is one of the files imported; write "
+                                     "the scenario elsewhere")])
+    if not target.resolve().parent.is_dir():
+        raise ScenarioError([Problem("-o", args.output, "its folder does not exist")])
+    target.write_text(text)
+    print(f"workbench: wrote {printable(str(target))}", file=sys.stderr)
+    return 0
+
+
 def _catalog(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -349,6 +375,23 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     x.add_argument("--to", required=True, choices=list(TARGETS),
                    help="what to print: " + ", ".join(TARGETS))
     x.set_defaults(run=_export)
+    im = sub.add_parser("import", help="read your own configs (Accelerate YAML, TrainingArguments "
+                                       "/ SFTConfig, DeepSpeed JSON, config.json, ...) into a "
+                                       "scenario, saying which fields were defaulted")
+    im.add_argument("files", nargs="+", metavar="FILE",
+                    help="config files, read together (a Hugging Face model id the catalog has "
+                    "may stand for a config.json)")
+    from workbench.imports import FORMATS   # light: each reader module loads on use
+
+    im.add_argument("--format", default=None, choices=list(FORMATS),
+                    help="read every FILE as this format instead of detecting it")
+    im.add_argument("-o", "--output", default=None, metavar="SCENARIO",
+                    help="write the scenario to this file (not one of the FILEs) instead of "
+                    "printing it")
+    im.add_argument("--json", action="store_true",
+                    help="print one JSON object: scenario, defaulted, stated, notes")
+    im.set_defaults(run=_import)
+
     def wanted(name: str) -> bool:
         return verb is None or verb == name
 

@@ -34,7 +34,7 @@ CASES = [
     (["accelerate-config_yaml_templates-multi_node.yaml"],
      (4, 2, 8, 0, None, 1, 1, None, 8, 64, "fp32", "none", "none", "hf", None)),
     (["accelerate-torch_native_parallelism-configs-tp_hsdp.yaml"],
-     (8, 1, 4, 3, 2, 2, 1, True, 8, 32, "bf16", "none", "none", "hf", "fsdp2")),
+     (8, 1, 4, 3, 2, 2, 1, None, 8, 32, "bf16", "none", "none", "hf", "fsdp2")),
     (["accelerate-slurm-fsdp_config.yaml"],
      (8, 1, 8, 3, None, 1, 1, None, 8, 64, "fp32", "none", "none", "hf", "fsdp1")),
     (["accelerate-config_yaml_templates-deepspeed.yaml", "accelerate-zero_stage1_config.json"],
@@ -46,7 +46,7 @@ CASES = [
     (["accelerate-sp-alst.ds-config.json"],
      (8, 1, 8, 3, None, 1, 1, None, 8, 64, "bf16", "none", "none", "hf", "deepspeed")),
     (["trl-trl-accelerate_configs-fsdp2.yaml"],
-     (8, 1, 8, 3, None, 1, 1, True, 8, 64, "bf16", "none", "none", "hf", "fsdp2")),
+     (8, 1, 8, 3, None, 1, 1, None, 8, 64, "bf16", "none", "none", "hf", "fsdp2")),
     (["trl-trl-accelerate_configs-fsdp1.yaml"],
      (8, 1, 8, 3, None, 1, 1, None, 8, 64, "bf16", "none", "none", "hf", "fsdp1")),
     (["trl-trl-accelerate_configs-zero3.yaml"],
@@ -88,7 +88,7 @@ def test_context_parallel_example_reads_cp8():
     recompute (fsdp_activation_checkpointing); whether the hf engine record accepts CP is the
     validator's call (the engine record is another change)."""
     out = _imp("accelerate-torch_native_parallelism-configs-cp.yaml")
-    assert _layout(out.scenario) == (8, 1, 1, 3, None, 1, 8, True, 8, 8, "bf16", "full",
+    assert _layout(out.scenario) == (8, 1, 1, 3, None, 1, 8, None, 8, 8, "bf16", "full",
                                      "none", "hf", "fsdp2")
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from workbench.errors import ScenarioError
 from workbench.export import Source, export
-from workbench.imports import launch, megatron, torchtitan, torchtune
+from workbench.imports import import_configs, launch, megatron, torchtitan, torchtune
 from workbench.scenario import parse_scenario
 from workbench.scenario.rules import min_microbatches
 
@@ -206,20 +206,20 @@ def test_deepspeed(data):
 @given(st.data())
 @SETTINGS
 def test_accelerate(data):
-    acc_reader, args_reader = _reader("accelerate"), _reader("training_args")
     doc = data.draw(layouts("hf"))
     doc["parallel"]["sequence_parallel"] = False
     got = exported(doc, "accelerate")
     assume(got is not None)
     s, text = got
     docs = list(yaml.safe_load_all(text))
-    a = acc_reader.read("accelerate_config.yaml", yaml.safe_dump(docs[0]))
-    t = args_reader.read("sft_config.yaml", yaml.safe_dump(docs[1]))
-    par = a.document.get("parallel", {})
-    assert (par.get("tp", 1), par.get("cp", 1), par.get("zero")) == (
-        s.parallel.tp, s.parallel.cp, s.parallel.zero)
-    tr = t.document.get("training", {})
-    assert (tr.get("micro_batch"), tr.get("precision"), tr.get("compile", False),
-            tr.get("recompute")) == (s.training.micro_batch, s.training.precision,
-                                     s.training.compile, s.training.recompute)
-
+    # both files together, as a user passes them: FSDP's activation checkpointing is in the
+    # Accelerate config, the Trainer's gradient_checkpointing in the arguments
+    out = import_configs([("accelerate_config.yaml", yaml.safe_dump(docs[0])),
+                          ("sft_config.yaml", yaml.safe_dump(docs[1]))])
+    assert out.problems == []
+    par, tr = out.scenario["parallel"], out.scenario["training"]
+    assert (par["dp"], par.get("tp", 1), par.get("cp", 1), par["zero"]) == (
+        s.parallel.dp, s.parallel.tp, s.parallel.cp, s.parallel.zero)
+    assert (tr["micro_batch"], tr["global_batch"], tr["precision"], tr["compile"],
+            tr["recompute"]) == (s.training.micro_batch, s.training.global_batch,
+                                 s.training.precision, s.training.compile, s.training.recompute)

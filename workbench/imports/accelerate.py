@@ -201,15 +201,18 @@ def _fsdp(c: Collector, f: dict, cfg: dict) -> None:
             c.problem("fsdp_config.fsdp_sharding_strategy", f["fsdp_sharding_strategy"],
                       "is FSDP1's; with fsdp_version 2 set fsdp_reshard_after_forward: "
                       "true|false")
+        # FSDP2 has no sharding strategy: reshard_after_forward false keeps the gathered
+        # parameters from forward to backward, ZeRO-2's memory (Accelerate turns FSDP1's
+        # SHARD_GRAD_OP into reshard_after_forward=False: utils/dataclasses.py
+        # FullyShardedDataParallelPlugin.__post_init__), so the scenario says zero 2
         raf = c.boolean("fsdp_config.fsdp_reshard_after_forward",
                         f.get("fsdp_reshard_after_forward", True))
-        c.state("parallel.zero", 3)
         if raf is not None:
             if "fsdp_reshard_after_forward" in f:
-                c.state("parallel.reshard_after_forward", raf)
+                c.state("parallel.zero", 3 if raf else 2)
             else:
-                c.default("parallel.reshard_after_forward", True, "Accelerate: FSDP2 "
-                          "fsdp_reshard_after_forward defaults to true")
+                c.default("parallel.zero", 3, "Accelerate: FSDP2 fsdp_reshard_after_forward "
+                          "defaults to true (full shard)")
     else:
         # FSDP1: sharding_strategy, else reshard_after_forward names the strategy
         key = "fsdp_sharding_strategy" if "fsdp_sharding_strategy" in f else \

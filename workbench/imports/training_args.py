@@ -123,7 +123,12 @@ def _recompute(c: Collector, args: dict, trl: bool, lib: str) -> None:
         on = c.boolean(key, args[key])
         if on is None:
             return
-        c.state("training.recompute", "full" if on else "none")
+        if on:
+            c.state("training.recompute", "full")
+        else:   # off here, yet FSDP's own activation_checkpointing (an Accelerate config's
+            # fsdp_activation_checkpointing) may still checkpoint every layer: not a contradiction
+            c.default("training.recompute", "none", f"{key} false: no checkpointing unless "
+                      "the FSDP config's activation_checkpointing turns it on")
     kw = args.get(kw_key) or {}
     if not isinstance(kw, dict):
         c.problem(kw_key, kw, "expected a table such as {every_n_layers: 2}")
@@ -219,13 +224,10 @@ def _fsdp(c: Collector, args: dict) -> None:
                       "hybrid_shard, hybrid_shard_zero2, offload or auto_wrap")
     raf = cfg.get("reshard_after_forward")
     if version == 2:
-        c.state("parallel.zero", 3)
-        if raf is not None:
-            v = c.boolean("fsdp_config.reshard_after_forward", raf)
-            if v is not None:
-                c.state("parallel.reshard_after_forward", v)
-        elif zero == 2:    # _apply_legacy_fsdp_to_config: shard_grad_op -> False on FSDP2
-            c.state("parallel.reshard_after_forward", False)
+        # FSDP2 reshard_after_forward false is ZeRO-2's memory (as in the Accelerate reader);
+        # _apply_legacy_fsdp_to_config turns shard_grad_op into it
+        v = c.boolean("fsdp_config.reshard_after_forward", raf) if raf is not None else None
+        c.state("parallel.zero", 2 if v is False or (v is None and zero == 2) else 3)
     else:
         if raf is not None:
             zero = c.choice("fsdp_config.reshard_after_forward", raf, FSDP_STRATEGY)

@@ -186,6 +186,8 @@ class Training:
     lora: Lora | None = None  # the adapters, with method lora / qlora (defaults filled in)
     optimizer_in_backward: bool = False   # each parameter's step inside backward (torchtune)
     activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
+    backend: str | None = None   # engine hf: fsdp2 | fsdp1 | deepspeed (null: fsdp2)
+    liger: bool = False          # engine hf: Liger kernels (use_liger_kernel)
 
     @property
     def adapters(self) -> bool:

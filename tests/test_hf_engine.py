@@ -173,3 +173,17 @@ def test_the_rules_judge_a_grid_of_layouts_at_once():
     grid.zero = np.array([0, 3])
     cp_rule = next(c for c in hf_rules.CONDITIONS if c.name == "hf_cp_sharded")
     assert list(np.broadcast_to(cp_rule.ok(grid, s.training), 2)) == [False, True]
+
+
+def test_pretraining_under_fsdp_gathers_bf16_and_reduces_fp32():
+    # method pretrain at ZeRO-3: the fp32 upcast shards gather in the compute dtype
+    # (MixedPrecisionPolicy param_dtype) and reduce fp32 gradients
+    s = scenario(8, {"dp": 8, "zero": 3}, micro_batch=1, global_batch=8, method="pretrain")
+    e = estimate(s)
+    n = total_params(s.model)
+    g = e.memory.per_gpu
+    assert (g.params, g.grads, g.optimizer) == (4 * math.ceil(n / 8), 4 * math.ceil(n / 8),
+                                                8 * math.ceil(n / 8))
+    ag, rs = (e.time.volume["dp"][k] for k in ("all_gather", "reduce_scatter"))
+    assert ag["bytes"] == pytest.approx(2 * n * 2, rel=1e-12)     # forward and backward gathers
+    assert rs["bytes"] == pytest.approx(4 * n, rel=1e-12)

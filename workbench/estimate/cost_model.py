@@ -499,7 +499,7 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
                         **({} if default else {
                             "grad_bytes": grad_bytes,
-                            "gather_bytes": fts.buffer_kwargs["gather_bytes"]}))
+                            "gather_bytes": fts.buffer_kwargs.get("gather_bytes")}))
     classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),

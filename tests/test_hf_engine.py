@@ -95,9 +95,11 @@ def test_liger_swiglu_and_loss_lower_activations_by_the_counted_tensors():
     ("fsdp2", 3, lambda n, d: (4 * math.ceil(n / d), 4 * math.ceil(n / d),
                                8 * math.ceil(n / d))),
     ("fsdp1", 2, lambda n, d: (2 * n, 4 * math.ceil(n / d), 12 * math.ceil(n / d))),
-    # DeepSpeed's bf16 engine: bf16 weights, fp32 master partitions in the optimizer
-    ("deepspeed", 1, lambda n, d: (2 * n, 4 * n, 12 * math.ceil(n / d))),
-    ("deepspeed", 0, lambda n, d: (2 * n, 4 * n, 12 * n)),
+    # DeepSpeed's bf16 engine: bf16 weights and gradients, fp32 masters and moments
+    ("deepspeed", 1, lambda n, d: (2 * n, 2 * n, 12 * math.ceil(n / d))),
+    ("deepspeed", 0, lambda n, d: (2 * n, 2 * n, 12 * n)),
+    ("deepspeed", 3, lambda n, d: (2 * math.ceil(n / d), 2 * math.ceil(n / d),
+                                   12 * math.ceil(n / d))),
 ])
 def test_which_weights_and_states_are_fp32(backend, zero, states):
     s = scenario(8, {"dp": 8, "zero": zero}, backend=backend, micro_batch=1,

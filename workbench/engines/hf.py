@@ -29,8 +29,10 @@ Mechanisms, each where the estimator counts it:
   param.data.to(torch.float32)`` when ``mixed_precision != "no"`` (AC utils/fsdp_utils.py
   L799-812), FSDP1 the same on each ``_flat_param`` (AC accelerator.py L1969-2010, "follow
   DeepSpeed's strategy") — so the sharded fp32 parameter is the master, with fp32 gradients
-  and states ("mixed": the ZeRO-3 row of the table). DeepSpeed's bf16 engine keeps 16-bit
-  weights and fp32 master partitions in its optimizer at every stage ("mixed"). PEFT creates
+  and states ("mixed": the ZeRO-3 row of the table). DeepSpeed's bf16 engine keeps bf16
+  weights and gradients (its ``grad_accum_dtype`` defaults to the model's, deepspeed 0.19.8
+  runtime/engine.py L1806-1807) and fp32 masters and moments in its optimizer at every stage
+  ("master16", ``estimate.model_states``). PEFT creates
   adapters in fp32 (``autocast_adapter_dtype=True``, PEFT tuners/tuners_utils.py
   ``_cast_adapter_dtype``), which no backend changes; a 4-bit base is never upcast (AC
   fsdp_utils.py L801 ``not model_has_params4bit``).
@@ -167,9 +169,12 @@ _BACKEND_FIELDS = {
                                    "fsdp2"},
     },
     "deepspeed": {
-        # zero_optimization.stage 0-3; bf16 engine: fp32 master partitions at every stage
+        # zero_optimization.stage 0-3; bf16 engine: bf16 weights and gradients (grad_accum_dtype
+        # defaults to the model's: deepspeed 0.19.8 runtime/engine.py L1806-1807), fp32 master
+        # and moments in its optimizer at every stage (stage 0: FP16_Optimizer over bf16,
+        # engine.py L2319-2321, L2360-2362)
         "zero": (0, 1, 2, 3),
-        "state_dtype": "mixed",
+        "state_dtype": "master16",
         "state_dtype_by_zero": None,
         # MiCS removed, ZeRO shards over the whole data-parallel group (engines/deepspeed.py)
         "hsdp_zero": (),

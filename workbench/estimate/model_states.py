@@ -79,13 +79,18 @@ def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str 
     """The convention table above, for one precision, optimizer and ZeRO stage, and for the
     engines whose trained weights, gradients and states all stay in one dtype
     (``state_dtype`` "param": the compute dtype, as torchtune and a bf16-loaded Trainer run;
-    "fp32": PEFT's upcast adapters): no master copy then."""
+    "fp32": PEFT's upcast adapters): no master copy then; "master16": 16-bit weights and
+    gradients beside fp32 masters and moments at every stage (DeepSpeed's bf16 engine with its
+    default ``grad_accum_dtype``, the model's: deepspeed 0.19.8 runtime/engine.py
+    ``get_data_types`` L1806-1807, zero/stage3.py L791-793 gradient partitions in it)."""
     if precision == "fp32" or state_dtype == "fp32":
         w = g = elem = 4
         master = 0
     elif state_dtype == "param":
         w = g = elem = 2
         master = 0
+    elif state_dtype == "master16":   # 16-bit weights and gradients, fp32 master and moments
+        w, g, elem, master = 2, 2, 4, 4
     elif zero == 3:  # FSDP2: fp32 sharded params are the master weights
         w, g, elem, master = 4, 4, 4, 0
     elif precision == "fp16":

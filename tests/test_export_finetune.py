@@ -167,8 +167,8 @@ def test_peft_refuses_moe_models_and_a_part_of_gpt2s_qkv():
 
 
 def test_peft_asks_the_hf_record_through_the_rule_table():
-    # a generic scenario with context parallelism: the hf record has none
-    d = doc(method="lora", parallel={"dp": 4, "cp": 2, "zero": 3})
+    # a generic scenario with pipeline parallelism: the hf record has none
+    d = doc(method="lora", parallel={"dp": 4, "pp": 2, "zero": 3})
     s = parse_scenario(d)
     want = [f"{p.path}: {p.message}" for p in engine_problems(s, "hf")]
     assert want and refused(d, "peft") == want

@@ -9,4 +9,12 @@ ENGINES: dict[str, Engine] = {m.ENGINE.name: m.ENGINE for m in (
 ENGINE_NAMES = tuple(ENGINES)
 
 
-__all__ = ["ENGINES", "ENGINE_NAMES", "FP8_RECIPES", "SWITCHES", "Engine", "Fp8Recipe"]
+def engine_of(training) -> Engine:
+    """The record that runs ``training`` (a ``scenario.types.Training``): its engine's, and for
+    the Hugging Face stack the one of its ``backend`` and ``liger`` switch (``hf.record``)."""
+    if training.engine == "hf":
+        return hf.record(getattr(training, "backend", None), bool(getattr(training, "liger", False)))
+    return ENGINES[training.engine]
+
+
+__all__ = ["ENGINES", "ENGINE_NAMES", "engine_of", "FP8_RECIPES", "SWITCHES", "Engine", "Fp8Recipe"]

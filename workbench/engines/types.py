@@ -62,11 +62,25 @@ class Engine:
     # output, the norms' fp32 copies...; ``estimate.activations`` ``pytorch_eager``); compiled,
     # Inductor's partitioner recomputes those cheap elementwise results instead of saving them.
     eager_activations: bool = False
+    # The SwiGLU runs as one kernel that saves only its two inputs (gate and up outputs), even
+    # where the rest of the model runs eager modules (Liger's ``LigerSiLUMulFunction``).
+    fused_swiglu: bool = False
     # The loss over the vocabulary: "upcast" (``F.cross_entropy(logits.float(), y)``: the 16-bit
-    # logits are copied to fp32 and log-softmaxed in eager kernels) or "fused" (one kernel reads
+    # logits are copied to fp32 and log-softmaxed in eager kernels), "fused" (one kernel reads
     # the logits and writes their gradient: Megatron-Core/TE fused cross-entropy, flash-attn's
-    # xentropy kernel).
+    # xentropy kernel), "chunked" (torchtune's chunked upcast) or "fused_linear" (the output
+    # head and the loss in one function over chunks of tokens, never holding the whole logits:
+    # Liger's fused linear cross-entropy, ``estimate.buffers.fused_linear_loss_bytes``).
     loss: str = "fused"
+    # The compute-dtype logits are still alive while the loss runs its backward (the model's
+    # output holds them). False where the trainer drops the output before backward: Hugging
+    # Face's ``Trainer.compute_loss`` returns the loss alone, so the [batch, seq, vocab] logits
+    # (and their fp32 copy, freed when ``ForCausalLMLoss`` returns) are gone by then.
+    logits_kept_in_backward: bool = True
+    # Under tensor parallelism the output head gathers the full vocabulary's logits onto every
+    # TP rank before the loss (Transformers' ``_tp_plan = {"lm_head": "colwise_gather_output"}``),
+    # instead of a vocabulary-parallel loss over V / tp columns.
+    tp_gathers_logits: bool = False
     # Data-parallel gradient reduction overlapped with the backward (Megatron
     # --overlap-grad-reduce, DDP/FSDP hooks, DeepSpeed overlap_comm); parameter all-gathers
     # overlapped with the forward (Megatron --overlap-param-gather, FSDP prefetch).
@@ -105,6 +119,11 @@ class Engine:
     # gradients and fp32 master weights in the optimizer), "param" (everything in the compute
     # dtype, no master copy: a model loaded in bf16 and trained as it is).
     state_dtype: str = "mixed"
+    # Where the dtype differs by ZeRO stage, the ``state_dtype`` of stages 0, 1, 2, 3 (the
+    # Hugging Face stack: DDP trains a bf16-loaded model as it is, "param"; Accelerate's FSDP
+    # with mixed precision upcasts the trainable parameters to fp32, "mixed"); None: every
+    # stage has ``state_dtype``.
+    state_dtype_by_zero: tuple[str, str, str, str] | None = None
     # LoRA / QLoRA adapters: "param" (the model's dtype) or "fp32" (upcast on creation).
     adapter_dtype: str = "param"
     optimizer_in_backward: bool = False   # offers the optimizer step inside backward
@@ -120,6 +139,10 @@ class Engine:
     lora_trainable: tuple[str, ...] | None = None
     # ZeRO-0 only without data parallelism (dp 1): no DDP, data parallelism is always FSDP.
     zero0_without_dp: bool = False
+    # Recompute "layer" (one block in ``training.recompute_every`` checkpointed) counts from the
+    # first block (Transformers' ``every_n_layers``: ``layer_index % every_n_layers == 0``, so
+    # ceil(layers / k) blocks) instead of from the k-th (torchtitan: floor(layers / k)).
+    recompute_from_first: bool = False
     why: dict[str, str] = field(default_factory=dict)   # limit -> the engine's words, cited
     # Gradient memory the engine keeps on top of what the ZeRO table already counts (bytes per
     # parameter held by the GPU, unsharded): nanotron's DDP bucket copy; 0 where the table's
@@ -144,3 +167,8 @@ class Engine:
 
     def offers(self, switch: str) -> bool:
         return switch in self.switches
+
+    def state_dtype_at(self, zero: int) -> str:
+        """The ``state_dtype`` at ZeRO stage ``zero`` (``state_dtype_by_zero`` where given)."""
+        return self.state_dtype if self.state_dtype_by_zero is None else \
+            self.state_dtype_by_zero[zero]

@@ -61,6 +61,11 @@ class ActivationShape:
     #                               when compiled and fused: a log-sum-exp per token instead)
     first_input_grad: bool = True  # the first layer's input needs a gradient (no: a frozen
     #                                embedding under LoRA; that layer's first norm keeps nothing)
+    # The engine's conventions (``Engine`` fields of the same meaning):
+    recompute_from_first: bool = False   # recompute "layer" checkpoints blocks 0, k, 2k, ...
+    fused_swiglu: bool = False    # the SwiGLU saves its two inputs only (Liger), even eager
+    fused_linear_loss: bool = False   # head + loss over token chunks (Liger): no logits kept
+    vocab_split: bool = True      # the loss sees V / tp columns (False: the head gathers them)
 
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
@@ -74,16 +79,20 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
                 "lora_mlp": len(targets & {"gate", "up", "down"}),
                 "norm_trains": "norms" in tr.lora.trainable,
                 "first_input_grad": "embeddings" in tr.lora.trainable}
-    from workbench.engines import ENGINES
+    from workbench.engines import engine_of
+    eng = engine_of(tr)
     # torchtune compiles its chunked loss with the model (training/_compile.py compile_loss @
     # v0.6.1): Inductor fuses each chunk's upcast, log-softmax and NLL and keeps the per-token
     # log-sum-exp instead of the fp32 log-probabilities
-    fused_loss = tr.compile and ENGINES[tr.engine].loss == "chunked"
+    fused_loss = tr.compile and eng.loss == "chunked"
+    fused_linear = eng.loss == "fused_linear"
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
         elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
-        logprobs_saved=not fused_loss, **lora)
+        logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
+        eng.recompute_from_first, fused_swiglu=eng.fused_swiglu, fused_linear_loss=fused_linear,
+        vocab_split=not eng.tp_gathers_logits, **lora)
 
 
 def saved_inputs_dropped(tr: Training) -> frozenset[str]:
@@ -212,7 +221,7 @@ def _mla_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float
 def _mlp_inner(model: ModelShape, x: ActivationShape, tokens: float, ffn: int) -> dict[str, float]:
     """Saved tensors inside one MLP of width ``ffn`` (already divided by TP) for ``tokens``."""
     if model.mlp == "swiglu":
-        if x.pytorch_eager:   # PyTorch eager: silu input, silu output, up, product
+        if x.pytorch_eager and not x.fused_swiglu:   # eager: silu in, silu out, up, product
             return {"act": tokens * ffn * 3 * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
         return {"act": tokens * 2 * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
     return {"act": tokens * ffn * x.elem, "fc2_input": tokens * ffn * x.gemm_in}
@@ -274,11 +283,13 @@ def layer_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[
     return out
 
 
-def checkpointed_fraction(model: ModelShape, every: int) -> float:
+def checkpointed_fraction(model: ModelShape, every: int, from_first: bool = False) -> float:
     """The share of blocks recompute "layer" checkpoints: one in ``every``, counted from the
     ``every``-th (torchtitan's ``_layer_sac_count % ac_freq == 0``): floor(layers / k) of the
-    layers."""
-    return (model.layers // max(1, every)) / model.layers
+    layers; ``from_first``: blocks 0, k, 2k, ... (Transformers' ``layer_index % every_n_layers
+    == 0``, transformers 5.25.0 modeling_utils.py L3246-3249): ceil(layers / k)."""
+    k = max(1, every)
+    return (-(-model.layers // k) if from_first else model.layers // k) / model.layers
 
 
 def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
@@ -291,7 +302,7 @@ def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float
     if x.recompute == "layer":
         # torchtitan's layer SAC wraps every k-th block in a checkpoint (the block's input is
         # kept) and leaves the others as they are: per layer, the average of the two
-        f = checkpointed_fraction(model, x.recompute_every)
+        f = checkpointed_fraction(model, x.recompute_every, x.recompute_from_first)
         full = layer_bytes(model, x.__class__(**{**x.__dict__, "recompute": "full"}), moe_layer)
         none = sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
                                moe_layer).values())
@@ -358,13 +369,20 @@ def embedding_bytes(model: ModelShape, x: ActivationShape) -> float:
 
 def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     """Last stage, per microbatch: final norm input, head input and fp32 log-probabilities
-    (Korthikanti Sec. 4.3: 4·sbh/t·(1 + v/h) with SP, plus the norm statistics)."""
+    (Korthikanti Sec. 4.3: 4·sbh/t·(1 + v/h) with SP, plus the norm statistics). A fused
+    linear cross-entropy (Liger) saves no head input and no logits: it computes the head's
+    input gradient in its forward and keeps that (one [tokens, hidden] tensor in the input's
+    dtype) and an fp32 loss per token (linkedin/Liger-Kernel@00eba63 ops/
+    fused_linear_cross_entropy.py ``grad_input = torch.zeros_like(_input)``, ``loss_1d``
+    float32); the head weight's gradient it keeps too is a buffer (``buffers``)."""
     r = x.t if x.sp else 1
     rg = 1 if (x.sp and x.pytorch_eager) else r
     sb = x.s * x.b
     norm = _norm_terms(model, x, r)
-    vocab_local = -(-model.vocab // x.t)
-    head_in = sb * model.hidden / rg * x.gemm_in * _norm_fed(x, False, "head")
+    vocab_local = -(-model.vocab // x.t) if x.vocab_split else model.vocab
     targets = sb * 8 if x.pytorch_eager else 0
+    if x.fused_linear_loss:
+        return norm["input"] + norm["stats"] + sb * model.hidden / rg * x.elem + sb * 4 + targets
+    head_in = sb * model.hidden / rg * x.gemm_in * _norm_fed(x, False, "head")
     logprobs = sb * vocab_local * 4 if x.logprobs_saved else sb * 4
     return norm["input"] + norm["stats"] + head_in + logprobs + targets

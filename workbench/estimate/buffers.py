@@ -20,6 +20,11 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
   gradient (4 B per logit); the fp32-upcast loss (``Engine.loss`` "upcast":
   ``F.cross_entropy(logits.float(), y)``) holds the gradient of its log-probabilities and of its
   fp32 input at once (4 + 4 B), beside the fp32 log-probabilities the head saved (activations).
+  Where the trainer drops the model's output before backward (``Engine.logits_kept_in_backward``
+  false: Hugging Face's ``Trainer.compute_loss`` returns the loss alone) the compute-dtype
+  logits are gone by then; where the head gathers the whole vocabulary onto every TP rank
+  (``Engine.tp_gathers_logits``) the loss holds all V columns. A fused linear cross-entropy
+  (``Engine.loss`` "fused_linear", Liger) holds no logits: ``fused_linear_loss_bytes``.
 - FP8: the FP8 copies of the current unit's weights (1 B/param, two units in flight).
 - Allocator allowance (``generic`` only, which keeps its first estimates): ``ALLOCATOR_FRACTION``
   of everything else. The other engines split peak allocated from peak reserved
@@ -44,6 +49,21 @@ ALLOCATOR_FRACTION = 0.05
 LOSS_GRADIENT_BYTES = {"fused": 4.0, "upcast": 8.0, "chunked": 8.0 / 8}
 
 
+def fused_linear_loss_bytes(tokens, vocab: int, hidden: int, elem: int, weight_grad: bool):
+    """Bytes Liger's fused linear cross-entropy holds beyond what it saves for backward
+    (linkedin/Liger-Kernel@00eba634c2e9b5f05badbfb67e9b0a4caba301a2
+    src/liger_kernel/ops/fused_linear_cross_entropy.py ``fused_linear_cross_entropy_forward``):
+    the head weight's gradient, computed in the forward and kept until backward
+    (``torch.zeros_like(weight)``: the weight as the head sees it, in the compute dtype), and one
+    chunk of logits in the input's dtype, reused chunk after chunk: ``chunk_size =
+    next_power_of_2(cdiv(BT, cdiv(V, H)))`` tokens, at most BT (``chunk_mem_const`` 1).
+    ``tokens`` may be an array."""
+    bt = np.asarray(tokens, dtype=float)
+    inc = -(-vocab // hidden)
+    chunk = np.minimum(2.0 ** np.ceil(np.log2(np.maximum(np.ceil(bt / inc), 1))), bt)
+    return chunk * vocab * elem + (vocab * hidden * elem if weight_grad else 0)
+
+
 def compute_dtype_bytes(precision: str) -> int:
     """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
     return 4 if precision == "fp32" else 2
@@ -51,13 +71,17 @@ def compute_dtype_bytes(precision: str) -> int:
 
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
-                 gather_bytes=None, grad_share=1.0, grad_bytes=None) -> dict:
+                 gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
+                 vocab_split=True, head_trains=True) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present, zero where it does not apply). Fine-tuning:
     ``gather_bytes`` per gathered parameter (its stored format; default the compute dtype),
     ``grad_share`` of the parameters that have gradients, ``grad_bytes`` per unsharded gradient
-    and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy)."""
+    and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy). The
+    loss: ``logits_kept`` (the compute-dtype logits alive in its backward), ``vocab_split``
+    (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
+    gradient)."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
     rb = cd + 4 if grad_bytes is None else grad_bytes
@@ -75,13 +99,22 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
-        "logits": np.where(has_head, sb * -(-model.vocab // tp)
-                           * (x.elem + LOSS_GRADIENT_BYTES[loss]), 0),
+        "logits": np.where(has_head, _loss_bytes(model, x, sb, tp, loss, cd, logits_kept,
+                                                 vocab_split, head_trains), 0),
         "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}
     return terms
+
+
+def _loss_bytes(model: ModelShape, x: ActivationShape, sb, tp, loss: str, cd: int,
+                logits_kept: bool, vocab_split: bool, head_trains: bool):
+    """The loss's buffer on the stage holding the head (module docstring)."""
+    vocab = -(-model.vocab // tp) if vocab_split else np.asarray(model.vocab)
+    if loss == "fused_linear":
+        return fused_linear_loss_bytes(sb, vocab, model.hidden, cd, head_trains)
+    return sb * vocab * ((x.elem if logits_kept else 0) + LOSS_GRADIENT_BYTES[loss])
 
 
 # The caching allocator's peak reserved over peak allocated, measured on one H200 (PyTorch 2.11,

@@ -20,7 +20,7 @@ from workbench.estimate import activations as act
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
-from workbench.engines import ENGINES
+from workbench.engines import engine_of
 from workbench.estimate.buffers import (
     ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, reserved_bytes,
 )
@@ -29,7 +29,9 @@ from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.pipeline_ranks import rank_rows
 from workbench.scenario.layouts import LayoutGrid
-from workbench.estimate.model_states import bytes_per_param, model_states, optimizer_params
+from workbench.estimate.model_states import (
+    bytes_per_param, model_states, optimizer_params, stage_dtype,
+)
 from workbench.estimate.params import (
     _norm, chunk_of, chunk_owner, chunk_size, chunk_start, embedding_params, head_params,
     is_moe_layer, layer_params,
@@ -279,7 +281,7 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     optim/optimizer.py ``get_state_buffer`` L383-389 @ 95f9af30)."""
     m, tr, col = base.model, base.training, rows.col
     nd, nm = rows.dense, rows.moe
-    eng = ENGINES[tr.engine]
+    eng = engine_of(tr)
     cd = compute_dtype_bytes(tr.precision)
     head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
                             col("head_trained_same"))
@@ -290,7 +292,8 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     qe = nm * col("moe", "qexpert")
     qb = ft.quantized_bytes_per_param(tr, m) if tr.method == "qlora" else cd
     frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
-    state_dtype = eng.state_dtype
+    # the engine's state dtype (a tuple where it differs by ZeRO stage: model_states.stage_dtype)
+    state_dtype = eng.state_dtype_by_zero or eng.state_dtype
     if tr.adapters and eng.adapter_dtype == "fp32":
         state_dtype = "fp32"
     typical = (tr.lora.rank, m.hidden) if tr.adapters else (m.hidden, m.hidden)
@@ -298,13 +301,15 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
               "factored": typical,
               "paged": tr.optimizer == "paged_adamw8bit" and typical[0] * typical[1] >= 1e5}
     held = np.maximum(pdense + pexpert, 1)
-    grad_b = bytes_per_param(tr.precision, tr.optimizer, 3, state_dtype).grads
+    # the FSDP buffers below are ZeRO-3's: the stage-3 state dtype
+    sd3 = stage_dtype(state_dtype, 3)
+    grad_b = bytes_per_param(tr.precision, tr.optimizer, 3, sd3).grads
     buffer_kwargs = {}
-    if tr.method != "pretrain" or state_dtype != "mixed":
+    if tr.method != "pretrain" or sd3 != "mixed":
         buffer_kwargs = {"gather_bytes": (frozen[0] + frozen[1] + (tdense + texpert) * cd)
                          / held,
                          "grad_share": (tdense + texpert) / held,
-                         "grad_bytes": cd + 4 if state_dtype == "mixed" else grad_b}
+                         "grad_bytes": cd + 4 if sd3 == "mixed" else grad_b}
     embedding = np.where(rows.has_emb & (col("emb_trained") > 0), col("emb_params"), 0)
     head = np.where(rows.has_head & (head_trained > 0), head_params_r, 0)
     largest = np.maximum.reduce([embedding, head, ft.largest_linear(m, 1) / rows.grid.tp
@@ -312,7 +317,24 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     if tr.adapters:   # an adapter's larger factor
         largest = np.maximum(largest, tr.lora.rank * m.hidden)
     return _FineTuneStates((tdense, texpert), kwargs, buffer_kwargs,
-                           largest * (grad_b if state_dtype != "mixed" else 4))
+                           largest * (grad_b if sd3 != "mixed" else 4))
+
+
+def _state_rates(tr, fts: _FineTuneStates, zero) -> tuple:
+    """(gradient bytes reduced per parameter, HBM bytes the optimizer step moves per parameter,
+    whether both are the mixed-precision table's defaults) for the state dtype of
+    ``finetune_states``; per row of ``zero`` where the dtype differs by ZeRO stage."""
+    sd = fts.kwargs["state_dtype"]
+
+    def rates(dtype: str) -> tuple[float, float]:
+        state = bytes_per_param(tr.precision, tr.optimizer, 0, dtype, fts.kwargs["factored"])
+        return (4 if dtype == "mixed" else state.grads), optimizer_bytes_moved(state)
+    if isinstance(sd, str):
+        grad, moved = rates(sd)
+        return grad, moved, tr.method == "pretrain" and sd == "mixed"
+    per = [rates(d) for d in sd]
+    z = np.clip(np.asarray(zero), 0, 3)
+    return (np.choose(z, [g for g, _ in per]), np.choose(z, [mv for _, mv in per]), False)
 
 
 def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
@@ -330,7 +352,7 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
         np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
         np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
         rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
-    eng = ENGINES[tr.engine]
+    eng = engine_of(tr)
     fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
     ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
                       G.expert_shard, tr.offload, **fts.kwargs)
@@ -359,7 +381,9 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
         host_activations = activ - kept
         activ = kept
     bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
-                        eng.loss, **fts.buffer_kwargs)
+                        eng.loss, **fts.buffer_kwargs, logits_kept=eng.logits_kept_in_backward,
+                        vocab_split=not eng.tp_gathers_logits,
+                        head_trains=ft.edge_trainable(tr, "head"))
     if tr.method == "qlora":
         # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
         # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
@@ -470,19 +494,16 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     pdense, pexpert = mem["dense_params"], mem["expert_params"]
     trained = (mem["trained_dense"], mem["trained_expert"])
     fts = mem["_finetune"]
-    state = bytes_per_param(tr.precision, tr.optimizer, 0, fts.kwargs["state_dtype"],
-                            fts.kwargs["factored"])
-    default = tr.method == "pretrain" and fts.kwargs["state_dtype"] == "mixed"
+    grad_bytes, moved, default = _state_rates(tr, fts, G.zero)
     exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
                         **({} if default else {
-                            "grad_bytes": 4 if fts.kwargs["state_dtype"] == "mixed"
-                            else state.grads,
-                            "gather_bytes": fts.buffer_kwargs["gather_bytes"]}))
+                            "grad_bytes": grad_bytes,
+                            "gather_bytes": fts.buffer_kwargs.get("gather_bytes")}))
     classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),
-        None if classic else optimizer_bytes_moved(state))
+        None if classic else moved)
     opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
         gpu, m, G, rows.dense * rows.col("dense", "tensors")
         + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
@@ -572,7 +593,7 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     engine whose model runs eager modules does unless ``training.compile`` fuses them."""
     gpu = eff.on_hardware(base.hardware)
     overlaps = bool(eff.overlap(base.hardware))
-    eng = ENGINES[base.training.engine]
+    eng = engine_of(base.training)
     pytorch_eager = pytorch_eager or (eng.eager_activations and not base.training.compile)
     rows = Rows(base, g, every_rank, {} if cache is None else cache, pytorch_eager)
     vol = Volume(rows.n) if volume or not overlaps else None

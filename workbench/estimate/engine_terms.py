@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from workbench.engines import ENGINES
+from workbench.engines import engine_of
 
 ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 
@@ -55,7 +55,7 @@ def conventions(s) -> RunConventions:
     prof = s.hardware.gpu.profile
     if prof is not None and prof.whole_machine:
         return RunConventions()
-    eng = ENGINES[tr.engine]
+    eng = engine_of(tr)
     traffic = 1.0 if tr.compile else eng.elementwise_traffic
     rate = passes = 1.0
     if tr.precision == "fp8" and eng.fp8_recipes:

@@ -67,18 +67,30 @@ def moment_bytes(optimizer: str, elem: float, factored: tuple[float, float] = (1
     return (2 if optimizer == "adamw" else 1) * elem
 
 
+def stage_dtype(state_dtype, zero: int) -> str:
+    """The state dtype at ZeRO stage ``zero``: ``state_dtype`` itself, or its ``zero``-th entry
+    where it is given per stage (``Engine.state_dtype_by_zero``: the Hugging Face stack keeps a
+    bf16-loaded model as it is under DDP and upcasts it to fp32 masters under FSDP)."""
+    return state_dtype if isinstance(state_dtype, str) else state_dtype[zero]
+
+
 def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str = "mixed",
                     factored: tuple[float, float] = (1, 1)) -> BytesPerParam:
     """The convention table above, for one precision, optimizer and ZeRO stage, and for the
     engines whose trained weights, gradients and states all stay in one dtype
     (``state_dtype`` "param": the compute dtype, as torchtune and a bf16-loaded Trainer run;
-    "fp32": PEFT's upcast adapters): no master copy then."""
+    "fp32": PEFT's upcast adapters): no master copy then; "master16": 16-bit weights and
+    gradients beside fp32 masters and moments at every stage (DeepSpeed's bf16 engine with its
+    default ``grad_accum_dtype``, the model's: deepspeed 0.19.8 runtime/engine.py
+    ``get_data_types`` L1806-1807, zero/stage3.py L791-793 gradient partitions in it)."""
     if precision == "fp32" or state_dtype == "fp32":
         w = g = elem = 4
         master = 0
     elif state_dtype == "param":
         w = g = elem = 2
         master = 0
+    elif state_dtype == "master16":   # 16-bit weights and gradients, fp32 master and moments
+        w, g, elem, master = 2, 2, 4, 4
     elif zero == 3:  # FSDP2: fp32 sharded params are the master weights
         w, g, elem, master = 4, 4, 4, 0
     elif precision == "fp16":
@@ -123,7 +135,8 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     """Model-state bytes on one GPU holding ``dense`` and ``expert`` parameters (after TP/EP/PP).
     ``trained``: the (dense, expert) parameters among them that train (default: all); the
     others are frozen and cost ``frozen_bytes`` = (dense, expert) bytes unsharded, sharded by
-    ZeRO-3 like the rest. ``paged``: the optimizer states live in CUDA managed memory. The
+    ZeRO-3 like the rest. ``paged``: the optimizer states live in CUDA managed memory.
+    ``state_dtype``: one for every stage, or four (``stage_dtype``). The
     numeric arguments may be numpy arrays (one entry per layout)."""
     zero = np.asarray(zero)
     tdense, texpert = (dense, expert) if trained is None else trained
@@ -132,7 +145,8 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
 
     def column(stage: int, field: str) -> np.ndarray:
         nbytes = np.choose(np.clip(zero, 0, 3), [getattr(bytes_per_param(
-            precision, optimizer, z, state_dtype, factored), field) for z in range(4)])
+            precision, optimizer, z, stage_dtype(state_dtype, z), factored), field)
+            for z in range(4)])
         return nbytes * np.where(zero >= stage, shard, full)
 
     params, grads, opt = column(3, "params"), column(2, "grads"), column(1, "optimizer")

@@ -31,6 +31,7 @@ from workbench.estimate.attention_shapes import (
 )
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
+from workbench.engines import engine_of
 from workbench.estimate.engine_terms import conventions
 from workbench.estimate.flops import layer_flops
 from workbench.estimate.params import sequence_parallel_replicated
@@ -45,7 +46,13 @@ DIMS = ("dp", "tp", "pp", "cp", "ep")
 # "fused": one kernel reads the 16-bit logits and writes their gradient in the forward (2 + 2),
 # the backward scales that gradient (2 + 2) — bytes counted, not measured here.
 # "chunked" (torchtune): the upcast loss run chunk by chunk moves the same bytes.
-LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "chunked": (14.0, 20.0)}
+# "fused_linear" (Liger's fused linear cross-entropy): per chunk of tokens the head GEMM writes
+# the logits, one kernel reads them and writes their gradient in place (2 + 2), and the
+# gradient GEMMs run in the forward too; the backward only scales the input and weight
+# gradients by the loss's gradient (linkedin/Liger-Kernel@00eba63 ops/
+# fused_linear_cross_entropy.py ``element_mul_kernel``): nothing per logit.
+LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "chunked": (14.0, 20.0),
+              "fused_linear": (4.0, 0.0)}
 
 
 @dataclass
@@ -117,7 +124,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     ep_span = group_span(par.ep, et, gpn)
     mats = 3 if m.mlp == "swiglu" else 2
     # forward, backward, recomputed forward (layer: the checkpointed share of the blocks)
-    layer_share = checkpointed_fraction(m, tr.recompute_every)
+    eng = engine_of(tr)
+    layer_share = checkpointed_fraction(m, tr.recompute_every, eng.recompute_from_first)
     passes = 3 if tr.recompute == "full" else (
         2 + layer_share if tr.recompute == "layer" else 2)
     run = conventions(s)
@@ -244,7 +252,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
     g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
-    logits = tokens * m.vocab / t
+    # the loss runs over every vocabulary column where the head gathers them (Engine field)
+    logits = tokens * m.vocab / (1 if eng.tp_gathers_logits else t)
     loss_f, loss_b = LOSS_BYTES[run.loss]
     ops_f, ops_b = eager_ops.head_ops(m)
     # a frozen head computes its input gradient only

@@ -187,7 +187,7 @@ class Training:
     optimizer_in_backward: bool = False   # each parameter's step inside backward (torchtune)
     activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
     backend: str | None = None   # engine hf: fsdp2 | fsdp1 | deepspeed, what Accelerate shards
-    #                              with (null: chosen from parallel.zero)
+    #                              with (null: fsdp2, Transformers 5's default; DDP at zero 0)
     liger: bool = False          # engine hf: Liger kernels (use_liger_kernel)
 
     @property

@@ -840,6 +840,32 @@ def test_a_person_walks_the_page(tmp_path):
         _plan_charts_drawn(page)
         _shot(page, "walk-yaml-invalid", *PLAN_CHARTS)
 
+        # open my own configs: the Accelerate config TRL ships and my SFT arguments
+        args = tmp_path / "sft_config.yaml"
+        args.write_text("model_name_or_path: meta-llama/Llama-3.2-1B\n"
+                        "per_device_train_batch_size: 2\ngradient_accumulation_steps: 4\n"
+                        "max_length: 2048\nbf16: true\ngradient_checkpointing: true\n")
+        with page.expect_file_chooser() as chooser:
+            page.locator(".wb-open-scenario").click()
+        chooser.value.set_files([str(ROOT / "tests/data/imports/trl-trl-accelerate_configs-"
+                                     "fsdp2.yaml"), str(args)])
+        said = page.locator(".wb-imported")
+        said.wait_for(timeout=60_000)
+        assert "fields from the files" in said.inner_text() and "defaulted" in said.inner_text()
+        page.locator(".wb-defaulted summary").click()
+        assert "hardware.gpu = h100-sxm" in said.inner_text()    # the GPU no file names
+        page.get_by_text("Llama 3.2 1B on 8 x NVIDIA H100").first.wait_for(timeout=60_000)
+        _plan_charts_drawn(page)
+        _shot(page, "walk-imported", "wb-memory-chart")
+        # a config with a key the library does not have: one line naming it
+        bad = tmp_path / "ds_config.json"
+        bad.write_text('{"zero_optimization": {"stage": 3}, "train_micro_batch_size": 2}')
+        with page.expect_file_chooser() as chooser:
+            page.locator(".wb-open-scenario").click()
+        chooser.value.set_files([str(bad)])
+        page.locator(".wb-import-status .wb-error").wait_for(timeout=60_000)
+        assert "train_micro_batch_size" in page.locator(".wb-import-status").inner_text()
+
         # reload: a fresh page, and the saved scenario opens by name
         page.reload(timeout=90_000)
         _wait_seen(page, "wb-memory-chart", lambda s: s["points"] >= 5, "the memory bars", 120)

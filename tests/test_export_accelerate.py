@@ -114,7 +114,7 @@ def test_fsdp2_default_loads_and_builds_the_plugin(tmp_path):
     assert (par.dp_replicate_size, par.dp_shard_size, par.tp_size, par.cp_size) == (1, 8, 1, 1)
     assert par.total_size == loaded.num_processes
     # FSDP checkpoints the layers; the Trainer's own switch stays off (trainer.py refuses both)
-    assert args["gradient_checkpointing"] is False
+    assert args["activation_checkpointing"] is False
     assert (args["per_device_train_batch_size"], args["gradient_accumulation_steps"]) == (2, 4)
 
 
@@ -164,7 +164,7 @@ def test_deepspeed_plugin(tmp_path, zero, offload):
     assert zo.get("offload_param", {"device": "none"})["device"] == (
         offload if zero == 3 else "none")
     # not FSDP: the Trainer checkpoints the layers
-    assert args["gradient_checkpointing"] is True
+    assert args["activation_checkpointing"] is True
     out = export(s, "accelerate")
     assert any("nvme_path 'none'" in w for w in out.warnings) == (offload == "nvme")
     if offload == "nvme":   # the launcher drops the path (the note says so)
@@ -197,15 +197,14 @@ def bf16_gpu_host(monkeypatch):
     ("adamw", "adamw_torch_fused"), ("sgd", "sgd"), ("adamw8bit", "adamw_bnb_8bit"),
     ("paged_adamw8bit", "paged_adamw_8bit"), ("adafactor", "adafactor")])
 def test_training_arguments_are_built_by_transformers(bf16_gpu_host, tmp_path, optimizer, optim):
-    s = scenario(parallel={"dp": 8, "zero": 1}, optimizer=optimizer, compile=True,
-                 activation_offload=True)
+    s = scenario(parallel={"dp": 8, "zero": 1}, backend="deepspeed", optimizer=optimizer,
+                 compile=True, activation_offload=True)
     fields = documents(s)[1]
     trl_only = {k for k in fields if k not in transformers.TrainingArguments.__dataclass_fields__}
     assert trl_only <= TRL_SFT_FIELDS and trl_only == {"max_length", "packing", "loss_type",
                                                        "activation_offloading"}
     kept = {k: v for k, v in fields.items() if k not in trl_only}
-    with pytest.warns(FutureWarning, match="gradient_checkpointing"):
-        args = transformers.TrainingArguments(output_dir=str(tmp_path), **kept)
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), **kept)
     assert args.optim.value == optim
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (2, 4)
     assert (args.bf16, args.fp16, args.torch_compile, args.activation_checkpointing) == (

@@ -415,6 +415,33 @@ def test_app_yaml_tab_upload_and_bad_files():
     assert app.state.scenario.model.moe is not None     # the last valid scenario stays
 
 
+def test_open_scenario_reads_a_persons_own_configs():
+    """"Open scenario" with an Accelerate config and SFT arguments: workbench import makes the
+    scenario, the page says what no file stated; a bad key is one line and changes nothing."""
+    from widgets.app import App
+
+    app = App("llama3-8b-8xh100")
+    acc = (ROOT / "tests/data/imports/trl-trl-accelerate_configs-fsdp2.yaml").read_bytes()
+    args = (b"model_name_or_path: meta-llama/Llama-3.2-1B\nper_device_train_batch_size: 2\n"
+            b"gradient_accumulation_steps: 4\nmax_length: 2048\nbf16: true\n")
+    app._upload({"new": [{"name": "fsdp2.yaml", "content": memoryview(acc)},
+                         {"name": "sft.yaml", "content": memoryview(args)}]})
+    s = app.state.scenario
+    assert (s.model.name, s.parallel.dp, s.parallel.zero, s.training.micro_batch,
+            s.training.global_batch, s.training.engine, s.training.backend) == (
+        "Llama 3.2 1B", 8, 3, 2, 64, "hf", "fsdp2")
+    said = app.import_status.value
+    assert "Read fsdp2.yaml, sft.yaml" in said
+    assert "<code>hardware.gpu</code> = h100-sxm" in said and "workbench default" in said
+    app.open_files([("ds.json", b'{"train_micro_batch_size": 2}')])
+    assert "train_micro_batch_size" in app.import_status.value and "wb-error" in \
+        app.import_status.value
+    assert app.state.scenario.model.name == "Llama 3.2 1B"      # the last scenario stays
+    # a scenario file still opens as itself
+    app.open_files([("m.yaml", (ROOT / "examples/mixtral-8x7b-ep.yaml").read_bytes())])
+    assert app.state.scenario.model.moe is not None and app.import_status.value == ""
+
+
 @pytest.mark.slow
 def test_collective_benchmark_tab_draws_busbw_and_leaves_no_process():
     from widgets.panels.bench import BenchPanel

@@ -27,6 +27,7 @@ from widgets.charts.timeline import TimelineChart
 from widgets.charts.trial import TrialCharts
 from widgets.compare import ComparePanel
 from widgets.fit_instead import SEARCHING, fit_instead_html
+from widgets.import_view import import_problems_html, imported_html
 from widgets.verdict_view import next_steps_html, verdict_html
 from widgets.memory_table import memory_table_html
 from widgets.panels.base import add_tip, error_html, set_options
@@ -41,6 +42,7 @@ from widgets.panels.training import TrainingPanel
 from widgets.planner import PlannerPanel, download_link
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
+from workbench.imports import detect, import_uploads
 from workbench.plan.next_steps import searched_verdict
 from workbench.glossary import GLOSSARY
 from workbench.scenario import dump_scenario
@@ -81,9 +83,15 @@ class App:
         self.picker = w.Dropdown(options=list(self.examples), value=first,
                                  description="Example", layout=w.Layout(width="360px"))
         self.picker.observe(self._pick, names="value")
-        self.upload = w.FileUpload(accept=".yaml,.yml,.json", multiple=False,
-                                   description="Open scenario")
+        # a scenario file, or the configs a person already has (Accelerate YAML,
+        # TrainingArguments, DeepSpeed JSON, torchtitan TOML, Megatron script, torchtune recipe,
+        # config.json): those go through workbench import
+        self.upload = w.FileUpload(accept=".yaml,.yml,.json,.toml,.sh,.sbatch,.slurm,.txt",
+                                   multiple=True, description="Open scenario")
         self.upload.observe(self._upload, names="value")
+        self.upload.add_class("wb-open-scenario")
+        self.import_status = w.HTML()
+        self.import_status.add_class("wb-import-status")
         self.download = w.HTML()
         # saved scenarios by name (a folder the server's user owns: workbench.scenario.store)
         self.store = ScenarioStore(store_dir)
@@ -217,7 +225,7 @@ class App:
             "(TP, PP, DP, ZeRO, MFU, bubble ...)</summary><dl style='font-size:12px'>"
             f"{glossary}</dl></details>")
         self.widget = w.VBox([
-            w.HBox([self.picker, self.upload, self.download]),
+            w.HBox([self.picker, self.upload, self.download]), self.import_status,
             w.HBox([self.save_name, self.save_button, self.saved, self.open_button,
                     self.store_status]),
             self.glossary, self.tabs])
@@ -445,14 +453,37 @@ class App:
         self.store_status.value = html.escape(f"opened \u201c{name}\u201d")
 
     def _pick(self, change: dict) -> None:
+        self.import_status.value = ""
         self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))
 
     def _upload(self, change: dict) -> None:
         files = change["new"]
         if not files:
             return
-        item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
-        self.load_text(bytes(item["content"]).decode("utf-8", errors="replace"))
+        items = list(files) if isinstance(files, (list, tuple)) else list(files.values())
+        self.open_files([(str(i["name"]), bytes(i["content"])) for i in items])
+
+    def open_files(self, files: list[tuple[str, bytes]]) -> None:
+        """"Open scenario": one scenario file loads as it is; anything else — an Accelerate
+        config with its TrainingArguments, a DeepSpeed JSON, ... — is read by ``workbench
+        import``, and the page says what no file stated."""
+        self.import_status.value = ""
+        if len(files) == 1:
+            name, data = files[0]
+            text = data.decode("utf-8", errors="replace")
+            if detect(name, text) is None:     # no config format claims it: a scenario
+                self.load_text(text)
+                return
+        try:
+            out = import_uploads(files)
+        except ScenarioError as exc:        # unreadable: too large, not UTF-8, unknown format
+            self.import_status.value = import_problems_html(exc.problems)
+            return
+        if out.problems:
+            self.import_status.value = import_problems_html(out.problems)
+            return
+        self.state.load(out.scenario)
+        self.import_status.value = imported_html(out)
 
     def _yaml_edit(self, change: dict) -> None:
         if not self._editing_yaml:

@@ -21,8 +21,8 @@ Sources (read in the installed wheels, accelerate 1.16, transformers 5.25, peft 
   ``trl/trainer/sft_config.py`` @ 016013e88acec9257c7476fdcdb12e5479938a5f); the LoRA document
   is :func:`workbench.export.peft.peft_config`'s.
 
-Mapping: ``training.backend`` (fsdp2 | fsdp1 | deepspeed; null: DDP at zero 0, DeepSpeed at
-zero 1 — FSDP has no ZeRO-1 — or with NVMe offload, else FSDP2) -> ``distributed_type``;
+Mapping: ``training.backend`` (fsdp2 | fsdp1 | deepspeed; null: the hf engine record's default,
+FSDP2 — ``workbench.engines.hf.resolved_backend`` — and DDP at zero 0) -> ``distributed_type``;
 ZeRO-2/3 -> FSDP2 ``fsdp_reshard_after_forward`` false/true, FSDP1 ``SHARD_GRAD_OP`` /
 ``FULL_SHARD`` (``HYBRID_SHARD*`` for a node-sized shard group), DeepSpeed ``zero_stage``;
 dp / shard_group / tp / cp -> ``parallelism_config`` (FSDP2); recompute full -> FSDP's
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import yaml
 
+from workbench.engines.hf import resolved_backend
 from workbench.errors import Problem
 from workbench.export.common import (
     Exported, ExportError, Notes, Source, layout_summary, model_label, preset_key,
@@ -70,15 +71,11 @@ SFT_FIELDS = ("max_length", "packing", "loss_type", "activation_offloading")
 
 
 def backend(s: Scenario) -> str | None:
-    """The Accelerate back end: ``training.backend``, else from the ZeRO stage (None: DDP)."""
-    tr, par = s.training, s.parallel
-    if tr.backend:
-        return tr.backend
-    if par.zero == 0:
-        return None
-    if par.zero == 1 or tr.offload == "nvme":
-        return "deepspeed"   # FSDP has no ZeRO-1 and offloads to host memory only
-    return "fsdp2"
+    """The Accelerate back end (None: DDP): ``training.backend``, else the one the estimate
+    models (the hf record's default, FSDP2), and DDP when nothing is sharded."""
+    if s.training.backend:
+        return s.training.backend
+    return None if s.parallel.zero == 0 else resolved_backend(None)
 
 
 def _mesh(s: Scenario) -> tuple[int, int]:
@@ -252,15 +249,19 @@ def training_arguments(s: Scenario) -> dict:
                   "gradient_accumulation_steps": s.microbatches,
                   "max_steps": train_steps(s),
                   "bf16": tr.precision == "bf16", "fp16": tr.precision == "fp16",
-                  # under FSDP the checkpointing is FSDP's (fsdp_activation_checkpointing); the
-                  # Trainer refuses both at once (trainer.py: "can't both be set to True")
-                  recompute: tr.recompute == "full" and not fsdp,
+                  # under FSDP every-layer checkpointing is FSDP's (fsdp_activation_checkpointing);
+                  # the Trainer refuses both at once (trainer.py: "can't both be set to True");
+                  # every n-th layer only the Trainer's kwargs can say (training_args.py
+                  # activation_checkpointing_kwargs every_n_layers, counted from layer 0)
+                  recompute: (tr.recompute == "full" and not fsdp) or tr.recompute == "layer",
                   "optim": OPTIM[tr.optimizer],
                   spelling(ENGINE, "compile"): tr.compile,
                   "use_liger_kernel": tr.liger,
                   # TRL SFTConfig: sequences of max_length tokens, packed so every one is full
                   "max_length": tr.seq_len, "packing": True,
                   spelling(ENGINE, "activation_offload"): tr.activation_offload}
+    if tr.recompute == "layer":
+        args[recompute + "_kwargs"] = {"every_n_layers": tr.recompute_every}
     if not tr.liger:
         # SFTConfig's default loss_type chunked_nll never materialises the full logits; the
         # estimate's is Transformers' ForCausalLMLoss over them (engine hf loss "upcast")

@@ -7,7 +7,8 @@ from workbench.imports.merge import Imported
 from workbench.scenario.io import dump_scenario
 
 
-def _value(v: object) -> str:
+def value_text(v: object) -> str:
+    """A value as the scenario YAML writes it, on one line."""
     text = dump_scenario({"v": v}).strip()[3:].strip() if isinstance(v, (dict, list)) else \
         ("null" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
     return text.replace("\n", " ")
@@ -27,7 +28,7 @@ def imported_text(out: Imported) -> str:
         lines.append("# Defaulted (no file says them):")
         for path, d in out.defaulted.items():
             src = f", {printable(d['source'])}" if d["source"] else ""
-            lines.append(f"#   {path} = {printable(_value(d['value']))}  ({d['by']} default"
+            lines.append(f"#   {path} = {printable(value_text(d['value']))}  ({d['by']} default"
                          f"{src}: {printable(d['why'], 300)})")
     derived = {p: s for p, s in out.stated.items() if s.startswith("derived")}
     if derived:

@@ -106,22 +106,20 @@ def read(name: str, text: str) -> Reading:
 
 
 def _batch(c: Collector, cfg: dict) -> None:
-    micro = cfg.get("train_micro_batch_size_per_gpu")
-    if _is_auto(micro):
-        c.default("training.micro_batch", TA_MICRO, "\"auto\": TrainingArguments."
-                  f"per_device_train_batch_size, default {TA_MICRO}")
-    elif micro is not None:
-        v = c.integer("train_micro_batch_size_per_gpu", micro)
-        if v is not None:
-            c.state("training.micro_batch", v)
-    accum = cfg.get("gradient_accumulation_steps")
-    if _is_auto(accum):
-        c.default("training.grad_accum", TA_ACCUM, "\"auto\": TrainingArguments."
-                  f"gradient_accumulation_steps, default {TA_ACCUM}")
-    elif accum is not None:
-        v = c.integer("gradient_accumulation_steps", accum)
-        if v is not None:
-            c.state("training.grad_accum", v)
+    # "auto": what the Trainer passes (trainer_config_process), its defaults when no
+    # TrainingArguments file says otherwise
+    for key, path, default, ta_name in (
+            ("train_micro_batch_size_per_gpu", "training.micro_batch", TA_MICRO,
+             "per_device_train_batch_size"),
+            ("gradient_accumulation_steps", "training.grad_accum", TA_ACCUM,
+             "gradient_accumulation_steps")):
+        given = cfg.get(key)
+        if _is_auto(given):
+            c.default(path, default, f"\"auto\": TrainingArguments.{ta_name}, default {default}")
+        elif given is not None:
+            v = c.integer(key, given)
+            if v is not None:
+                c.state(path, v)
     total = cfg.get("train_batch_size")
     if total is not None and not _is_auto(total):
         v = c.integer("train_batch_size", total)

@@ -315,16 +315,15 @@ def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
 def load_profile(path: str | Path) -> Profile:
     """Read a calibration file written by ``workbench calibrate``: a ``MachineProfile`` (a CPU
     machine) or a ``gpu_profile.GpuProfile`` (``device: cuda``)."""
-    from workbench.calibrate.record import check_record
-    from workbench.scenario.document import load_text
-    from workbench.scenario.io import read_text_file
+    from workbench.hardware.record import check_record
+    from workbench.documents.text import load_text, read_text_file
 
     # a regular file under the document size limit, parsed within the document limits
     doc = load_text(read_text_file(path, "calibration file"), "calibration file",
                     json_text=True)
     check_record(doc)         # every field in range before any arithmetic reads it
     if isinstance(doc, dict) and doc.get("device") == "cuda":
-        from workbench.calibrate.gpu_profile import GpuProfile
+        from workbench.hardware.gpu_profile import GpuProfile
 
         return GpuProfile.from_dict(doc)
     return MachineProfile.from_dict(doc)
@@ -338,7 +337,7 @@ def profile_gpu(profile: Profile, source: str = ""):
     from workbench.catalog.types import GPU
 
     if profile.device == "cuda":
-        from workbench.calibrate.gpu_profile import gpu_record
+        from workbench.hardware.gpu_profile import gpu_record
 
         return gpu_record(profile, source)
 

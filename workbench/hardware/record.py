@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from workbench.bench.definitions import COLLECTIVES as COLLECTIVE_KINDS
-from workbench.calibrate.profile import READABLE_FORMATS, check_format
+from workbench.hardware.profile import READABLE_FORMATS, check_format
 from workbench.errors import Problem, ScenarioError
 
 Check = Callable[[object, str, list], None]

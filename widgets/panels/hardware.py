@@ -20,7 +20,7 @@ def _gpu_choices() -> list[tuple[str, str]]:
     folders: the page never takes a path). A profile measured on a CPU is no GPU: left out."""
     from workbench.hardware.gpu_profile import GpuProfile
     from workbench.hardware.locate import available
-    from workbench.hardware.profile import load_profile
+    from workbench.hardware.calibration import load_profile
 
     measured = []
     for name, path in available().items():

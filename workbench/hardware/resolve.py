@@ -15,6 +15,8 @@ from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link
 from workbench.documents.fields import MISSING, Fields
 from workbench.errors import ScenarioError, shown
+from workbench.hardware.calibration import load_profile, profile_gpu
+from workbench.hardware.locate import NotAllowed, locate
 from workbench.hardware.types import Hardware, Host, InterNode, Storage
 
 # Defaults for the optional hardware parts, so a scenario may name only GPUs and counts.
@@ -88,18 +90,20 @@ class _Resolver:
         d = c.table(raw, p, HARDWARE_FIELDS)
         if raw is not MISSING and "gpu" not in d and isinstance(raw, dict):
             c.add("hardware.gpu", None, "is required (a GPU catalog key or an inline table)")
-        gpu, gpu_doc = self.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d else (None, None)
+        gpu, gpu_doc = (self.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d
+                        else (None, None))
         per_node = c.integer(d, "gpus_per_node", p, HARDWARE_DEFAULTS["gpus_per_node"], hi=1024)
         nodes = c.integer(d, "nodes", p, HARDWARE_DEFAULTS["nodes"], hi=1_000_000)
         intra, intra_doc = self.catalog("link", d.get("intra_node", default_intra_node(gpu)),
-                                     "hardware.intra_node")
+                                        "hardware.intra_node")
 
         inter_raw = d.get("inter_node", HARDWARE_DEFAULTS["inter_node"])
         if isinstance(inter_raw, str):  # shorthand: just the link
             inter_raw = {"link": inter_raw}
         di = c.table(inter_raw, "hardware.inter_node", INTER_NODE_FIELDS)
         inter_link, inter_link_doc = self.catalog(
-            "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]), "hardware.inter_node.link")
+            "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]),
+            "hardware.inter_node.link")
         nics = c.integer(di, "nics_per_node", "hardware.inter_node",
                          HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], lo=0, hi=64)
 
@@ -113,7 +117,8 @@ class _Resolver:
             cpu, cpu_doc = self.catalog("cpu", hdef["cpu"], "hardware.host.cpu")
         elif hd.get("cpu") is not None:
             cpu, cpu_doc = self.catalog("cpu", hd["cpu"], "hardware.host.cpu")
-        default_mem = "ddr4-3200" if (cpu is not None and cpu.memory_type == "ddr4") else hdef["memory"]
+        default_mem = ("ddr4-3200" if (cpu is not None and cpu.memory_type == "ddr4")
+                       else hdef["memory"])
         mem, mem_doc = self.catalog("memory", hd.get("memory", default_mem), "hardware.host.memory")
         if given and "memory_gb" not in hd:
             # no default is sensible: installed DDR varies 16x between machines of one CPU
@@ -146,8 +151,9 @@ class _Resolver:
 
         sd = c.table(d.get("storage", HARDWARE_DEFAULTS["storage"]), "hardware.storage",
                      STORAGE_FIELDS)
-        drive, drive_doc = self.catalog("drive", sd.get("drive", HARDWARE_DEFAULTS["storage"]["drive"]),
-                                     "hardware.storage.drive")
+        drive, drive_doc = self.catalog(
+            "drive", sd.get("drive", HARDWARE_DEFAULTS["storage"]["drive"]),
+            "hardware.storage.drive")
         drives = c.integer(sd, "drives", "hardware.storage", 1, lo=0, hi=64)
 
         doc = {"gpu": gpu_doc, "gpus_per_node": per_node, "nodes": nodes, "intra_node": intra_doc,
@@ -161,7 +167,8 @@ class _Resolver:
             return None, doc
         hw = Hardware(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_node=intra,
                       inter_node=InterNode(inter_link, nics),
-                      host=Host(cpu, mem, mem_gb, channels, sockets), storage=Storage(drive, drives))
+                      host=Host(cpu, mem, mem_gb, channels, sockets),
+                      storage=Storage(drive, drives))
         return hw, doc
 
     def catalog(self, kind: str, value: Any, path: str) -> tuple[Any, Any]:
@@ -174,21 +181,18 @@ class _Resolver:
             if key in table:
                 return table[key], key
             self.f.add(path, value, f"unknown {kind}; allowed: {', '.join(sorted(table))}, "
-                                  f"or an inline table")
+                                    f"or an inline table")
             return None, value
         if isinstance(value, dict):
             return self._inline(kind, value, path)
         self.f.add(path, value, f"must be a {kind} catalog key ({', '.join(sorted(table))}) "
-                              "or an inline table")
+                                "or an inline table")
         return None, value
 
     def _calibration(self, value: str, path: str) -> tuple[Any, Any]:
         """``calibration:NAME``: a machine profile written by ``workbench calibrate``, found in
         the calibration folders only (``hardware/locate.py``) and checked field by field
         (``hardware/record.py``)."""
-        from workbench.hardware.locate import NotAllowed, locate
-        from workbench.hardware.profile import load_profile, profile_gpu
-
         spec = value[len(CALIBRATION_PREFIX):]
         try:
             file = locate(spec, names_only=self.names_only)
@@ -200,7 +204,8 @@ class _Resolver:
             field = "" if p.path.startswith(("calibration file", "scenario")) else \
                 f"its {p.path} "
             got = "" if p.value is None else f" (got {shown(p.value, 40)})"
-            self.f.add(path, value, f"calibration {shown(spec.strip(), 60)}: {field}{p.message}{got}")
+            self.f.add(path, value,
+                       f"calibration {shown(spec.strip(), 60)}: {field}{p.message}{got}")
         return None, value
 
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:

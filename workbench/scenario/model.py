@@ -112,7 +112,8 @@ def read_model(c: Fields, raw: Any) -> tuple[ModelShape | None, dict]:
     changed = base is None or any(vals[k] != getattr(base, k) for k in vals) or (
         moe != base.moe)
     model = ModelShape(
-        name=str(name) + (" (modified)" if base is not None and changed and "name" not in d else ""),
+        name=str(name) + (" (modified)" if base is not None and changed and "name" not in d
+                          else ""),
         moe=moe, max_seq_len=base.max_seq_len if base is not None else 0,
         source=base.source if base is not None and not changed else
         (f"{base.source} -- modified by the scenario" if base is not None else "inline"),

@@ -98,7 +98,7 @@ class Fields:
             return None
         if 0 < abs(value) < SMALLEST_NORMAL:
             self.add(where, value, f"is too small to compute with (a subnormal float, below "
-                                   f"{SMALLEST_NORMAL:.3g}); give 0 or a real figure")
+                                   f"{SMALLEST_NORMAL:.3g}, the smallest normal one)")
             return None
         if hi is not None and value > hi:
             self.add(where, value, f"must be at most {hi:g}")

@@ -63,7 +63,23 @@ class _Loader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except (DocumentError, yaml.YAMLError):
+            raise
+        except (KeyError, IndexError, TypeError, ValueError):
+            # PyYAML's constructors read a tagged scalar's text without checking it first
+            # (pyyaml 6.0.4 yaml/constructor.py: ``!!bool x`` -> bool_values[...] KeyError, ``!!int ""``
+            # -> value[0] IndexError, ``!!float x`` -> float() ValueError)
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            raise DocumentError(self._where, f"is not valid YAML at line "
+                                             f"{node.start_mark.line + 1}: !!{tag} cannot read "
+                                             f"{_short(node.value)}", syntax=True) from None
+
     def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):   # ``!!set [1]``: PyYAML says what is wrong
+            return super().construct_mapping(node, deep=deep)
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)

@@ -64,9 +64,6 @@ INLINE_DEFAULTS = {
     "drive": {"pcie_gen": 5},
 }
 
-
-
-
 def read_hardware(f: Fields, raw: Any, *, names_only: bool = False) -> tuple[Hardware | None, dict]:
     """Resolve a scenario's ``hardware`` section ``raw`` (``MISSING`` when absent), recording
     its problems in ``f``: (the record or None, its document form). With ``names_only`` (the
@@ -235,7 +232,9 @@ class _Resolver:
                 got = self.f.integer(value, name, path, default, lo=0)
             else:
                 got = self.f.number(value, name, path, default,
-                                  positive=name in required and name != "fp8_tflops")
+                                    positive=name in required and name != "fp8_tflops")
+            if isinstance(got, (int, float)) and not isinstance(got, bool) and got != 0:
+                got = self._within_catalog(kind, name, got, f"{path}.{name}")
             if got is None and default is not None:
                 ok = False
             kwargs[name] = got
@@ -245,3 +244,38 @@ class _Resolver:
             return None, value
         record = cls(**kwargs)
         return record, dict(value)
+
+    def _within_catalog(self, kind: str, name: str, value: float, path: str):
+        """``value`` when it lies within ``catalog_range(kind, name)``, else None after
+        recording why: an inline figure a million times past every catalog part is a typo or a
+        unit slip, and the estimator's arithmetic (seconds = FLOPs / rate, a figure times
+        another) leaves the float range on its way to such an answer."""
+        bounds = catalog_range(kind, name)
+        if bounds is None or bounds[0] <= value <= bounds[1]:
+            return value
+        lo, hi = bounds
+        self.f.add(path, value, f"must be between {lo:.3g} and {hi:.3g} (a thousandth of the "
+                                f"smallest to a thousand times the largest {name} of the {kind} "
+                                "catalog)" + (", or 0" if name in ZERO_MEANS_NONE else ""))
+        return None
+
+
+# Inline figures whose 0 says "the part has none" (no FP8 tensor cores, an on-board link with
+# no adapter of its own): 0 stays allowed beside the catalog range.
+ZERO_MEANS_NONE = ("fp8_tflops", "fp32_tflops", "tf32_tflops", "pcie_lanes", "power_w",
+                   "base_ghz", "max_memory_gb", "tdp_w")
+# How far past the catalog an inline figure may lie, each way.
+_CATALOG_SPAN = 1000
+
+
+def catalog_range(kind: str, name: str) -> tuple[float, float] | None:
+    """(lowest, highest) an inline ``kind`` record's figure ``name`` may take: a thousandth of
+    the smallest non-zero value the catalog's records hold to a thousand times the largest
+    (None: the catalog holds no such figure)."""
+    values = [getattr(r, name) for r in CATALOGS[kind].values()]
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+              and v > 0]
+    if not values:
+        return None
+    return min(values) / _CATALOG_SPAN, max(values) * _CATALOG_SPAN
+

@@ -29,6 +29,7 @@ ALLOWED = {
     "training.optimizer": sc.OPTIMIZERS, "training.offload": sc.OFFLOAD,
     "training.attention": sc.ATTENTION_KERNELS, "model.mlp": sc.MLP_KINDS,
     "model.norm": sc.NORM_KINDS, "training.method": sc.METHODS,
+    "training.backend": sc.BACKENDS,
     "training.lora.quant": sc.LORA_QUANT,
     "training.lora.targets": ("attention", "mlp", "all-linear", "or a list of "
                               + ", ".join(sc.LORA_PROJECTIONS)),

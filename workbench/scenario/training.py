@@ -9,7 +9,7 @@ from typing import Any
 from workbench.documents.fields import Fields
 from workbench.engines import ENGINE_NAMES, ENGINES, FP8_RECIPES
 from workbench.scenario.types import (
-    ATTENTION_KERNELS, LORA_PROJECTIONS, LORA_QUANT, LORA_TARGET_GROUPS, LORA_TRAINABLE, METHODS,
+    ATTENTION_KERNELS, BACKENDS, LORA_PROJECTIONS, LORA_QUANT, LORA_TARGET_GROUPS, LORA_TRAINABLE, METHODS,
     OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, Lora, Training,
 )
 
@@ -34,6 +34,7 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
         "optimizer_in_backward": c.boolean(d, "optimizer_in_backward", p,
                                            dfl.optimizer_in_backward),
         "activation_offload": c.boolean(d, "activation_offload", p, dfl.activation_offload),
+        "liger": c.boolean(d, "liger", p, dfl.liger),
     }
     # The attention kernel and the recompute policy default to the engine's (generic: flash2,
     # selective).
@@ -44,6 +45,8 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
                                  eng.attention if eng else dfl.attention)
     vals["fp8_recipe"] = (c.choice(d, "fp8_recipe", p, FP8_RECIPES, None)
                           if d.get("fp8_recipe") is not None else None)
+    vals["backend"] = (c.choice(d, "backend", p, BACKENDS, None)
+                       if d.get("backend") is not None else None)
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
             else None
@@ -56,9 +59,9 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
         c.add("training.lora", d.get("lora"), f"applies to method lora or qlora only (method is "
               f"{vals['method']}); remove it or set training.method")
         lora_ok = False
-    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "lora")
+    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend", "lora")
     if not lora_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
-            d.get(k) is not None and vals[k] is None for k in optional[:3]):
+            d.get(k) is not None and vals[k] is None for k in optional[:-1]):
         return None, dict(d)
     tr = Training(**vals)
     doc = dataclasses.asdict(tr)

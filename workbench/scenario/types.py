@@ -33,6 +33,10 @@ ZERO_STAGES = (0, 1, 2, 3)
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
 ATTENTION_KERNELS = ("flash2", "flash3", "cudnn", "eager")
+# What Accelerate shards an engine-hf run with (design.md contract 1, 2026-12-07): FSDP2,
+# FSDP1 or DeepSpeed (accelerate 1.16 utils/dataclasses.py FullyShardedDataParallelPlugin
+# fsdp_version 1 | 2, DeepSpeedPlugin)
+BACKENDS = ("fsdp2", "fsdp1", "deepspeed")
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,10 @@ class Training:
     lora: Lora | None = None  # the adapters, with method lora / qlora (defaults filled in)
     optimizer_in_backward: bool = False   # each parameter's step inside backward (torchtune)
     activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
+    backend: str | None = None   # with engine hf: fsdp2 | fsdp1 | deepspeed (what Accelerate
+    #                              runs the sharding with; null: none named)
+    liger: bool = False       # with engine hf: Liger kernels (fused linear cross entropy, RMSNorm,
+    #                           SwiGLU, RoPE; TrainingArguments.use_liger_kernel)
 
     @property
     def adapters(self) -> bool:

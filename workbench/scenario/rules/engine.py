@@ -219,3 +219,46 @@ layout_rule(
                                                           & v.eng.offers("async_tp")))),
               lambda v: why(v, "compiled_tp", f"runs {_recipe(v)} with TP only without "
                             "torch.compile"), value=_recipe))
+
+
+# -- the Hugging Face stack's back end (training.backend, training.liger): what Accelerate runs
+# the sharding with, and the Liger kernels the Trainer swaps in. The rest of what engine hf runs
+# is its record's (workbench/engines/hf.py).
+ACCELERATE_ENGINES = ("hf",)    # engines launched through Accelerate (design.md contract 1)
+FSDP_BACKENDS = ("fsdp2", "fsdp1")
+
+
+@rule("accelerate_backend", "training.backend and training.liger only with training.engine hf "
+      "(Accelerate's back ends; Transformers' use_liger_kernel)",
+      "training.backend", "training.liger", "training.engine", layout=False)
+def _accelerate_backend(s: Scenario):
+    tr = s.training
+    if tr.engine in ACCELERATE_ENGINES:
+        return
+    if tr.backend is not None:
+        yield Problem("training.backend", tr.backend,
+                      f"only engine hf runs on an Accelerate back end; training.engine is "
+                      f"{tr.engine}: remove training.backend or set training.engine hf")
+    if tr.liger:
+        yield Problem("training.liger", True,
+                      f"only engine hf runs Liger kernels (Transformers' use_liger_kernel); "
+                      f"training.engine is {tr.engine}: remove training.liger or set "
+                      "training.engine hf")
+
+
+# FSDP's sharding strategies (torch 2.13 torch/distributed/fsdp/api.py ShardingStrategy, the
+# names accelerate 1.16 utils/constants.py FSDP_SHARDING_STRATEGY takes; FSDP2's
+# reshard_after_forward true/false is FULL_SHARD/SHARD_GRAD_OP, accelerate
+# commands/to_fsdp2.py ARGUMENT_VALUE_MAPPING): FULL_SHARD shards parameters, gradients and
+# optimizer states (zero 3), SHARD_GRAD_OP gradients and optimizer states (zero 2), NO_SHARD
+# nothing (zero 0, as DDP); none shards the optimizer states alone (ZeRO-1).
+layout_rule(
+    "fsdp_stages", "training.backend fsdp2 or fsdp1 runs parallel.zero 0, 2 or 3 (FSDP's "
+    "NO_SHARD, SHARD_GRAD_OP, FULL_SHARD): no FSDP strategy shards the optimizer states alone",
+    Condition(P + "zero", (P + "zero", "training.backend"),
+              lambda v: (v.tr.backend not in FSDP_BACKENDS) | (v.par.zero != 1),
+              lambda v: (f"backend {v.tr.backend} has no ZeRO-1: FSDP shards parameters, "
+                         "gradients and optimizer states (FULL_SHARD, zero 3), gradients and "
+                         "states (SHARD_GRAD_OP, zero 2) or nothing (NO_SHARD, zero 0); use "
+                         "zero 2 or 3, or training.backend deepspeed")))
+

@@ -23,9 +23,10 @@ def _head_dim(s: Scenario):
                                               "(or set model.head_dim)")
 
 
-@rule("moe_shape", "model.moe.top_k <= model.moe.experts and model.moe.dense_layers <= "
-      "model.layers", "model.moe.top_k", "model.moe.experts", "model.moe.dense_layers",
-      layout=False)
+@rule("moe_shape", "model.moe.top_k <= model.moe.experts, model.moe.dense_layers <= "
+      "model.layers and model.moe.capacity_factor <= experts / top_k (a capacity of every "
+      "token)", "model.moe.top_k", "model.moe.experts", "model.moe.dense_layers",
+      "model.moe.capacity_factor", layout=False)
 def _moe_shape(s: Scenario):
     m = s.model
     if m.moe is None:
@@ -36,3 +37,12 @@ def _moe_shape(s: Scenario):
     if m.moe.dense_layers > m.layers:
         yield Problem("model.moe.dense_layers", m.moe.dense_layers,
                       f"must be <= model.layers = {m.layers}")
+    # Megatron-Core's capacity is ceil(tokens x top_k / experts x capacity_factor) and it drops
+    # nothing once that reaches the tokens (megatron-core 0.16 transformer/moe/moe_utils.py
+    # get_capacity, apply_router_token_dropping): past experts / top_k a factor changes nothing
+    # but the padding the estimate would count
+    most = m.moe.experts / m.moe.top_k
+    if m.moe.top_k <= m.moe.experts and m.moe.capacity_factor > most:
+        yield Problem("model.moe.capacity_factor", m.moe.capacity_factor,
+                      f"must be at most experts / top_k = {m.moe.experts}/{m.moe.top_k} = "
+                      f"{most:g} (then every expert may take every token; 0: dropless)")

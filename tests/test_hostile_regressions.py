@@ -140,3 +140,19 @@ def test_a_profile_whose_collectives_hold_the_wrong_shape_is_refused(calibration
     with pytest.raises(ScenarioError) as err:
         load_scenario(EXAMPLE, ["hardware.gpu=calibration:odd"])
     assert expected in err.value.one_line(), err.value.one_line()
+
+
+def test_the_planner_quotes_an_invalid_starting_layout_without_control_characters(tmp_path,
+                                                                                  capsys):
+    """``plan`` ranks layouts even when the given one is invalid; saying so, it escapes what
+    the user wrote (a NUL in ``parallel.zero`` reached the terminal raw)."""
+    import yaml
+
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["parallel"]["zero"] = "\x00\x1b[2J"
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["plan", str(path), "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "zero=\\x00\\x1b[2J) is not valid: parallel.zero: must be one of 0, 1, 2, 3" in out
+    assert "\x00" not in out and "\x1b" not in out

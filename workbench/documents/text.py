@@ -70,8 +70,8 @@ class _Loader(yaml.SafeLoader):
             raise
         except (KeyError, IndexError, TypeError, ValueError):
             # PyYAML's constructors read a tagged scalar's text without checking it first
-            # (pyyaml 6.0.4 yaml/constructor.py: ``!!bool x`` -> bool_values[...] KeyError, ``!!int ""``
-            # -> value[0] IndexError, ``!!float x`` -> float() ValueError)
+            # (pyyaml 6.0.4 yaml/constructor.py: ``!!bool x`` -> bool_values[...] KeyError,
+            # ``!!int ""`` -> value[0] IndexError, ``!!float x`` -> float() ValueError)
             tag = str(node.tag).rsplit(":", 1)[-1]
             raise DocumentError(self._where, f"is not valid YAML at line "
                                              f"{node.start_mark.line + 1}: !!{tag} cannot read "

@@ -45,7 +45,8 @@ layout_rule(
 layout_rule(
     "zero2_pp", "ZeRO-2 does not combine with pipeline parallelism over dp x cp > 1",
     Condition(P + "zero", (P + "zero", P + "pp", P + "dp", P + "cp"),
-              lambda v: np.logical_not((v.par.zero == 2) & (v.par.pp > 1) & (v.par.dp * v.par.cp > 1)),
+              lambda v: np.logical_not((v.par.zero == 2) & (v.par.pp > 1)
+                                       & (v.par.dp * v.par.cp > 1)),
               lambda v: ("ZeRO-2 does not combine with pipeline parallelism in any engine "
                          "(DeepSpeed's PipelineEngine refuses ZeRO-2/3; Megatron-LM's distributed "
                          "optimizer is ZeRO-1); use zero 1, or zero 3 (FSDP2) with "

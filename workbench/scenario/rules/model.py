@@ -11,7 +11,8 @@ from workbench.scenario.types import Scenario
 def _gqa(s: Scenario):
     m = s.model
     if m.heads % m.kv_heads:
-        yield Problem("model.kv_heads", m.kv_heads, f"must divide model.heads = {m.heads} (GQA groups)")
+        yield Problem("model.kv_heads", m.kv_heads,
+                      f"must divide model.heads = {m.heads} (GQA groups)")
 
 
 @rule("head_dim", "model.heads divides model.hidden unless model.head_dim is given",

@@ -72,9 +72,9 @@ class Fields:
         return value
 
     def number(self, d: dict, key: str, path: str, default: Any = MISSING, lo: float = 0.0,
-               positive: bool = True, hi: float | None = None) -> float | None:
-        """``d[key]`` as a finite number: > 0 (``positive``) or >= ``lo``, at most ``hi``, and
-        never subnormal (``SMALLEST_NORMAL``)."""
+               positive: bool = True) -> float | None:
+        """``d[key]`` as a finite number: > 0 (``positive``) or >= ``lo``, and never subnormal
+        (``SMALLEST_NORMAL``)."""
         value = d.get(key, default)
         where = f"{path}.{key}"
         if value is MISSING:
@@ -99,9 +99,6 @@ class Fields:
         if 0 < abs(value) < SMALLEST_NORMAL:
             self.add(where, value, f"is too small to compute with (a subnormal float, below "
                                    f"{SMALLEST_NORMAL:.3g}, the smallest normal one)")
-            return None
-        if hi is not None and value > hi:
-            self.add(where, value, f"must be at most {hi:g}")
             return None
         return value
 

@@ -15,7 +15,6 @@ from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link
 from workbench.documents.fields import MISSING, Fields
 from workbench.errors import ScenarioError, shown
-from workbench.hardware.calibration import load_profile, profile_gpu
 from workbench.hardware.locate import NotAllowed, locate
 from workbench.hardware.types import Hardware, Host, InterNode, Storage
 
@@ -190,6 +189,11 @@ class _Resolver:
         """``calibration:NAME``: a machine profile written by ``workbench calibrate``, found in
         the calibration folders only (``hardware/locate.py``) and checked field by field
         (``hardware/record.py``)."""
+        # read here, not at import: a profile's reading loads the bench's definitions, which
+        # a scenario of catalog parts never needs (tests/test_packaging.py holds the verbs to
+        # what they use)
+        from workbench.hardware.calibration import load_profile, profile_gpu
+
         spec = value[len(CALIBRATION_PREFIX):]
         try:
             file = locate(spec, names_only=self.names_only)

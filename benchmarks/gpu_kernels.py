@@ -53,7 +53,7 @@ def out(**row) -> None:
 
 def gemm_tp() -> None:
     """The layer's GEMMs per TP degree: forward, input-gradient and weight-gradient forms."""
-    from workbench.calibrate.gpu_profile import gemm_flops
+    from workbench.hardware.gpu_profile import gemm_flops
 
     for model, (h, heads, kv, f) in LAYERS.items():
         d = h // heads

@@ -6,7 +6,10 @@
 Cases (tests/hostile.py): scenario documents with hostile fields, and with numeric fields at the
 edges of their ranges (estimate, plan, export to every target; exported launch scripts are then
 run with stub launchers), hostile ``--set`` overrides,
-hostile option values for every verb, and special files (alias bombs, 5000-deep nesting, 3 MB,
+hostile option values for every verb, inline GPUs and MoE capacity factors at the far ends of the
+float range, ``--set`` values with YAML tags PyYAML cannot construct (estimate, plan, export,
+trial, monitor), bench message sizes past every range, calibration profiles with hostile
+values in their measurement tables, and special files (alias bombs, 5000-deep nesting, 3 MB,
 binary, FIFOs, /dev/zero, /proc/self/mem, directories, a symlink loop). Each runs in a forked
 child with a 6 GiB address-space limit and a deadline; ``--real N`` runs N of them again as
 fresh ``python -m workbench`` processes to show the fork runner sees what a user sees.
@@ -27,8 +30,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.hostile import (  # noqa: E402
-    Case, document_case, edge_case, example_docs, option_case, override_case, run_case, session_leftovers,
-    special_file_cases,
+    Case, bench_size_case, calibration_case, document_case, edge_case, example_docs,
+    extreme_case, option_case, override_case, run_case, session_leftovers, special_file_cases,
+    tag_override_case,
 )
 
 GOOD = ("ok", "refused")
@@ -38,8 +42,9 @@ def cases(n: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
     docs = example_docs()
     out = special_file_cases()
-    makers = (document_case, edge_case, override_case, option_case)
-    weights = (0.35, 0.20, 0.30, 0.15)
+    makers = (document_case, edge_case, override_case, option_case, extreme_case,
+              tag_override_case, bench_size_case, calibration_case)
+    weights = (0.25, 0.15, 0.20, 0.10, 0.10, 0.08, 0.04, 0.08)
     while len(out) < n:
         out.append(rng.choices(makers, weights)[0](rng, docs))
     return out[:n] if n >= len(special_file_cases()) else out

@@ -37,10 +37,10 @@ def doc():
 @pytest.fixture
 def calibration_folder(tmp_path, monkeypatch) -> Path:
     """The test's tmp_path as a calibration folder (beside the project's calibrations/):
-    scenarios read profiles from the calibration folders only (workbench/calibrate/locate.py)."""
+    scenarios read profiles from the calibration folders only (workbench/hardware/locate.py)."""
     import os
 
-    from workbench.calibrate.locate import ENV, PROJECT_FOLDER
+    from workbench.hardware.locate import ENV, PROJECT_FOLDER
 
     monkeypatch.setenv(ENV, os.pathsep.join([str(tmp_path), str(PROJECT_FOLDER)]))
     return tmp_path

@@ -69,8 +69,25 @@ RAW_YAML: list[str] = [
     "9" * 5000, "0o777", "0b101", "1:20", ".inf", ".nan", "~", "[" * 200 + "]" * 200,
     "{" * 40 + "}" * 40, "!!str 8", "!!int '8'", "!!float 8", "? [1, 2]\n  : 3",
 ]
+# Tagged scalars PyYAML's own constructors cannot read (``!!bool x``: a KeyError inside
+# PyYAML, ``!!int ''``: an IndexError): the reader must call them malformed YAML.
+BAD_TAGS: list[str] = ["!!bool x", "!!bool ''", "!!int ''", "!!int +", "!!int 0x", "!!float x",
+                       "!!float ''", "!!float :", "!!set [1]", "!!omap 1", "!!pairs [1]",
+                       "[1, !!bool maybe]", "{a: !!int -}"]
+RAW_YAML += BAD_TAGS
+
+# Floats at the far ends of the float range (subnormal, tiny, huge): they pass a "finite and
+# > 0" check and then divide, multiply and underflow in the estimator's arithmetic.
+EXTREME_FLOATS: list[float] = [5e-324, 1e-320, 2.2e-308, 1e-300, 1e-30, 1e-9, 1e-3, 1e3, 1e9,
+                               1e30, 1e300, 1.7e308]
+# An inline GPU's figures and the MoE capacity factor, where EXTREME_FLOATS go.
+INLINE_GPU = {"memory_gb": 80, "hbm_gb_per_s": 3350, "bf16_tflops": 989, "fp8_tflops": 1979,
+              "power_w": 700}
 
 VERB_CASES = ("estimate", "plan", "export")
+# Verbs that read a scenario and would then start processes or a server: a case sends them only
+# a scenario the reader refuses (``refused_by_reader``).
+STARTING_VERBS = ("trial", "monitor")
 EXPORT_TARGETS = ("torchrun", "slurm", "torchtitan", "deepspeed", "megatron", "trial",
                   "grafana", "prometheus-rules", "torchtune", "peft", "accelerate")
 SHELL_TARGETS = ("torchrun", "slurm", "megatron", "trial")
@@ -103,6 +120,8 @@ class Case:
     argv: list[str]
     files: dict[str, str] = field(default_factory=dict)
     fifo: str | None = None       # a name to create as a FIFO instead of a file
+    env: dict[str, str] = field(default_factory=dict)   # set in the case's process; "{dir}"
+    #                                                   in a value is the case's folder
 
     def describe(self) -> str:
         return " ".join(a if len(a) < 60 else a[:57] + "..." for a in self.argv)
@@ -219,6 +238,149 @@ def override_case(rng: random.Random, docs: list[dict]) -> Case:
     return Case("override", argv, {"scenario.yaml": _dump(rng.choice(docs))})
 
 
+def extreme_case(rng: random.Random, docs: list[dict]) -> Case:
+    """An example whose GPU is an inline table with one figure at a far end of the float range
+    (``EXTREME_FLOATS``: subnormal, tiny, huge), or whose MoE model has such a capacity factor,
+    or with any numeric field at such a value."""
+    doc = copy.deepcopy(rng.choice(docs))
+    draw = rng.random()
+    if draw < 0.5:
+        gpu = dict(INLINE_GPU)
+        gpu[rng.choice(sorted(gpu))] = rng.choice(EXTREME_FLOATS)
+        doc["hardware"]["gpu"] = gpu
+    elif draw < 0.7:
+        doc["model"] = {"preset": "mixtral-8x7b",
+                        "moe": {"capacity_factor": rng.choice(EXTREME_FLOATS)}}
+        doc["parallel"] = {"dp": doc["hardware"].get("gpus_per_node", 8)
+                           * doc["hardware"].get("nodes", 1), "zero": 3, "ep": 8}
+    else:
+        numeric = [p for p in key_paths(doc) if isinstance(_get(doc, p), (int, float))
+                   and not isinstance(_get(doc, p), bool)]
+        _set(doc, rng.choice(numeric), rng.choice(EXTREME_FLOATS))
+    return Case("extreme", verb_args(rng, rng.choice(VERB_CASES)),
+                {"scenario.yaml": _dump(doc)})
+
+
+def refused_by_reader(doc: dict, overrides: list[str]) -> bool:
+    """Whether the scenario reader refuses ``doc`` with ``overrides`` (before any verb would
+    start a process or a server)."""
+    from workbench.errors import ScenarioError
+    from workbench.scenario import apply_overrides, parse_scenario
+
+    try:
+        parse_scenario(apply_overrides(doc, overrides))
+    except ScenarioError:
+        return True
+    except Exception:              # a defect the case itself will show
+        return True
+    return False
+
+
+def tag_override_case(rng: random.Random, docs: list[dict]) -> Case:
+    """``--set FIELD=TAG`` with a YAML tag its constructor cannot read (``BAD_TAGS``) on a
+    numeric or boolean field, for every verb that reads a scenario; trial and monitor only
+    where the reader refuses the result, so no case starts a trial or a server."""
+    doc = rng.choice(docs)
+    fields = [".".join(map(str, p)) for p in key_paths(doc)
+              if isinstance(_get(doc, p), (int, float, bool))]
+    sets = [f"{rng.choice(fields)}={rng.choice(BAD_TAGS)}" for _ in range(rng.randint(1, 2))]
+    verb = rng.choice(VERB_CASES + STARTING_VERBS)
+    if verb in STARTING_VERBS and not refused_by_reader(doc, sets):
+        verb = "estimate"
+    argv = verb_args(rng, verb) if verb in VERB_CASES else [verb, "{dir}/scenario.yaml"]
+    for item in sets:
+        argv += ["--set", item]
+    return Case("tag", argv, {"scenario.yaml": _dump(doc)})
+
+
+# Sizes for bench --min-bytes / --max-bytes past every range: more digits than a float holds,
+# past 2**63, fractions, units on huge counts.
+BENCH_SIZES = ["9" * 400, "9" * 400 + "G", "1" + "0" * 320 + "K", "99999999999999999999G",
+               "9223372036854775808", "18446744073709551617", "8589934592G", "1.5", "0.5K",
+               "1" + "0" * 30, "1e400", "1e308G", "4300" * 1200, "0", "3"]
+
+
+def refused_before_work(argv: list[str]) -> bool:
+    """Whether ``workbench bench ARGV`` stops before measuring: its parser or its request
+    check (``bench.runner.make_config``) refuses it (or fails: a defect the case will show)."""
+    import contextlib
+    import io
+
+    from workbench.bench.runner import make_config
+    from workbench.cli import build_parser
+
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            args = build_parser().parse_args(argv)
+            make_config(args.world_size, min_bytes=args.min_bytes, max_bytes=args.max_bytes,
+                        step_factor=args.step_factor, warmup=args.warmup, iters=args.iters,
+                        quick=args.quick, _available=1e18)
+        except SystemExit:
+            return True
+        except Exception:
+            return True
+    return False
+
+
+def bench_size_case(rng: random.Random, docs: list[dict]) -> Case:
+    """``bench`` with message sizes past every range (``BENCH_SIZES``), only those refused
+    before any rank starts."""
+    while True:
+        argv = ["bench", "--world-size", "2"]
+        for option in rng.sample(["--min-bytes", "--max-bytes"], rng.randint(1, 2)):
+            argv += [option, rng.choice(BENCH_SIZES)]
+        if refused_before_work(argv):
+            return Case("bench", argv)
+
+
+CALIBRATIONS = sorted((ROOT / "calibrations").glob("*.json"))
+# JSON values a calibration profile's measurement tables may be given: a list where a number
+# belongs, a table where a list does, empty tables, numbers past the float range.
+PROFILE_VALUES: list[object] = [[1, 2], [[1e-5, 1e-9]], [1e-5], [], {}, {"2": [0, 0]},
+                                {"2": [[1, 2], 3]}, 10 ** 400, 1e308, 5e-324, -1, 0, "x", None,
+                                True, [None, None], {"all_reduce": []}]
+# The tables of a profile the estimator reads.
+PROFILE_TABLES = ("collectives", "in_loop_s", "wrappers", "gemm_grid", "gemm_seconds",
+                  "hbm_gb_per_s", "copy_gb_per_s", "cores", "memory_gb", "op_forward_s",
+                  "gemm_points", "attention_points", "backend", "format", "device")
+
+
+def json_paths(doc: object, prefix: tuple = (), entries: int = 3) -> list[tuple]:
+    """Key paths into a JSON object, lists included (their first ``entries`` items)."""
+    out = []
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc[:entries]) \
+        if isinstance(doc, list) else ()
+    for k, v in items:
+        out.append(prefix + (k,))
+        out += json_paths(v, prefix + (k,), entries)
+    return out
+
+
+def calibration_case(rng: random.Random, docs: list[dict]) -> Case:
+    """A scenario whose GPU is ``calibration:fuzzed``: a copy of one of the project's profiles
+    in the case's folder (made a calibration folder) with one or two fields of its measurement
+    tables given ``PROFILE_VALUES``."""
+    profile = json.loads(rng.choice(CALIBRATIONS).read_text())
+    if profile.get("device") == "cuda" and rng.random() < 0.5:   # a GPU profile's collectives
+        profile["collectives"] = {"nccl": {"all_reduce": {"2": [2e-5, 1e-11]},
+                                           "all_gather": {"2": [2e-5, 1e-11]}}}
+        profile["backend"] = "nccl"
+    paths = [p for p in json_paths(profile) if p[0] in PROFILE_TABLES]
+    for path in rng.sample(paths, min(len(paths), rng.randint(1, 2))):
+        node = profile
+        for k in path[:-1]:       # a first change may have replaced a table the second is in
+            node = node[k] if isinstance(node, (dict, list)) and (
+                k in node if isinstance(node, dict) else k < len(node)) else None
+        if isinstance(node, (dict, list)):
+            node[path[-1]] = copy.deepcopy(rng.choice(PROFILE_VALUES))
+    doc = {"hardware": {"gpu": "calibration:fuzzed", "gpus_per_node": 2},
+           "model": {"layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 128, "vocab": 256},
+           "parallel": {"dp": 2}, "training": {"seq_len": 64, "global_batch": 2}}
+    return Case("profile", verb_args(rng, rng.choice(VERB_CASES)),
+                {"scenario.yaml": _dump(doc), "fuzzed.json": json.dumps(profile)},
+                env={"WORKBENCH_CALIBRATIONS": "{dir}"})
+
+
 def refused_by_parser(argv: list[str]) -> bool:
     """Whether ``workbench``'s argument parser refuses ``argv`` (exit 2) before any work."""
     import contextlib
@@ -301,10 +463,11 @@ def run_case(case: Case, timeout_s: float = 30.0, subprocess_cli: bool = False) 
         argv = prepare(case, folder)
         out, err = folder / ".stdout", folder / ".stderr"
         started = time.monotonic()
+        env = {k: v.replace("{dir}", str(folder)) for k, v in case.env.items()}
         if subprocess_cli:
-            pid = _spawn_cli(argv, folder, out, err)
+            pid = _spawn_cli(argv, folder, out, err, env)
         else:
-            pid = _fork_main(argv, folder, out, err)
+            pid = _fork_main(argv, folder, out, err, env)
         code, timed_out = _wait(pid, started + timeout_s)
         seconds = time.monotonic() - started
         left = session_leftovers(pid)
@@ -350,7 +513,8 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _fork_main(argv: list[str], folder: Path, out: Path, err: Path) -> int:
+def _fork_main(argv: list[str], folder: Path, out: Path, err: Path,
+               env: dict[str, str] | None = None) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -358,6 +522,7 @@ def _fork_main(argv: list[str], folder: Path, out: Path, err: Path) -> int:
     try:    # the child: never returns into the caller's code
         os.setsid()
         os.chdir(folder)
+        os.environ.update(env or {})
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
         for fd, path in ((1, out), (2, err)):
             f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -377,13 +542,14 @@ def _fork_main(argv: list[str], folder: Path, out: Path, err: Path) -> int:
         os._exit(code if isinstance(code, int) else 98)
 
 
-def _spawn_cli(argv: list[str], folder: Path, out: Path, err: Path) -> int:
+def _spawn_cli(argv: list[str], folder: Path, out: Path, err: Path,
+               env: dict[str, str] | None = None) -> int:
     import subprocess
 
     with open(out, "wb") as o, open(err, "wb") as e:
         proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], cwd=folder, stdout=o,
                                 stderr=e, stdin=subprocess.DEVNULL, start_new_session=True,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
                                 preexec_fn=lambda: resource.setrlimit(
                                     resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT)))
     return proc.pid

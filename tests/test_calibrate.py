@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from workbench.calibrate.profile import MachineProfile, fit_alpha_beta, load_profile
+from workbench.hardware.calibration import load_profile
+from workbench.hardware.profile import MachineProfile, fit_alpha_beta
 from workbench.errors import ScenarioError
 from workbench.scenario import parse_scenario
 

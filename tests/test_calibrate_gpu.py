@@ -17,11 +17,12 @@ import pytest
 from tests.conftest import ROOT
 from workbench import process_runner
 from workbench.calibrate import gpu as gpu_mod
-from workbench.calibrate.gpu_profile import (
+from workbench.hardware.gpu_profile import (
     GpuProfile, arch_of_capability, attention_rates, causal_attention_flops, gemm_flops,
     gpu_record,
 )
-from workbench.calibrate.profile import MachineProfile, load_profile
+from workbench.hardware.calibration import load_profile
+from workbench.hardware.profile import MachineProfile
 from workbench.errors import ScenarioError
 from workbench.estimate import efficiency as eff
 from workbench.scenario import parse_scenario
@@ -551,7 +552,7 @@ def test_the_committed_h200_profile_is_a_scenarios_gpu_and_answers_from_its_tabl
     """calibrations/ keeps the quick profile `benchmarks/gpu_check.py` measured on a real H200
     (2026-12-04): it loads as a GPU profile, becomes the H200's record, and the estimator's
     GEMM time for a measured grid shape is the measured seconds."""
-    from workbench.calibrate.profile import load_profile
+    from workbench.hardware.calibration import load_profile
     from workbench.estimate import efficiency
     from workbench.scenario import load_scenario
 

@@ -25,13 +25,15 @@ def test_generated_references_are_current(path, text):
 
 
 def test_the_scenario_reference_lists_every_key_the_validator_accepts():
-    from workbench.scenario import validate as v
+    from workbench.hardware import resolve as hw
+    from workbench.scenario import model as md
+    from workbench.scenario.validate import PARALLEL_FIELDS
     from workbench.scenario.rules import RULES
     from workbench.scenario.types import Training
 
     doc = scenario_reference()
-    keys = (*v._HARDWARE_FIELDS, *v._INTER_NODE_FIELDS, *v._HOST_FIELDS, *v._STORAGE_FIELDS,
-            *v._MODEL_FIELDS, *v._MOE_FIELDS, *v._PARALLEL_FIELDS,
+    keys = (*hw.HARDWARE_FIELDS, *hw.INTER_NODE_FIELDS, *hw.HOST_FIELDS, *hw.STORAGE_FIELDS,
+            *md.MODEL_FIELDS, *md.MOE_FIELDS, *PARALLEL_FIELDS,
             *(f.name for f in dataclasses.fields(Training)))
     for key in keys:      # a key of its own, or a table with a section of its own
         assert f"`{key}`" in doc or f"### hardware.{key}\n" in doc, key

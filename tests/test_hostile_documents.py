@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import ROOT
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario import load_scenario, parse_scenario
-from workbench.scenario.document import MAX_BYTES, load_text
+from workbench.documents.text import MAX_BYTES, load_text
 
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
         + "".join(f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n"
@@ -101,7 +101,7 @@ def test_calibration_profiles_come_from_the_calibration_folders_only(tmp_path, m
     """``hardware.gpu: calibration:X`` opens nothing outside the calibration folders (no
     /dev/zero, no FIFO, no other file: the message is the same whether it exists or not), and
     inside them only regular files whose every field is in range."""
-    from workbench.calibrate.locate import ENV
+    from workbench.hardware.locate import ENV
 
     folder = tmp_path / "cal"
     folder.mkdir()

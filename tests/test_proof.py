@@ -39,7 +39,7 @@ def test_row_checks():
 
 
 def test_the_quick_matrix_matches_the_estimate(profile_file):
-    from workbench.calibrate.profile import load_profile
+    from workbench.hardware.calibration import load_profile
 
     outcomes = list(run_matrix(QUICK, load_profile(profile_file), steps=8))
     assert [o.case.depth for o in outcomes].count("4-D") == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import ipywidgets as w
 import yaml
 
-from workbench.scenario.document import DocumentError, load_text
+from workbench.documents.text import DocumentError, load_text
 
 from widgets.charts.labels import band_words
 from widgets.charts.memory import MemoryChart

@@ -113,7 +113,8 @@ class Panel:
             allowed = [v for v in widget._options_values if v is not NULL]
             if all(isinstance(v, int) and not isinstance(v, bool) for v in allowed):
                 # a refused value shown as one more option is not on offer
-                bad = {p.value for p in self.state.problems if p.path == path}
+                # a list: a refused value may be a list or a table (unhashable)
+                bad = [p.value for p in self.state.problems if p.path == path]
                 allowed = [v for v in allowed if v not in bad]
             else:
                 allowed = None

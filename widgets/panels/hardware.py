@@ -18,9 +18,9 @@ def _choices(kind: str) -> list[tuple[str, str]]:
 def _gpu_choices() -> list[tuple[str, str]]:
     """The catalog's GPUs, then this machine's measured GPU profiles by name (the calibration
     folders: the page never takes a path). A profile measured on a CPU is no GPU: left out."""
-    from workbench.calibrate.gpu_profile import GpuProfile
-    from workbench.calibrate.locate import available
-    from workbench.calibrate.profile import load_profile
+    from workbench.hardware.gpu_profile import GpuProfile
+    from workbench.hardware.locate import available
+    from workbench.hardware.calibration import load_profile
 
     measured = []
     for name, path in available().items():

@@ -19,6 +19,7 @@ This module is pure Python (no torch), so the estimator's calibration can import
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                "send_recv")
@@ -92,8 +93,9 @@ def parse_size(text: str | int) -> int:
     m = _SIZE.match(str(text))
     if not m:
         raise ValueError(f"not a size: {text!r}")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value != int(value):
+    # exact decimal arithmetic: a float would round a 17-digit count and overflow past 1e308
+    value = Decimal(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value != value.to_integral_value():
         raise ValueError(f"not a whole number of bytes: {text!r}")
     return int(value)
 

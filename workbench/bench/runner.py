@@ -75,12 +75,21 @@ def _world_sizes(value) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
+# The largest message: a tensor's element count is a signed 64-bit integer in PyTorch (c10
+# TensorImpl numel_ is int64_t), and memory arithmetic past it leaves the float range.
+MAX_MESSAGE_BYTES = 2 ** 63 - 1
+
+
 def _size(option: str, value) -> int:
     try:
         n = parse_size(value)
     except ValueError:
         raise ScenarioError([Problem(option, value, "expected bytes, or a size like 64K, "
                                                     "1M, 256MiB (binary units)")]) from None
+    if n > MAX_MESSAGE_BYTES:
+        raise ScenarioError([Problem(option, value, f"at most {MAX_MESSAGE_BYTES:,} bytes "
+                                                    "(2**63 - 1: a tensor's size in PyTorch is "
+                                                    "a 64-bit integer)")])
     return n
 
 

@@ -89,7 +89,7 @@ def summary(p) -> list[str]:
 
 def gpu_summary(p) -> list[str]:
     """What a GPU's profile says, in a few lines."""
-    from workbench.calibrate.gpu_profile import attention_rates, gemm_flops, gpu_record
+    from workbench.hardware.gpu_profile import attention_rates, gemm_flops, gpu_record
 
     g = p.gpu
     lines = [f"{g.get('name', '?')}: compute capability {'.'.join(map(str, g['capability']))}, "
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     profile.save(out)
     print("\n".join(lines))
-    from workbench.calibrate.locate import ENV, inside_folders, reference
+    from workbench.hardware.locate import ENV, inside_folders, reference
 
     print(f"# written to {out}; use it with hardware.gpu: \"{reference(Path(out))}\"")
     if not inside_folders(Path(out)):     # scenarios read profiles from those folders only

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from workbench.calibrate.profile import grid_shapes
+from workbench.hardware.profile import grid_shapes
 
 # GEMM grids (m tokens x k in -> n out). Log-spaced in each coordinate so that log-linear
 # interpolation between neighbours holds; the widths are real layers' (Llama 3 8B 4096 / 14336,

@@ -12,7 +12,7 @@ import platform
 import socket
 from collections.abc import Callable
 
-from workbench.calibrate.profile import MachineProfile, fit_alpha_beta
+from workbench.hardware.profile import MachineProfile, fit_alpha_beta
 from workbench.calibrate.runtime import DEPTHS, per_layer, probe_runtime_loaded
 from workbench.calibrate.sync import in_loop_latency
 from workbench.calibrate.timing import median_mean

@@ -22,7 +22,7 @@ import datetime as _dt
 from collections.abc import Callable
 
 from workbench.calibrate.gpu import GpuPlan, gemm_tables, make_plan, measure_rank
-from workbench.calibrate.gpu_profile import GpuProfile
+from workbench.hardware.gpu_profile import GpuProfile
 
 # nccl over NVLink/PCIe reaches its bus bandwidth only at large messages (nccl-tests sweeps to
 # GBs); 1 KiB .. 256 MiB covers latency and bandwidth for the alpha-beta fit.

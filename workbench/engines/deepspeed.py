@@ -36,7 +36,7 @@ ENGINE = Engine(
     recompute=("none", "selective", "full"),
     # zero_optimization.stage, default 0 (DS deepspeed/runtime/zero/config.py:95).
     zero=(0, 1, 2, 3),
-    # What DeepSpeed runs, for the rule table (scenario/rules.py) and --to deepspeed.
+    # What DeepSpeed runs, for the rule table (scenario/rules/) and --to deepspeed.
     # PipelineEngine runs one schedule, TrainSchedule (1F1B: DS deepspeed/runtime/pipe/
     # schedule.py), and refuses ZeRO-2/3: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
     # parallelism" (DS deepspeed/runtime/pipe/engine.py:76-77).

@@ -48,7 +48,7 @@ ENGINE = Engine(
     # optim_grads_params (MLM arguments.py:3023; megatron/training/config/common_config.py:92);
     # --use-torch-fsdp2 also exists (common_config.py:95).
     zero=(0, 1, 2, 3),
-    # What Megatron-LM runs, for the rule table (scenario/rules.py) and --to megatron.
+    # What Megatron-LM runs, for the rule table (scenario/rules/) and --to megatron.
     # Schedules: forward_backward_pipelining_without_interleaving (1F1B) and ..._with_interleaving
     # (MLM megatron/core/pipeline_parallel/schedules.py get_forward_backward_func).
     pp_schedules=("1f1b", "interleaved-1f1b"),

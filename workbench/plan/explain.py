@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from workbench.errors import printable
 from workbench.plan.result import PlanResult
 from workbench.plan.summary import switch_words
 from workbench.scenario.types import Parallel
@@ -151,7 +152,7 @@ def describe_start(result: PlanResult) -> str:
     st = result.start
     if not st["valid"]:     # as the user wrote it: its values may not even be numbers
         default = dataclasses.asdict(Parallel())
-        words = " ".join(f"{k}={v}" for k, v in st["parallel"].items()
+        words = " ".join(f"{k}={printable(v, 40)}" for k, v in st["parallel"].items()
                          if k not in default or default[k] != v) or "the defaults"
         more = len(st["problems"]) - 1
         return (f"your layout ({words}) is not valid: {st['problems'][0]}"

@@ -28,7 +28,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.calibrate.profile import load_profile
+    from workbench.hardware.calibration import load_profile
     from workbench.errors import ScenarioError, shown
     from workbench.proof.matrix import MATRIX, QUICK, run_matrix
     from workbench.proof.render import HEADER, matrix_line, summary, trial_rows

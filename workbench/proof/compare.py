@@ -74,7 +74,7 @@ def predicted_step_time(result: TrialResult, profile) -> float:
     estimator's traffic *as the trial runs it* (``trial_prediction.predicted_comm``: ZeRO-1 as
     PyTorch's ZeroRedundancyOptimizer, reduce-scatters as gloo runs them), each collective timed
     on the profile, in place of the estimator's own engine-style traffic."""
-    from workbench.calibrate.profile import profile_gpu
+    from workbench.hardware.calibration import profile_gpu
     from workbench.estimate import efficiency as eff
     from workbench.estimate.single import estimate_step_time
     from workbench.estimate.step_time import serial_comm_time

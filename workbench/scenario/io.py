@@ -2,47 +2,18 @@
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
+from workbench.documents.text import DocumentError, load_text, read_text_file
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.types import Scenario
 from workbench.scenario.validate import parse_scenario
 
 
-def read_text_file(path: str | Path, what: str = "scenario") -> str:
-    """The UTF-8 text of a regular file no larger than the document limit: a FIFO, a device
-    (``/dev/zero``) or a directory is refused before it is opened for reading."""
-    from workbench.scenario.document import MAX_BYTES
-
-    p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as exc:
-        raise ScenarioError([Problem(what, str(p), f"cannot read file: {exc.strerror}")])
-    if not stat.S_ISREG(st.st_mode):
-        raise ScenarioError([Problem(what, str(p), "is not a regular file")])
-    if st.st_size > MAX_BYTES:
-        raise ScenarioError([Problem(what, str(p), f"is larger than {MAX_BYTES:,} bytes")])
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ScenarioError([Problem(what, str(p), f"cannot read file: {exc.strerror}")])
-    if len(data) > MAX_BYTES:
-        raise ScenarioError([Problem(what, str(p), f"is larger than {MAX_BYTES:,} bytes")])
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError([Problem(what, str(p), "is not UTF-8 text")]) from None
-
-
 def read_document(path: str | Path) -> dict:
     """Load a YAML or JSON scenario file into a dict (no validation yet), within the limits
-    of ``workbench.scenario.document``."""
-    from workbench.scenario.document import load_text
-
+    of ``workbench.documents.text``."""
     p = Path(path)
     doc = load_text(read_text_file(p), f"scenario {p}", json_text=p.suffix.lower() == ".json")
     if not isinstance(doc, dict):
@@ -54,8 +25,6 @@ def read_document(path: str | Path) -> dict:
 def parse_value(text: str, where: str = "--set") -> Any:
     """Turn the right-hand side of ``--set key=value`` into a YAML scalar or table (text that
     is not YAML stays text; one over the document limits is refused)."""
-    from workbench.scenario.document import DocumentError, load_text
-
     try:
         return load_text(text, where)
     except DocumentError as exc:

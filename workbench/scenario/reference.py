@@ -14,7 +14,9 @@ from typing import Any
 from workbench.catalog import CATALOGS
 from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape, MoE
 from workbench.scenario import types as sc
-from workbench.scenario import validate as v
+from workbench.hardware import resolve as hw
+from workbench.scenario import model as md
+from workbench.scenario.validate import PARALLEL_FIELDS
 from workbench.scenario.rules import RULES
 
 _FIELD = re.compile(r"^\s+(\w+):[^#]*?(?:#\s?(.*))?$")
@@ -27,6 +29,7 @@ ALLOWED = {
     "training.optimizer": sc.OPTIMIZERS, "training.offload": sc.OFFLOAD,
     "training.attention": sc.ATTENTION_KERNELS, "model.mlp": sc.MLP_KINDS,
     "model.norm": sc.NORM_KINDS, "training.method": sc.METHODS,
+    "training.backend": sc.BACKENDS,
     "training.lora.quant": sc.LORA_QUANT,
     "training.lora.targets": ("attention", "mlp", "all-linear", "or a list of "
                               + ", ".join(sc.LORA_PROJECTIONS)),
@@ -107,7 +110,7 @@ def _catalog_keys(kind: str) -> str:
 
 
 def _inline(kind: str, cls: type) -> str:
-    required = v._INLINE[kind][1]
+    required = hw.INLINE[kind][1]
     optional = [f.name for f in dataclasses.fields(cls)
                 if f.name not in required and f.name not in ("name", "source", "profile")]
     return (f"inline `{kind}` table: required {', '.join(f'`{k}`' for k in required)}; "
@@ -116,7 +119,7 @@ def _inline(kind: str, cls: type) -> str:
 
 def scenario_reference() -> str:
     """docs/scenario.md as text."""
-    hd = v.HARDWARE_DEFAULTS
+    hd = hw.HARDWARE_DEFAULTS
     out = [
         "# Scenario reference",
         "",
@@ -132,7 +135,7 @@ def scenario_reference() -> str:
         "",
         "## hardware",
         "",
-        *_table("hardware", tuple(k for k in v._HARDWARE_FIELDS
+        *_table("hardware", tuple(k for k in hw.HARDWARE_FIELDS
                                   if k not in ("inter_node", "host", "storage")), sc.Hardware,
                 {k: hd[k] for k in ("gpus_per_node", "nodes")} | {"gpu": dataclasses.MISSING,
                                                                    "intra_node": "by GPU"}),
@@ -143,14 +146,14 @@ def scenario_reference() -> str:
         "",
         "### hardware.inter_node",
         "",
-        *_table("hardware.inter_node", v._INTER_NODE_FIELDS, sc.InterNode,
+        *_table("hardware.inter_node", hw.INTER_NODE_FIELDS, sc.InterNode,
                 hd["inter_node"]),
         "",
         "### hardware.host",
         "",
         "Left out, the host is the default one; given, it may leave out its CPU.",
         "",
-        *_table("hardware.host", v._HOST_FIELDS, sc.Host,
+        *_table("hardware.host", hw.HOST_FIELDS, sc.Host,
                 {"cpu": f"{hd['host']['cpu']} (no host given); none (a host given)",
                  "memory": f"{hd['host']['memory']} (ddr4-3200 for a DDR4 CPU)",
                  "memory_gb": f"{hd['host']['memory_gb']} (no host given)",
@@ -162,7 +165,7 @@ def scenario_reference() -> str:
         "",
         "### hardware.storage",
         "",
-        *_table("hardware.storage", v._STORAGE_FIELDS, sc.Storage, hd["storage"]),
+        *_table("hardware.storage", hw.STORAGE_FIELDS, sc.Storage, hd["storage"]),
         "",
         f"- `drive`: {_catalog_keys('drive')}; or an {_inline('drive', Drive)}.",
         "",
@@ -172,18 +175,18 @@ def scenario_reference() -> str:
         "preset override it; without a preset `layers`, `hidden`, `heads`, `ffn_hidden` and",
         "`vocab` are required.",
         "",
-        *_table("model", tuple(k for k in v._MODEL_FIELDS if k != "preset"), ModelShape,
+        *_table("model", tuple(k for k in md.MODEL_FIELDS if k != "preset"), ModelShape,
                 {"name": "custom", "head_dim": "0 (hidden / heads)",
                  "kv_heads": "heads"}),
         "",
         "### model.moe",
         "",
-        *_table("model.moe", v._MOE_FIELDS, MoE,
-                {"top_k": v.MOE_TOP_K_DEFAULT, "expert_ffn_hidden": "ffn_hidden"}),
+        *_table("model.moe", md.MOE_FIELDS, MoE,
+                {"top_k": md.MOE_TOP_K_DEFAULT, "expert_ffn_hidden": "ffn_hidden"}),
         "",
         "## parallel",
         "",
-        *_table("parallel", v._PARALLEL_FIELDS, sc.Parallel, {}),
+        *_table("parallel", PARALLEL_FIELDS, sc.Parallel, {}),
         "",
         "## training",
         "",

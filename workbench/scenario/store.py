@@ -2,7 +2,7 @@
 
 Names are validated (letters, digits, space, ``-``, ``_``, ``.``; 1-64 characters; no leading
 dot, no path), files are written whole (a temporary file renamed over) and read back with the
-document limits of ``scenario.document.load_text``. The folder is ``WORKBENCH_SCENARIOS_DIR``
+document limits of ``documents.text.load_text``. The folder is ``WORKBENCH_SCENARIOS_DIR``
 when set, else ``$XDG_DATA_HOME/workbench/scenarios`` (``~/.local/share/...``); it is created
 with mode 0700 and refused when it is a symlink, not owned by this user, or open to others
 (``trial.slots.private_directory``)."""
@@ -72,7 +72,7 @@ class ScenarioStore:
 
     def save(self, name: str, text: str) -> str:
         """Write ``text`` (a scenario's YAML) under ``name``; returns the checked name."""
-        from workbench.scenario.document import load_text
+        from workbench.documents.text import load_text
 
         path = self._path(name)
         load_text(text, "The scenario")          # only a readable document is stored
@@ -91,7 +91,7 @@ class ScenarioStore:
 
     def load(self, name: str):
         """The document saved under ``name`` (ScenarioError if there is none)."""
-        from workbench.scenario.document import load_text
+        from workbench.documents.text import load_text
 
         check_name(name)
         if not os.path.lexists(self._given or default_directory()):

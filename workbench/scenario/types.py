@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link, ModelShape
+from workbench.catalog.types import ModelShape
 from workbench.engines.types import OPTIMIZERS as ENGINE_OPTIMIZERS
+# the hardware section's records, importable from here as the scenario's
+from workbench.hardware.types import Hardware, Host, InterNode, Storage  # noqa: F401
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
@@ -31,52 +33,10 @@ ZERO_STAGES = (0, 1, 2, 3)
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
 ATTENTION_KERNELS = ("flash2", "flash3", "cudnn", "eager")
-
-
-@dataclass(frozen=True)
-class InterNode:
-    link: Link                # the NIC's link: catalog key or inline {gb_per_s, latency_us}, per
-    #                           NIC per direction (ignored when nodes == 1)
-    nics_per_node: int        # NICs per node (GPUDirect RDMA NICs: usually one per GPU)
-
-
-@dataclass(frozen=True)
-class Host:
-    cpu: CPU | None           # host CPU, one socket: catalog key or inline {cores, pcie_lanes,
-    #                           memory_channels}; may be left out (the checks that need it say so)
-    memory: HostMemory        # DDR speed grade: catalog key or inline {mt_per_s}
-    memory_gb: float          # installed host memory per node, GB (required when host is given)
-    channels: int             # populated DDR channels per socket (default: all the CPU's)
-    sockets: int = 1          # CPU sockets per node
-
-    @property
-    def memory_gb_per_s(self) -> float:
-        """Peak DDR bandwidth per node: channels x sockets x MT/s x 8 bytes."""
-        return self.memory.gb_per_s_per_channel * self.channels * self.sockets
-
-
-@dataclass(frozen=True)
-class Storage:
-    drive: Drive              # NVMe drive: catalog key or inline {capacity_tb, read_gb_per_s,
-    #                           write_gb_per_s}
-    drives: int               # drives per node (checkpoints; NVMe offload needs >= 1)
-
-
-@dataclass(frozen=True)
-class Hardware:
-    gpu: GPU                  # catalog key, inline {memory_gb, hbm_gb_per_s, bf16_tflops, power_w,
-    #                           fp8_tflops}, or "calibration:FILE" (a `workbench calibrate` profile)
-    gpus_per_node: int        # GPUs in one node
-    nodes: int                # nodes; the world is gpus_per_node x nodes
-    intra_node: Link          # GPU-to-GPU link in a node, per GPU per direction (default: the
-    #                           GPU's NVLink generation on SXM boards, else its PCIe slot)
-    inter_node: InterNode     # the network between nodes (a link key alone is short for {link})
-    host: Host                # the host of one node (default: 2 x EPYC 9654, 1536 GB DDR5-4800)
-    storage: Storage          # local NVMe of one node
-
-    @property
-    def world(self) -> int:
-        return self.gpus_per_node * self.nodes
+# What Accelerate shards an engine-hf run with (design.md contract 1, 2026-12-07): FSDP2,
+# FSDP1 or DeepSpeed (accelerate 1.16 utils/dataclasses.py FullyShardedDataParallelPlugin
+# fsdp_version 1 | 2, DeepSpeedPlugin)
+BACKENDS = ("fsdp2", "fsdp1", "deepspeed")
 
 
 @dataclass(frozen=True)
@@ -188,7 +148,8 @@ class Training:
     activation_offload: bool = False      # saved activations to host memory (torchtune, TRL)
     backend: str | None = None   # engine hf: fsdp2 | fsdp1 | deepspeed, what Accelerate shards
     #                              with (null: fsdp2, Transformers 5's default; DDP at zero 0)
-    liger: bool = False          # engine hf: Liger kernels (use_liger_kernel)
+    liger: bool = False       # with engine hf: Liger kernels (fused linear cross entropy, RMSNorm,
+    #                           SwiGLU, RoPE; TrainingArguments.use_liger_kernel)
 
     @property
     def adapters(self) -> bool:

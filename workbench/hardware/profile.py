@@ -3,7 +3,7 @@
 Pure Python and numpy (no torch): the estimator loads profiles without importing torch. The
 measurements are made by ``measure.py`` (GEMMs, copy, collectives), ``runtime.py`` (the eager
 runtime and what DDP/TP/FSDP2 add) and ``sync.py`` (a collective's latency inside a training
-loop); the file is JSON (``save`` / ``load_profile``). What the estimator asks:
+loop); the file is JSON (``save`` / ``calibration.load_profile``). What the estimator asks:
 - ``gemm``: seconds of an (m x k) @ (k x n) product: log-linear interpolation of the measured
   seconds over the grid (log2 m, log2 n, log2 k), per precision; outside the grid the nearest
   grid shape's seconds times the FLOP ratio (compute-bound).
@@ -21,7 +21,8 @@ loop); the file is JSON (``save`` / ``load_profile``). What the estimator asks:
   collective fits time every group (none measured, world size 1: the scenario's links do).
 
 A GPU's profile (``gpu_profile.GpuProfile``, ``device == "cuda"``) answers the same questions
-(``Profile``) from its own measurements; ``load_profile`` and ``profile_gpu`` read either.
+(``Profile``) from its own measurements; ``calibration.load_profile`` and
+``calibration.profile_gpu`` read either.
 The file's ``format``: 1 = a CPU profile (no ``device`` key), 2 = ``device`` says which.
 """
 from __future__ import annotations
@@ -310,41 +311,3 @@ def fit_alpha_beta(rows: list[tuple[float, float]]) -> tuple[float, float]:
     if beta < 0:
         alpha, beta = float(np.median(t)), 0.0
     return float(alpha), float(beta)
-
-
-def load_profile(path: str | Path) -> Profile:
-    """Read a calibration file written by ``workbench calibrate``: a ``MachineProfile`` (a CPU
-    machine) or a ``gpu_profile.GpuProfile`` (``device: cuda``)."""
-    from workbench.calibrate.record import check_record
-    from workbench.scenario.document import load_text
-    from workbench.scenario.io import read_text_file
-
-    # a regular file under the document size limit, parsed within the document limits
-    doc = load_text(read_text_file(path, "calibration file"), "calibration file",
-                    json_text=True)
-    check_record(doc)         # every field in range before any arithmetic reads it
-    if isinstance(doc, dict) and doc.get("device") == "cuda":
-        from workbench.calibrate.gpu_profile import GpuProfile
-
-        return GpuProfile.from_dict(doc)
-    return MachineProfile.from_dict(doc)
-
-
-def profile_gpu(profile: Profile, source: str = ""):
-    """The profile as a scenario's accelerator record, the profile attached for the estimator.
-    A GPU's profile: ``gpu_profile.gpu_record``. A CPU machine's: one rank of this machine,
-    its host RAM as device memory, the measured peaks; board power is not measured (0 W:
-    energy figures of such a scenario read 0)."""
-    from workbench.catalog.types import GPU
-
-    if profile.device == "cuda":
-        from workbench.calibrate.gpu_profile import gpu_record
-
-        return gpu_record(profile, source)
-
-    cpu = profile.host.get("cpu", "this machine")
-    return GPU(name=f"{cpu} ({profile.cores} cores, calibrated {profile.date})",
-               memory_gb=profile.memory_gb, hbm_gb_per_s=profile.copy_gb_per_s,
-               bf16_tflops=profile.peak_flops("bf16") / 1e12, fp8_tflops=0.0, power_w=0.0,
-               fp32_tflops=profile.peak_flops("fp32") / 1e12, form_factor="cpu",
-               source=source or profile.source, arch="calibrated", profile=profile)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from workbench.bench.definitions import COLLECTIVES as COLLECTIVE_KINDS
-from workbench.calibrate.profile import READABLE_FORMATS, check_format
+from workbench.hardware.profile import READABLE_FORMATS, check_format
 from workbench.errors import Problem, ScenarioError
 
 Check = Callable[[object, str, list], None]
@@ -27,8 +27,11 @@ def number(lo: float, hi: float, *, above: bool = False) -> Check:
     low = f"more than {lo:g}" if above else f"{lo:g}"
 
     def check(v, path, problems) -> None:
-        ok = (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-              and (v > lo if above else v >= lo) and v <= hi)
+        try:
+            ok = (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  and (v > lo if above else v >= lo) and v <= hi)
+        except OverflowError:          # a JSON integer past the float range
+            ok = False
         if not ok:
             problems.append(Problem(path, v, f"must be a number from {low} to {hi:g}"))
     return check
@@ -74,11 +77,11 @@ def pair(each: Check) -> Check:
     return items(each, 2, 2)
 
 
-def mapping(key: Check, value: Check, hi: int = 1_000) -> Check:
-    """A table of at most ``hi`` entries whose keys and values pass ``key`` and ``value``."""
+def mapping(key: Check, value: Check, hi: int = 1_000, lo: int = 0) -> Check:
+    """A table of ``lo``..``hi`` entries whose keys and values pass ``key`` and ``value``."""
     def check(v, path, problems) -> None:
-        if not (isinstance(v, Mapping) and len(v) <= hi):
-            problems.append(Problem(path, v, f"must be a table of at most {hi:,} entries"))
+        if not (isinstance(v, Mapping) and lo <= len(v) <= hi):
+            problems.append(Problem(path, v, f"must be a table of {lo}..{hi:,} entries"))
             return
         for k, x in v.items():
             key(k, f"{path} key", problems)
@@ -127,8 +130,11 @@ def anything(v, path, problems) -> None:
 SECONDS = number(0, _LONG_S)
 POSITIVE_SECONDS = number(_TINY_S, _LONG_S)
 ALPHA_BETA = pair(number(0, _LONG_S))
+# backend -> kind -> world -> [alpha, beta]: a kind is listed with at least one world's fit
+# (the estimator reads the fit of the nearest world; hardware/profile.py fitted_terms)
 COLLECTIVES = mapping(one_of("gloo", "nccl"),
-                      mapping(one_of(*COLLECTIVE_KINDS), mapping(world_key, ALPHA_BETA, 64), 16),
+                      mapping(one_of(*COLLECTIVE_KINDS), mapping(world_key, ALPHA_BETA, 64, lo=1),
+                              16),
                       2)
 GRID_AXIS = items(whole(1, 1 << 24), 1, 64)
 HOST = table({"cpu": text(), "cores": whole(1, 100_000), "memory_gb": number(0, 1e7)},

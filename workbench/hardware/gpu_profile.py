@@ -35,7 +35,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from workbench.calibrate.profile import (
+from workbench.hardware.profile import (
     FORMAT, check_format, collective_seconds, fitted_terms, grid_gemm_seconds, grid_shapes,
     write_json,
 )

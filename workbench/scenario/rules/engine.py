@@ -1,0 +1,264 @@
+"""What the training.engine runs: its switches and the limits its record states
+(workbench/engines/), each cited there.
+
+The layout conditions here read ``v.eng``: the scenario's training.engine for the validator and
+the planner, the target's engine for an export (``table.engine_problems``). ``why(v, key)`` is
+the engine's own words for a limit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.engines import ENGINES
+from workbench.errors import Problem
+from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule, rule, why
+from workbench.scenario.types import Scenario
+
+
+@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
+      "parallel.expert_tp) and a training.recompute policy must be one the training.engine "
+      "offers (docs/engines.md); fp8_recipe needs precision fp8; recompute_every at most the "
+      "layers",
+      "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
+      "training.recompute_every",
+      "parallel.async_tp", "parallel.expert_tp", layout=False)
+def _engine_switches(s: Scenario):
+    tr, par = s.training, s.parallel
+    eng = ENGINES[tr.engine]
+    offers = ", ".join(eng.switches) or "none"
+    used = {"compile": ("training.compile", tr.compile, tr.compile),
+            "fp8_recipe": ("training.fp8_recipe", tr.fp8_recipe, tr.fp8_recipe is not None),
+            "async_tp": ("parallel.async_tp", par.async_tp, par.async_tp),
+            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None)}
+    for switch, (path, value, on) in used.items():
+        if on and not eng.offers(switch):
+            yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
+                                       f"{offers}); pick another training.engine")
+    if tr.recompute not in eng.recompute:
+        yield Problem("training.recompute", tr.recompute,
+                      f"engine {eng.name} offers {', '.join(eng.recompute)}"
+                      + (" (op is torchtitan's per-op selective checkpointing)"
+                         if tr.recompute == "op" else "")
+                      + (" (layer: one block in training.recompute_every checkpointed whole)"
+                         if tr.recompute == "layer" else ""))
+    if tr.recompute == "layer" and tr.recompute_every > s.model.layers:
+        yield Problem("training.recompute_every", tr.recompute_every,
+                      f"checkpoints every k-th block: at most the model's {s.model.layers} "
+                      "layers")
+    if tr.fp8_recipe is not None and eng.offers("fp8_recipe"):
+        if tr.precision != "fp8":
+            yield Problem("training.fp8_recipe", tr.fp8_recipe,
+                          f"needs training.precision fp8 (got {tr.precision})")
+        elif tr.fp8_recipe not in eng.fp8_recipes:
+            yield Problem("training.fp8_recipe", tr.fp8_recipe,
+                          f"engine {eng.name} offers {', '.join(eng.fp8_recipes)}")
+
+
+layout_rule(
+    "engine_zero", "parallel.zero is a stage the training.engine offers (torchtitan: zero 0, "
+    "DDP, only with data parallelism alone)",
+    Condition(P + "zero", (P + "zero", E),
+              lambda v: np.isin(v.par.zero, v.eng.zero),
+              lambda v: why(v, "zero", f"offers zero {', '.join(map(str, v.eng.zero))}")),
+    Condition(P + "zero", (P + "zero", P + "tp", P + "pp", P + "cp", P + "ep", E),
+              lambda v: np.logical_not(
+                  v.eng.zero0_pure_dp_only & (v.par.zero == 0)
+                  & ((v.par.tp > 1) | (v.par.pp > 1) | (v.par.cp > 1) | (v.par.ep > 1))),
+              lambda v: why(v, "zero0_pure_dp_only", "runs DDP (zero 0) only when data "
+                            "parallelism is the only dimension; use zero 3")),
+    Condition(P + "zero", (P + "zero", P + "dp", E),
+              lambda v: np.logical_not(v.eng.zero0_without_dp & (v.par.zero == 0)
+                                       & (v.par.dp > 1)),
+              lambda v: why(v, "zero0_without_dp", "has no DDP: with dp > 1 it shards "
+                            "(zero 3)")))
+
+layout_rule(
+    "engine_pipeline", "with pp > 1, parallel.pp_schedule is one the training.engine runs and "
+    "parallel.zero a stage it combines with pipelining (DeepSpeed and Megatron-LM: zero <= 1)",
+    Condition(P + "pp_schedule", (P + "pp_schedule", P + "pp", E),
+              lambda v: (v.par.pp == 1) | (v.eng.pp_schedules is None
+                                           or v.par.pp_schedule in v.eng.pp_schedules),
+              lambda v: why(v, "pp_schedules", "runs pipeline schedules "
+                            + ", ".join(v.eng.pp_schedules or ()))),
+    Condition(P + "zero", (P + "zero", P + "pp", E),
+              lambda v: (v.par.pp == 1) | np.isin(v.par.zero, v.eng.zero_with_pp),
+              lambda v: why(v, "zero_with_pp", "combines zero "
+                            + ", ".join(map(str, v.eng.zero_with_pp))
+                            + " with pipeline parallelism")))
+
+layout_rule(
+    "engine_sp", "parallel.sequence_parallel false with tp > 1 only where the training.engine "
+    "runs tensor parallelism without sequence parallelism (torchtitan 0.2.x always uses it; "
+    "Megatron-LM needs it with TP and EP together)",
+    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", E),
+              lambda v: np.logical_not(
+                  (not v.eng.tp_without_sp) & (v.par.tp > 1)
+                  & np.logical_not(v.par.sequence_parallel)),
+              lambda v: why(v, "tp_without_sp", "always shards along the sequence with TP; "
+                            "set parallel.sequence_parallel true")),
+    Condition(P + "sequence_parallel", (P + "sequence_parallel", P + "tp", P + "ep", E),
+              lambda v: np.logical_not(
+                  v.eng.sp_with_tp_and_ep & (v.par.tp > 1) & (v.par.ep > 1)
+                  & np.logical_not(v.par.sequence_parallel)),
+              lambda v: why(v, "sp_with_tp_and_ep", "needs sequence parallelism with TP and EP "
+                            "together; set parallel.sequence_parallel true")))
+
+layout_rule(
+    "async_tp_sp", "parallel.async_tp with tp > 1 needs parallel.sequence_parallel where the "
+    "training.engine runs async TP only with it (Megatron-LM's --tp-comm-overlap)",
+    Condition(P + "async_tp", (P + "async_tp", P + "sequence_parallel", P + "tp", E),
+              lambda v: np.logical_not(
+                  v.s.parallel.async_tp & v.eng.async_tp_needs_sp
+                  & (v.par.tp > 1) & np.logical_not(v.par.sequence_parallel)),
+              lambda v: why(v, "async_tp_needs_sp", "overlaps TP communication only with "
+                            "parallel.sequence_parallel true")))
+
+layout_rule(
+    "engine_cp", "parallel.cp > 1 only where the training.engine runs ring-attention context "
+    "parallelism (not DeepSpeed: Ulysses)",
+    Condition(P + "cp", (P + "cp", E), lambda v: (v.par.cp == 1) | v.eng.cp,
+              lambda v: why(v, "cp", "has no ring-attention context parallelism")))
+
+
+def _shard_ranks(v: Layouts):
+    """torchtitan's FSDP group: dp_shard = the HSDP shard group / cp, else dp (1 for DDP)."""
+    sg = v.shard_group
+    return np.where(v.par.zero == 0, 1, np.where(sg > 0, sg // v.par.cp, v.par.dp))
+
+
+layout_rule(
+    "engine_hsdp", "parallel.shard_group (HSDP) only at a ZeRO stage the training.engine shards "
+    "hierarchically, holding whole CP groups where the engine's FSDP group is dp_shard x cp",
+    Condition(P + "shard_group", (P + "shard_group", P + "zero", E),
+              lambda v: (v.shard_group == 0) | np.isin(v.par.zero, v.eng.hsdp_zero),
+              lambda v: why(v, "hsdp_zero", "shards hierarchically at zero "
+                            + (", ".join(map(str, v.eng.hsdp_zero)) or "no stage"))),
+    Condition(P + "shard_group", (P + "shard_group", P + "cp", E),
+              lambda v: (v.shard_group == 0) | (not v.eng.hsdp_whole_cp)
+              | (v.shard_group % v.par.cp == 0),
+              lambda v: why(v, "hsdp_whole_cp", "the FSDP group is dp_shard x cp")
+              + f"; the shard group must be a multiple of cp = {v.par.cp}"))
+
+layout_rule(
+    "engine_experts", "expert parallelism as the training.engine runs it: expert_tp 1 or tp "
+    "(torchtitan), EP within the FSDP group, fp16 where the engine allows it",
+    Condition(P + "expert_tp", (P + "expert_tp", P + "ep", P + "tp", E),
+              lambda v: ((v.par.ep == 1) | (not v.eng.expert_tp_tp_or_1)
+                         | (v.par.etp == 1) | (v.par.etp == v.par.tp)),
+              lambda v: why(v, "expert_tp_tp_or_1", "runs expert TP 1 or tp only")
+              + f" (tp = {v.par.tp})"),
+    Condition(P + "ep", (P + "ep", P + "dp", P + "cp", P + "tp", P + "shard_group", P + "zero",
+                         P + "expert_tp", E),
+              lambda v: ((v.par.ep == 1) | (not v.eng.ep_within_shard_group)
+                         | ((_shard_ranks(v) * v.par.cp * v.par.tp)
+                            % (np.where(v.par.ep > 1, v.par.etp, 1) * v.par.ep) == 0)),
+              lambda v: why(v, "ep_within_shard_group", "takes EP ranks from the FSDP group")
+              + f" (dp_shard x cp x tp = {_shard_ranks(v) * v.par.cp * v.par.tp}, over "
+                f"expert TP = {v.par.etp})"),
+    Condition("training.precision", ("training.precision", P + "ep", E),
+              lambda v: (v.par.ep == 1) | v.eng.fp16_with_ep | (v.tr.precision != "fp16"),
+              lambda v: why(v, "fp16_with_ep", "has no expert parallelism with fp16; use bf16")))
+
+layout_rule(
+    "engine_memory", "ZeRO-3 with reshard_after_forward false and offload (target and ZeRO "
+    "stage) only where the training.engine does them",
+    Condition(P + "reshard_after_forward", (P + "reshard_after_forward", P + "zero", E),
+              lambda v: (v.s.parallel.reshard_after_forward is not False)
+              | (v.par.zero != 3) | v.eng.keeps_gathered_params,
+              lambda v: why(v, "keeps_gathered_params", "always releases gathered parameters "
+                            "after forward"), value=lambda v: False),
+    Condition("training.offload", ("training.offload", E),
+              lambda v: (v.tr.offload == "none") or v.tr.offload in v.eng.offload,
+              lambda v: why(v, "offload", "offloads to " + " or ".join(v.eng.offload)
+                            + " only")),
+    Condition("training.offload", ("training.offload", P + "zero", E),
+              lambda v: ((v.tr.offload == "none") or v.tr.offload not in v.eng.offload
+                         or np.isin(v.par.zero, v.eng.offload[v.tr.offload])),
+              lambda v: why(v, "offload_zero", f"offloads at zero "
+                            + ", ".join(map(str, v.eng.offload.get(v.tr.offload, ()))))))
+
+
+# What an engine record without an ``optimizers`` limit builds: torch.optim's AdamW and SGD.
+CLASSIC_OPTIMIZERS = ("adamw", "sgd")
+
+
+def _recipe(v: Layouts):
+    """The FP8 recipe that runs: training.fp8_recipe, else the engine's default (fp8 only)."""
+    if v.tr.precision != "fp8":
+        return None
+    return v.tr.fp8_recipe or v.eng.fp8_default
+
+
+layout_rule(
+    "engine_numerics", "training.precision and training.optimizer are ones the training.engine "
+    "builds; the FP8 recipe runs on the GPU's architecture (hardware.gpu.arch; MXFP8: "
+    "Blackwell) and, where the engine limits it, not with TP under torch.compile",
+    Condition("training.precision", ("training.precision", E),
+              lambda v: v.eng.precisions is None or v.tr.precision in v.eng.precisions,
+              lambda v: why(v, "precisions", "trains in " + ", ".join(v.eng.precisions or ()))),
+    Condition("training.optimizer", ("training.optimizer", E),
+              lambda v: v.tr.optimizer in (v.eng.optimizers or CLASSIC_OPTIMIZERS),
+              lambda v: why(v, "optimizers", "builds " + ", ".join(
+                  v.eng.optimizers or CLASSIC_OPTIMIZERS))),
+    Condition("training.fp8_recipe", ("training.fp8_recipe", "hardware.gpu", E),
+              lambda v: (_recipe(v) not in v.eng.fp8_recipes
+                         or not v.eng.fp8_recipes[_recipe(v)].archs
+                         or v.hw.gpu.arch in v.eng.fp8_recipes[_recipe(v)].archs),
+              lambda v: (f"{_recipe(v)} runs on "
+                         + " or ".join(v.eng.fp8_recipes[_recipe(v)].archs)
+                         + f" GPUs only (engine {v.eng.name}); {v.hw.gpu.name} is "
+                         f"{v.hw.gpu.arch or 'of unknown architecture'} (hardware.gpu.arch); "
+                         "pick another training.fp8_recipe"),
+              value=_recipe),
+    Condition("training.fp8_recipe", ("training.fp8_recipe", "training.compile", P + "tp",
+                                      P + "async_tp", E),
+              lambda v: (_recipe(v) not in v.eng.fp8_recipes
+                         or v.eng.fp8_recipes[_recipe(v)].compiled_tp
+                         | (v.par.tp == 1)
+                         | np.logical_not(v.tr.compile | (v.s.parallel.async_tp
+                                                          & v.eng.offers("async_tp")))),
+              lambda v: why(v, "compiled_tp", f"runs {_recipe(v)} with TP only without "
+                            "torch.compile"), value=_recipe))
+
+
+# -- the Hugging Face stack's back end (training.backend, training.liger): what Accelerate runs
+# the sharding with, and the Liger kernels the Trainer swaps in. The rest of what engine hf runs
+# is its record's (workbench/engines/hf.py).
+ACCELERATE_ENGINES = ("hf",)    # engines launched through Accelerate (design.md contract 1)
+FSDP_BACKENDS = ("fsdp2", "fsdp1")
+
+
+@rule("accelerate_backend", "training.backend and training.liger only with training.engine hf "
+      "(Accelerate's back ends; Transformers' use_liger_kernel)",
+      "training.backend", "training.liger", "training.engine", layout=False)
+def _accelerate_backend(s: Scenario):
+    tr = s.training
+    if tr.engine in ACCELERATE_ENGINES:
+        return
+    if tr.backend is not None:
+        yield Problem("training.backend", tr.backend,
+                      f"only engine hf runs on an Accelerate back end; training.engine is "
+                      f"{tr.engine}: remove training.backend or set training.engine hf")
+    if tr.liger:
+        yield Problem("training.liger", True,
+                      f"only engine hf runs Liger kernels (Transformers' use_liger_kernel); "
+                      f"training.engine is {tr.engine}: remove training.liger or set "
+                      "training.engine hf")
+
+
+# FSDP's sharding strategies (torch 2.13 torch/distributed/fsdp/api.py ShardingStrategy, the
+# names accelerate 1.16 utils/constants.py FSDP_SHARDING_STRATEGY takes; FSDP2's
+# reshard_after_forward true/false is FULL_SHARD/SHARD_GRAD_OP, accelerate
+# commands/to_fsdp2.py ARGUMENT_VALUE_MAPPING): FULL_SHARD shards parameters, gradients and
+# optimizer states (zero 3), SHARD_GRAD_OP gradients and optimizer states (zero 2), NO_SHARD
+# nothing (zero 0, as DDP); none shards the optimizer states alone (ZeRO-1).
+layout_rule(
+    "fsdp_stages", "training.backend fsdp2 or fsdp1 runs parallel.zero 0, 2 or 3 (FSDP's "
+    "NO_SHARD, SHARD_GRAD_OP, FULL_SHARD): no FSDP strategy shards the optimizer states alone",
+    Condition(P + "zero", (P + "zero", "training.backend"),
+              lambda v: (v.tr.backend not in FSDP_BACKENDS) | (v.par.zero != 1),
+              lambda v: (f"backend {v.tr.backend} has no ZeRO-1: FSDP shards parameters, "
+                         "gradients and optimizer states (FULL_SHARD, zero 3), gradients and "
+                         "states (SHARD_GRAD_OP, zero 2) or nothing (NO_SHARD, zero 0); use "
+                         "zero 2 or 3, or training.backend deepspeed")))
+

@@ -1,0 +1,23 @@
+"""Rules of the hardware with the numerics and the nodes."""
+from __future__ import annotations
+
+from workbench.errors import Problem
+from workbench.scenario.rules.table import rule
+from workbench.scenario.types import Scenario
+
+
+@rule("fp8", "training.precision fp8 needs a GPU with FP8 tensor cores (fp8_tflops > 0)",
+      "training.precision", "hardware.gpu", layout=False)
+def _fp8(s: Scenario):
+    if s.training.precision == "fp8" and s.hardware.gpu.fp8_tflops <= 0:
+        yield Problem("training.precision", "fp8", f"{s.hardware.gpu.name} has no FP8 tensor "
+                                                   "cores (hardware.gpu.fp8_tflops 0); use bf16 "
+                                                   "or fp16")
+
+
+@rule("nics", "hardware.inter_node.nics_per_node >= 1 when nodes > 1",
+      "hardware.inter_node.nics_per_node", "hardware.nodes", layout=False)
+def _nics(s: Scenario):
+    hw = s.hardware
+    if hw.nodes > 1 and hw.inter_node.nics_per_node < 1:
+        yield Problem("hardware.inter_node.nics_per_node", 0, "must be >= 1 when nodes > 1")

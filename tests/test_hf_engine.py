@@ -1,6 +1,6 @@
 """The Hugging Face stack's engine records (``workbench/engines/hf.py``) in the estimate: each
 mechanism against a hand count in bytes, and the rules of Accelerate's parallelism
-(``workbench/engines/hf_rules.py``)."""
+(``workbench/scenario/rules/hf.py``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from workbench.engines import ENGINES, engine_of, hf, hf_rules
+from workbench.engines import ENGINES, engine_of, hf
+from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.estimate.activations import activation_shape, checkpointed_fraction, head_bytes
 from workbench.estimate.params import total_params
@@ -20,20 +21,14 @@ V, H, L = 128256, 4096, 32          # Llama 3 8B
 
 def scenario(gpus: int = 1, parallel: dict | None = None, backend: str | None = None,
              liger: bool = False, **training):
-    """A Llama 3 8B scenario on H100s with engine hf; ``training.backend``, ``liger`` and
-    ZeRO-1 set on the parsed scenario (until the rule table judges the backend's record, it
-    reads the default backend's ZeRO stages)."""
-    parallel = dict(parallel or {"dp": gpus, "zero": 0})
-    zero = parallel.pop("zero")
-    s = parse_scenario({
+    """A Llama 3 8B scenario on H100s with engine hf (``training`` overrides), validated."""
+    return parse_scenario({
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": gpus},
         "model": {"preset": "llama3-8b"},
-        "parallel": {**parallel, "zero": 0 if zero == 1 else zero},
+        "parallel": dict(parallel or {"dp": gpus, "zero": 0}),
         "training": {"seq_len": 4096, "micro_batch": 4, "global_batch": 4 * gpus,
-                     "engine": "hf", "method": "full", **training}})
-    return dataclasses.replace(
-        s, parallel=dataclasses.replace(s.parallel, zero=zero),
-        training=dataclasses.replace(s.training, backend=backend, liger=liger))
+                     "engine": "hf", "method": "full", "backend": backend, "liger": liger,
+                     **training}})
 
 
 def test_a_null_backend_is_fsdp2_and_the_registry_holds_it():
@@ -136,45 +131,48 @@ def test_the_tp_plan_gathers_the_logits_on_every_rank():
     assert estimate(s).memory.worst.buffers["logits"] == 4096 * V * 8
 
 
-def bad(s) -> list[tuple[str, str]]:
-    return [(p.path, p.message.split(";")[0]) for p in hf_rules.problems(s)]
+def bad(*args, **kwargs) -> list[tuple[str, str]]:
+    """The validator's problems with ``scenario(*args, **kwargs)``: (field, first clause)."""
+    try:
+        scenario(*args, **kwargs)
+    except ScenarioError as exc:
+        return [(p.path, p.message.split(";")[0]) for p in exc.problems]
+    return []
 
 
 def test_accelerate_parallelism_rules():
-    assert bad(scenario(8, {"dp": 8, "zero": 3})) == []
-    assert bad(scenario(8, {"dp": 4, "cp": 2, "zero": 0}, micro_batch=1)) == [
+    assert bad(8, {"dp": 8, "zero": 3}) == []
+    assert bad(8, {"dp": 4, "cp": 2, "zero": 0}, micro_batch=1) == [
         ("parallel.cp", "Accelerate runs context parallelism only with an FSDP2 plugin, which "
                         "shards the model over dp_shard x cp")]
-    assert [p for p, _ in bad(scenario(8, {"dp": 4, "tp": 2, "zero": 0,
-                                           "sequence_parallel": False},
-                                       micro_batch=1))] == ["parallel.zero"]
-    assert [p for p, _ in bad(scenario(8, {"dp": 4, "tp": 2, "zero": 3,
-                                           "sequence_parallel": False},
-                                       backend="fsdp1", micro_batch=1))] == ["parallel.tp"]
-    assert [p for p, _ in bad(scenario(8, {"dp": 4, "tp": 2, "zero": 3},
-                                       micro_batch=1))] == ["parallel.sequence_parallel"]
-    assert [p for p, _ in bad(scenario(8, {"dp": 1, "tp": 8, "zero": 3,
-                                           "sequence_parallel": False},
-                                       micro_batch=1, global_batch=1))] == ["parallel.zero"]
-    assert [p for p, _ in bad(scenario(8, {"dp": 4, "cp": 2, "zero": 3, "shard_group": 2},
-                                       micro_batch=1))] == ["parallel.shard_group"]
+    assert [p for p, _ in bad(8, {"dp": 4, "tp": 2, "zero": 0, "sequence_parallel": False},
+                              micro_batch=1)] == ["parallel.zero"]
+    assert [p for p, _ in bad(8, {"dp": 4, "tp": 2, "zero": 3, "sequence_parallel": False},
+                              backend="fsdp1", micro_batch=1)] == ["parallel.tp"]
+    assert [p for p, _ in bad(8, {"dp": 4, "tp": 2, "zero": 3},
+                              micro_batch=1)] == ["parallel.sequence_parallel"]
+    assert [p for p, _ in bad(8, {"dp": 1, "tp": 8, "zero": 3, "sequence_parallel": False},
+                              micro_batch=1, global_batch=1)] == ["parallel.zero"]
+    assert [p for p, _ in bad(8, {"dp": 4, "cp": 2, "zero": 3, "shard_group": 2},
+                              micro_batch=1)] == ["parallel.shard_group"]
     # DeepSpeed runs AutoTP (tensor_parallel.autotp_size) with ZeRO
-    assert bad(scenario(8, {"dp": 4, "tp": 2, "zero": 1, "sequence_parallel": False},
-                        backend="deepspeed", micro_batch=1)) == []
+    assert bad(8, {"dp": 4, "tp": 2, "zero": 1, "sequence_parallel": False},
+               backend="deepspeed", micro_batch=1) == []
+    # FSDP has no ZeRO-1 (the record's zero stages per back end)
+    assert [p for p, _ in bad(8, {"dp": 8, "zero": 1}, backend="fsdp1")] == ["parallel.zero"]
     # other engines: not these rules
-    tt = scenario(8, {"dp": 4, "cp": 2, "zero": 0}, micro_batch=1)
-    assert hf_rules.problems(dataclasses.replace(tt, training=dataclasses.replace(
-        tt.training, engine="generic", method="pretrain"))) == []
+    assert bad(8, {"dp": 4, "cp": 2, "zero": 0}, micro_batch=1, engine="generic",
+               method="pretrain") == []
 
 
 def test_the_rules_judge_a_grid_of_layouts_at_once():
     import numpy as np
     from workbench.scenario.layouts import LayoutGrid
+    from workbench.scenario.rules import layout_mask
     s = scenario(8, {"dp": 4, "cp": 2, "zero": 3}, micro_batch=1)
     grid = LayoutGrid.of(s).take(np.zeros(2, dtype=int))
     grid.zero = np.array([0, 3])
-    cp_rule = next(c for c in hf_rules.CONDITIONS if c.name == "hf_cp_sharded")
-    assert list(np.broadcast_to(cp_rule.ok(grid, s.training), 2)) == [False, True]
+    assert list(layout_mask(s, grid)) == [False, True]
 
 
 def test_pretraining_under_fsdp_gathers_bf16_and_reduces_fp32():

@@ -16,7 +16,7 @@ from workbench.errors import ScenarioError
 from workbench.export import Source, export
 from workbench.imports import launch, megatron, torchtitan, torchtune
 from workbench.scenario import load_scenario, parse_scenario
-from workbench.scenario.document import DocumentError
+from workbench.documents.text import DocumentError
 
 DATA = ROOT / "tests" / "data" / "imports"
 EX = ROOT / "examples"

@@ -433,7 +433,8 @@ def test_open_scenario_reads_a_persons_own_configs():
     said = app.import_status.value
     assert "Read fsdp2.yaml, sft.yaml" in said
     assert "<code>hardware.gpu</code> = h100-sxm" in said and "workbench default" in said
-    app.open_files([("ds.json", b'{"train_micro_batch_size": 2}')])
+    app.open_files([("ds.json", b'{"zero_optimization": {"stage": 3}, '
+                                b'"train_micro_batch_size": 2}')])
     assert "train_micro_batch_size" in app.import_status.value and "wb-error" in \
         app.import_status.value
     assert app.state.scenario.model.name == "Llama 3.2 1B"      # the last scenario stays

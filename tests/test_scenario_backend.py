@@ -52,10 +52,10 @@ def test_another_engine_takes_neither():
 def test_fsdp_has_no_zero_1(backend):
     line = _refusal(_doc({"engine": "hf", "backend": backend}, zero=1))
     assert line == (
-        f"parallel.zero: backend {backend} has no ZeRO-1: FSDP shards "
-        "parameters, gradients and optimizer states (FULL_SHARD, zero 3), gradients and states "
-        "(SHARD_GRAD_OP, zero 2) or nothing (NO_SHARD, zero 0); use zero 2 or 3, or "
-        "training.backend deepspeed (got 1)")
+        "parallel.zero: Accelerate's FSDP shards parameters, gradients and optimizer states "
+        "together (reshard_after_forward true: zero 3, false: zero 2) or runs DDP (zero 0); it "
+        "has no stage that shards only optimizer states: use zero 2, or training.backend "
+        "deepspeed for zero 1 (got 1)")
 
 
 def test_the_planner_searches_no_zero_1_under_fsdp():

@@ -71,7 +71,7 @@ Mechanisms, each where the estimator counts it:
   L1875-1886), whose Llama plan shards no norm along the sequence (TF models/llama/
   configuration_llama.py L48-56) and gathers the head's output (``colwise_gather_output``,
   modeling_llama.py L414); no pipeline schedule. The rules the record's fields cannot say are
-  ``workbench/engines/hf_rules.py``.
+  ``workbench/scenario/rules/hf.py``.
 """
 from __future__ import annotations
 
@@ -112,6 +112,11 @@ BASE = Engine(
     recompute=("none", "layer", "full"),
     recompute_default="full",
     recompute_from_first=True,
+    # FSDP's sharding strategies (torch 2.13 torch/distributed/fsdp/api.py ShardingStrategy,
+    # the names AC utils/constants.py FSDP_SHARDING_STRATEGY takes; FSDP2's
+    # reshard_after_forward true/false is FULL_SHARD/SHARD_GRAD_OP, AC commands/to_fsdp2.py
+    # ARGUMENT_VALUE_MAPPING): FULL_SHARD zero 3, SHARD_GRAD_OP zero 2, NO_SHARD zero 0;
+    # none shards the optimizer states alone (ZeRO-1)
     zero=(0, 2, 3),
     pp_schedules=(),
     # HSDP: ParallelismConfig dp_replicate x dp_shard; FSDP shards over dp_shard x cp

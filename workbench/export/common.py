@@ -162,10 +162,10 @@ def spelling(engine: str, switch: str) -> str:
 def fp8_recipe(s: Scenario) -> str | None:
     """The FP8 recipe the estimate ran with: ``training.fp8_recipe``, else the scenario
     engine's default (None for generic and without fp8 precision)."""
-    from workbench.engines import ENGINES
+    from workbench.engines import engine_of
     if s.training.precision != "fp8":
         return None
-    return s.training.fp8_recipe or ENGINES[s.training.engine].fp8_default
+    return s.training.fp8_recipe or engine_of(s.training).fp8_default
 
 
 def _word(value: object) -> str:

@@ -58,7 +58,7 @@ def detect(name: str, text: str) -> str | None:
 def _text(item: Source) -> tuple[str, str | None]:
     """(name, text) of a source; text None for a Hub model id (not a file)."""
     from workbench.imports.hf_model import is_model_id
-    from workbench.scenario.io import read_text_file
+    from workbench.documents.text import read_text_file
 
     if isinstance(item, tuple):
         return item
@@ -124,7 +124,7 @@ def validate(doc: dict) -> list[Problem]:
 def import_uploads(files: Iterable[tuple[str, bytes]], fmt: str | None = None) -> Imported:
     """:func:`import_configs` for uploaded files (the dashboard's "Open scenario"): each a
     (file name, bytes) pair, held to the scenario's size limit and UTF-8 like a file."""
-    from workbench.scenario.document import MAX_BYTES
+    from workbench.documents.text import MAX_BYTES
 
     texts, problems = [], []
     for name, data in files:

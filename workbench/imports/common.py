@@ -7,7 +7,7 @@ from typing import Any
 
 from workbench.errors import Problem
 from workbench.imports.types import Reading
-from workbench.scenario.document import DocumentError, load_text
+from workbench.documents.text import DocumentError, load_text
 
 JSON_SUFFIXES = (".json",)
 

@@ -26,7 +26,7 @@ import shlex
 from workbench.errors import Problem
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
-from workbench.scenario.document import MAX_BYTES, DocumentError
+from workbench.documents.text import MAX_BYTES, DocumentError
 
 FORMAT = "megatron"
 

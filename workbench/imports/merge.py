@@ -124,7 +124,7 @@ def complete(out: Imported) -> Imported:
     from workbench.engines import ENGINES
     from workbench.imports import training_args as ta
     from workbench.scenario.types import Parallel, Training
-    from workbench.scenario.validate import HARDWARE_DEFAULTS
+    from workbench.hardware.resolve import HARDWARE_DEFAULTS
 
     doc = out.scenario
     _fill(out, "hardware.gpu", DEFAULT_GPU, "no file names the GPU (Accelerate and Trainer "
@@ -148,6 +148,11 @@ def complete(out: Imported) -> Imported:
               "false", "library")
         _fill(out, "training.optimizer", ta.OPTIM["adamw_torch_fused"], f"{lib}: optim "
               "defaults to adamw_torch_fused", "library")
+        if (get(doc, "parallel.tp") or 1) > 1:
+            # Transformers' tp_plan: colwise q/k/v/gate/up, rowwise o/down, replicated norms
+            # (models/llama/configuration_llama.py base_model_tp_plan): no sequence sharding
+            _fill(out, "parallel.sequence_parallel", False, "Transformers' tensor-parallel "
+                  "plan shards no norm along the sequence", "library")
     else:
         for key in ("backend", "liger"):
             if key in doc.get("training", {}):
@@ -236,9 +241,9 @@ def _world_from_batch(out: Imported, model_par: int) -> None:
 def _ordered(doc: dict) -> dict:
     """Sections and keys in the order docs/scenario.md lists them."""
     from workbench.scenario import types as sc
-    from workbench.scenario.validate import _HARDWARE_FIELDS
+    from workbench.hardware.resolve import HARDWARE_FIELDS
 
-    order = {"hardware": _HARDWARE_FIELDS,
+    order = {"hardware": HARDWARE_FIELDS,
              "parallel": tuple(f.name for f in dataclasses.fields(sc.Parallel)),
              "training": tuple(f.name for f in dataclasses.fields(sc.Training))}
     out = {}

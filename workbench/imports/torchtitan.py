@@ -21,7 +21,7 @@ import tomllib
 
 from workbench.errors import Problem
 from workbench.imports.types import Reading
-from workbench.scenario.document import MAX_BYTES, DocumentError
+from workbench.documents.text import MAX_BYTES, DocumentError
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 FORMAT = "torchtitan"

@@ -23,7 +23,7 @@ from workbench.errors import Problem
 from workbench.export.torchtune import ATTN, BUILDERS, MLP, OPTIMIZERS
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
-from workbench.scenario.document import load_text
+from workbench.documents.text import load_text
 
 FORMAT = "torchtune"
 NO_EFFECT = {"output_dir", "checkpointer", "resume_from_checkpoint", "save_adapter_weights_only",

@@ -45,5 +45,5 @@ class Reader(Protocol):
 
     def read(self, name: str, text: str) -> Reading:
         """The file read into a :class:`Reading`. Text the format cannot parse raises
-        ``workbench.scenario.document.DocumentError`` naming the file; a key it does not know is
+        ``workbench.documents.text.DocumentError`` naming the file; a key it does not know is
         a problem in the reading, never silently dropped."""

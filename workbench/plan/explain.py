@@ -121,11 +121,11 @@ def switch_lines(best) -> list[str]:
     """What each switch the engine offers buys on the best layout: the same layout estimated
     with the switch flipped (the search keeps compile and async TP on because they never cost
     memory or time in the model; this says by how much they help)."""
-    from workbench.engines import ENGINES
+    from workbench.engines import engine_of
     from workbench.estimate import estimate
 
     s = best.scenario
-    eng = ENGINES[s.training.engine]
+    eng = engine_of(s.training)
     out = []
     flips = {"compile": lambda x: dataclasses.replace(x, training=dataclasses.replace(
                  x.training, compile=not x.training.compile)),

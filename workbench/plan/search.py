@@ -27,7 +27,7 @@ from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
-from workbench.engines import ENGINES
+from workbench.engines import engine_of
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
 
@@ -40,7 +40,7 @@ class Cancelled(Exception):
 
 def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
     # async TP stays on without SP only where the engine runs it so (rule async_tp_sp)
-    atp = s.parallel.async_tp and (sp or not ENGINES[s.training.engine].async_tp_needs_sp)
+    atp = s.parallel.async_tp and (sp or not engine_of(s.training).async_tp_needs_sp)
     par = dataclasses.replace(s.parallel, sequence_parallel=sp, async_tp=atp)
     tr = dataclasses.replace(s.training, recompute=recompute, offload=offload)
     return dataclasses.replace(s, parallel=par, training=tr)
@@ -56,7 +56,7 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
     out = []
     from workbench.scenario.rules import CLASSIC_OPTIMIZERS
     for name in names:
-        eng = ENGINES[name]
+        eng = engine_of(dataclasses.replace(s.training, engine=name))
         built = eng.optimizers or CLASSIC_OPTIMIZERS          # rule engine_numerics
         optimizers = [o for o in (c.optimizers or (s.training.optimizer,)) if o in built]
         comp = fixed.get("compile", eng.offers("compile"))
@@ -137,7 +137,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                     counts, progress, share, done, total) -> int:
     """Search one engine-and-switches variant of the scenario into ``cols``."""
     fixed = c.fixed
-    eng = ENGINES[s.training.engine]
+    eng = engine_of(s.training)
     recomputes = [fixed["recompute"]] if "recompute" in fixed else [
         r for r in RECOMPUTE if r in eng.recompute]   # RECOMPUTE: the dominance order
     sps = [sp for sp in sps if sp or eng.tp_without_sp]   # rule engine_sp

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engines import ENGINES
+from workbench.engines import engine_of
 from workbench.errors import Problem
 from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule, rule, why
 from workbench.scenario.types import Scenario
@@ -24,7 +24,7 @@ from workbench.scenario.types import Scenario
       "parallel.async_tp", "parallel.expert_tp", layout=False)
 def _engine_switches(s: Scenario):
     tr, par = s.training, s.parallel
-    eng = ENGINES[tr.engine]
+    eng = engine_of(tr)
     offers = ", ".join(eng.switches) or "none"
     used = {"compile": ("training.compile", tr.compile, tr.compile),
             "fp8_recipe": ("training.fp8_recipe", tr.fp8_recipe, tr.fp8_recipe is not None),
@@ -225,7 +225,6 @@ layout_rule(
 # the sharding with, and the Liger kernels the Trainer swaps in. The rest of what engine hf runs
 # is its record's (workbench/engines/hf.py).
 ACCELERATE_ENGINES = ("hf",)    # engines launched through Accelerate (design.md contract 1)
-FSDP_BACKENDS = ("fsdp2", "fsdp1")
 
 
 @rule("accelerate_backend", "training.backend and training.liger only with training.engine hf "
@@ -244,21 +243,4 @@ def _accelerate_backend(s: Scenario):
                       f"only engine hf runs Liger kernels (Transformers' use_liger_kernel); "
                       f"training.engine is {tr.engine}: remove training.liger or set "
                       "training.engine hf")
-
-
-# FSDP's sharding strategies (torch 2.13 torch/distributed/fsdp/api.py ShardingStrategy, the
-# names accelerate 1.16 utils/constants.py FSDP_SHARDING_STRATEGY takes; FSDP2's
-# reshard_after_forward true/false is FULL_SHARD/SHARD_GRAD_OP, accelerate
-# commands/to_fsdp2.py ARGUMENT_VALUE_MAPPING): FULL_SHARD shards parameters, gradients and
-# optimizer states (zero 3), SHARD_GRAD_OP gradients and optimizer states (zero 2), NO_SHARD
-# nothing (zero 0, as DDP); none shards the optimizer states alone (ZeRO-1).
-layout_rule(
-    "fsdp_stages", "training.backend fsdp2 or fsdp1 runs parallel.zero 0, 2 or 3 (FSDP's "
-    "NO_SHARD, SHARD_GRAD_OP, FULL_SHARD): no FSDP strategy shards the optimizer states alone",
-    Condition(P + "zero", (P + "zero", "training.backend"),
-              lambda v: (v.tr.backend not in FSDP_BACKENDS) | (v.par.zero != 1),
-              lambda v: (f"backend {v.tr.backend} has no ZeRO-1: FSDP shards parameters, "
-                         "gradients and optimizer states (FULL_SHARD, zero 3), gradients and "
-                         "states (SHARD_GRAD_OP, zero 2) or nothing (NO_SHARD, zero 0); use "
-                         "zero 2 or 3, or training.backend deepspeed")))
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.engines import ENGINES
+from workbench.engines import engine_of
 from workbench.errors import Problem
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.schedules import schedule
@@ -68,8 +68,8 @@ class Layouts:
     @property
     def eng(self):
         """The engine whose limits apply: ``engine`` when given (an export to that engine's
-        format), else the scenario's training.engine."""
-        return self.engine or ENGINES[self.tr.engine]
+        format), else the scenario's training.engine (the hf record of its back end)."""
+        return self.engine or engine_of(self.tr)
 
     @property
     def microbatches(self):
@@ -199,7 +199,8 @@ def engine_problems(s: Scenario, engine: str) -> list[Problem]:
     training.engine, judged with that engine's record. An export to the engine's format asks
     this; for a scenario of that engine the validator reports the same problems, word for
     word."""
-    v = Layouts(s.parallel, s.training.micro_batch, s, ENGINES[engine])
+    eng = engine_of(dataclasses.replace(s.training, engine=engine))
+    v = Layouts(s.parallel, s.training.micro_batch, s, eng)
     return [c.problem(v) for r in RULES for c in r.conditions
             if E in c.reads and not bool(c.ok(v))]
 

@@ -8,7 +8,10 @@ from workbench.scenario.io import dump_scenario
 
 
 def value_text(v: object) -> str:
-    """A value as the scenario YAML writes it, on one line."""
+    """A value as the scenario YAML writes it, on one line (a large round number such as the
+    default 1e12 tokens in exponent form, not as thirteen digits and ".0")."""
+    if isinstance(v, float) and v.is_integer() and abs(v) >= 1e6:
+        return f"{v:g}"
     text = dump_scenario({"v": v}).strip()[3:].strip() if isinstance(v, (dict, list)) else \
         ("null" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
     return text.replace("\n", " ")

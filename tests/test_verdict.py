@@ -123,6 +123,25 @@ def test_a_failed_build_check_fails_the_verdict_without_a_search(monkeypatch):
     assert not v.searched and [n.kind for n in v.next] == ["build"]
 
 
+def test_a_two_gpu_workstation_is_not_given_a_cluster_nodes_nics():
+    """One node and no inter_node: no NICs (the network between nodes is ignored), so a box
+    with two PCIe GPUs is not failed on the lanes and power of eight 400G NICs; two nodes
+    take the default eight; NICs a one-node scenario names are counted."""
+    doc = {"hardware": {"gpu": "rtx-4090", "gpus_per_node": 2},
+           "model": {"preset": "llama3.2-1b"}, "parallel": {"dp": 2},
+           "training": {"seq_len": 2048, "global_batch": 8}}
+    s = parse_scenario(doc)
+    lanes = next(c for c in estimate(s).checks if c.name == "pcie_lanes")
+    assert s.hardware.inter_node.nics_per_node == 0 and lanes.status == "pass"
+    assert lanes.reason.startswith("2 GPUs x16 + 0 NICs x16 + 1 drives x4 = 36 lanes")
+    two = parse_scenario({**doc, "hardware": {**doc["hardware"], "nodes": 2},
+                          "parallel": {"dp": 4}})
+    assert two.hardware.inter_node.nics_per_node == 8
+    named = parse_scenario({**doc, "hardware": {**doc["hardware"],
+                                                "inter_node": {"nics_per_node": 1}}})
+    assert named.hardware.inter_node.nics_per_node == 1
+
+
 def test_a_warned_build_check_is_said_but_stays_ok():
     s = load_scenario(LLAMA8)
     v = verdict(s, estimate(s))

@@ -93,15 +93,19 @@ class _Resolver:
         intra, intra_doc = self.catalog("link", d.get("intra_node", default_intra_node(gpu)),
                                         "hardware.intra_node")
 
-        inter_raw = d.get("inter_node", HARDWARE_DEFAULTS["inter_node"])
+        inter_raw = d.get("inter_node", {})
         if isinstance(inter_raw, str):  # shorthand: just the link
             inter_raw = {"link": inter_raw}
         di = c.table(inter_raw, "hardware.inter_node", INTER_NODE_FIELDS)
         inter_link, inter_link_doc = self.catalog(
             "link", di.get("link", HARDWARE_DEFAULTS["inter_node"]["link"]),
             "hardware.inter_node.link")
+        # a one-node scenario that names no NICs has none: the inter-node network is ignored
+        # when nodes == 1 (design.md contract 1), and a cluster node's eight NICs would
+        # otherwise fail a two-GPU workstation's PCIe lanes and add their power to its bill
         nics = c.integer(di, "nics_per_node", "hardware.inter_node",
-                         HARDWARE_DEFAULTS["inter_node"]["nics_per_node"], lo=0, hi=64)
+                         HARDWARE_DEFAULTS["inter_node"]["nics_per_node"] if nodes != 1 else 0,
+                         lo=0, hi=64)
 
         hd = c.table(d.get("host", {}), "hardware.host", HOST_FIELDS)
         hdef = HARDWARE_DEFAULTS["host"]

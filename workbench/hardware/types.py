@@ -12,7 +12,7 @@ from workbench.catalog.types import CPU, GPU, Drive, HostMemory, Link
 class InterNode:
     link: Link                # the NIC's link: catalog key or inline {gb_per_s, latency_us}, per
     #                           NIC per direction (ignored when nodes == 1)
-    nics_per_node: int        # NICs per node (GPUDirect RDMA NICs: usually one per GPU; 8, none if 1 node)
+    nics_per_node: int        # NICs per node (RDMA NICs: usually one per GPU; 8, none if 1 node)
 
 
 @dataclass(frozen=True)

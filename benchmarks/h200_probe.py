@@ -10,10 +10,16 @@ FSDP2, ZeRO-0 for AMP (fp32 weights and grads and Adam: the same 16 B per parame
 nvidia-smi figures are compared. Nothing here is fitted: the kernel model's constants come from
 the kernel table, not from these rows.
 
-    .venv/bin/python benchmarks/h200_probe.py
+    .venv/bin/python benchmarks/h200_probe.py [--engine torchtitan|hf]
+
+``--engine hf`` estimates the FSDP2 rows as the Hugging Face stack's record with backend fsdp2
+(Accelerate's FSDP2 plugin under mixed precision: fp32 sharded parameters, bf16 compute, the
+Trainer's fp32-upcast loss), which is what those rows ran apart from the training loop; the AMP
+rows (fp32 weights under autocast, no wrapper) have no such record and are left out.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -22,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.engines import ENGINES  # noqa: E402
+from workbench.engines import engine_of  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
 from workbench.estimate.buffers import reserved_bytes  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
@@ -40,9 +46,11 @@ SHAPES = {
 }
 
 
-def scenario(row: dict) -> dict:
-    """The scenario document one probe row ran."""
+def scenario(row: dict, engine: str = "torchtitan") -> dict:
+    """The scenario document one probe row ran, with ``engine``'s record."""
     fsdp = row["recipe"] == "fsdp2"
+    training = {"engine": engine, "backend": "fsdp2"} if engine == "hf" else \
+        {"engine": engine}
     return {
         "hardware": {"gpu": "h200-sxm", "gpus_per_node": 1, "nodes": 1},
         "model": {"name": row["shape"], "mlp": "swiglu", "norm": "rmsnorm",
@@ -50,18 +58,18 @@ def scenario(row: dict) -> dict:
         "parallel": {"dp": 1, "zero": 3 if fsdp else 0},
         "training": {"seq_len": row["seq"], "micro_batch": row["micro_batch"],
                      "global_batch": row["micro_batch"], "precision": "bf16",
-                     "recompute": row["recompute"], "engine": "torchtitan",
-                     "attention": "flash3"},
+                     "recompute": row["recompute"], "attention": "flash3", **training},
     }
 
 
-def compare(row: dict) -> dict:
+def compare(row: dict, engine: str = "torchtitan") -> dict:
     """Measured and estimated figures of one probe row, and their ratios."""
-    est = estimate(parse_scenario(scenario(row)))
+    s = parse_scenario(scenario(row, engine))
+    est = estimate(s)
     mem = est.memory.per_gpu
     # The probe ran PyTorch's default allocator (no expandable segments, which torchtitan's
     # launcher turns on): reserved as that allocator keeps it, and nvidia-smi on top of it.
-    reserved = reserved_bytes(ENGINES["torchtitan"], mem.total,
+    reserved = reserved_bytes(engine_of(s.training), mem.total,
                               gathers=row["recipe"] == "fsdp2", expandable=False)
     device = mem.device - mem.reserved + reserved
     out = {"config": f"{row['shape']} {row['recipe']} seq {row['seq']} mb {row['micro_batch']} "
@@ -74,9 +82,13 @@ def compare(row: dict) -> dict:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=("torchtitan", "hf"), default="torchtitan")
+    engine = parser.parse_args(argv).engine
     rows = [json.loads(line) for line in PROBE.read_text().splitlines() if line.strip()]
-    results = [compare(r) for r in rows if "error" not in r]
+    results = [compare(r, engine) for r in rows if "error" not in r
+               and (engine != "hf" or r["recipe"] == "fsdp2")]
     keys = ("step", "allocated", "reserved", "nvidia-smi")
     print(f"{'config':52} " + " ".join(f"{k:>24}" for k in keys))
     for r in results:

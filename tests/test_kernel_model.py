@@ -54,3 +54,17 @@ def test_no_fitted_engine_factor_is_left():
     assert not (ROOT / "workbench/engines/fitted.json").exists()
     fields = set(terms.RunConventions.__dataclass_fields__)
     assert not fields & {"time_factor", "attention_factor", "moe_layer_s"}
+
+
+def test_ada_runs_amperes_kernels():
+    """An RTX 4090 (Ada, SM 8.9) runs FlashAttention-2's SM80 code: Ampere's measured
+    fractions of its own peak (A100 FlashAttention-2 179.5 of 312 TFLOP/s at 8k), not
+    Hopper's FlashAttention-2 (333 of 989.5)."""
+    from workbench.catalog import CATALOGS
+    from workbench.estimate import efficiency as eff
+
+    ada, a100 = CATALOGS["gpu"]["rtx-4090"], CATALOGS["gpu"]["a100-sxm-80gb"]
+    flops = 1e12
+    per_peak = [eff.attention_time(flops, g, "fwd") * g.bf16_tflops for g in (ada, a100)]
+    assert per_peak[0] == per_peak[1]
+    assert eff.matmul_efficiency(ada, "bf16") == eff.GEMM_CEILING["ampere"]["bf16"]

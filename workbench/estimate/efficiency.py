@@ -91,8 +91,16 @@ KERNEL_OVERHEAD_S = 4e-6
 HOST_OP_S = 13.2e-6
 
 
+# Ada (compute capability 8.9) has Ampere's tensor-core instructions (mma.sync; no Hopper
+# wgmma or TMA), and FlashAttention-2 ships only SM80 and SM90 kernels (Dao-AILab/flash-attention
+# setup.py @00291362: -gencode arch=compute_80,code=sm_80 and compute_90, the *_sm80.cu
+# sources), so an Ada GPU runs the SM80 code: Ada takes Ampere's measured fractions.
+_KERNEL_FAMILY = {"ada": "ampere"}
+
+
 def _arch(gpu: GPU) -> str:
-    return gpu.arch if gpu.arch in ATTENTION_C else "hopper"
+    arch = _KERNEL_FAMILY.get(gpu.arch, gpu.arch)
+    return arch if arch in ATTENTION_C else "hopper"
 
 
 def matmul_efficiency(gpu: GPU, precision: str) -> float:

@@ -431,6 +431,7 @@ def test_open_scenario_reads_a_persons_own_configs():
             s.training.global_batch, s.training.engine, s.training.backend) == (
         "Llama 3.2 1B", 8, 3, 2, 64, "hf", "fsdp2")
     said = app.import_status.value
+    assert app.picker.value is None                      # no longer an example's scenario
     assert "Read fsdp2.yaml, sft.yaml" in said
     assert "<code>hardware.gpu</code> = h100-sxm" in said and "workbench default" in said
     app.open_files([("ds.json", b'{"zero_optimization": {"stage": 3}, '

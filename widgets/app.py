@@ -453,6 +453,8 @@ class App:
         self.store_status.value = html.escape(f"opened \u201c{name}\u201d")
 
     def _pick(self, change: dict) -> None:
+        if change["new"] is None:      # cleared: the scenario is no longer an example's
+            return
         self.import_status.value = ""
         self.state.load(yaml.safe_load(self.examples[change["new"]].read_text()))
 
@@ -483,6 +485,7 @@ class App:
             self.import_status.value = import_problems_html(out.problems)
             return
         self.state.load(out.scenario)
+        self.picker.value = None            # the page no longer shows an example
         self.import_status.value = imported_html(out)
 
     def _yaml_edit(self, change: dict) -> None:

@@ -66,6 +66,14 @@ def read(name: str, text: str) -> Reading:
     trl = any(k in TRL_ONLY for k in args)
     lib = "TRL SFTConfig" if trl else "TrainingArguments"
     c.note(f"read as {lib}" + (" (it has TRL keys)" if trl else ""))
+    if trl and args.get("loss_type", "chunked_nll") == "chunked_nll" and not args.get(
+            "use_liger_kernel"):
+        # TRL sft_config.py: loss_type defaults to "chunked_nll" (256-token checkpointed
+        # chunks of the head and loss); the hf record counts the Trainer's loss
+        # (docs/hf-stack.md "Not modelled yet")
+        c.note("loss_type chunked_nll (TRL's default) never holds the whole logits; the "
+               "estimate counts the Trainer's fp32 logits and their gradient, an over-estimate "
+               "of about 12 bytes per token per vocabulary entry; set loss_type: nll to match")
     c.state("training.engine", "hf")
     _int(c, args, "per_device_train_batch_size", "training.micro_batch", 8, lib)
     _int(c, args, "gradient_accumulation_steps", "training.grad_accum", 1, lib)

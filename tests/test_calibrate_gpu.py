@@ -229,6 +229,8 @@ def test_collectives_use_the_nccl_fits_inside_a_node_else_the_links(tmp_path):
     from workbench.estimate.comm import Span, _link_time, collective_time
 
     hw = _scenario(_profile().save(tmp_path / "gpu.json")).hardware
+    # a group across two nodes needs the NICs a one-node scenario does not have
+    hw = dataclasses.replace(hw, inter_node=dataclasses.replace(hw.inter_node, nics_per_node=8))
     span2 = Span(2, 2, 1)
     assert collective_time("all_reduce", 1e8, span2, hw) == _link_time("all_reduce", 1e8,
                                                                        span2, hw)

@@ -18,8 +18,9 @@ must print a scenario ``load_scenario`` reads (else ``broken``). Each runs in a 
 child with a 6 GiB address-space limit and a deadline; ``--real N`` runs N of them again as
 fresh ``python -m workbench`` processes to show the fork runner sees what a user sees.
 
-Prints the counts per verdict and per kind, every defect (traceback, hang, messy, crash,
-leftover, injected, broken) with its argv and last stderr line, and exits 1 when there is one.
+Prints the counts per verdict and per kind, the defects grouped by where they happened (verdict,
+kind, exception and the innermost frame of the product), the first 50 with their argv and last
+stderr line, and exits 1 when there is one.
 A final check, a second after the last case, looks for any process still in a case's session.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -43,6 +45,21 @@ from tests.hostile_imports import (  # noqa: E402
 )
 
 GOOD = ("ok", "refused")
+_FRAME = re.compile(r'File "([^"]*workbench/[^"]*)", line (\d+), in (\w+)')
+
+
+def signature(case: Case, out) -> str:
+    """Where a defect happened: verdict, kind, and for a traceback its exception and the
+    innermost frame inside the workbench package (what one fix addresses)."""
+    if out.verdict != "traceback":
+        return f"{out.verdict} {case.kind}"
+    lines = out.stderr.strip().splitlines() or [""]
+    frames = _FRAME.findall(out.stderr)
+    where = ""
+    if frames:
+        path, line, func = frames[-1]
+        where = f" at {path[path.rindex('workbench/'):]}:{line} {func}"
+    return f"traceback {case.kind}: {lines[-1].split(':')[0][:60]}{where}"
 
 
 def cases(n: int, seed: int) -> list[Case]:
@@ -119,6 +136,9 @@ def main() -> int:
         f"{k} {v}" for k, v in real.most_common()) + f"; same verdict and exit status as the "
         f"fork in {agree}")
     print(f"processes left behind: {len(left)}")
+    groups = collections.Counter(signature(case, out) for case, out in defects)
+    for sig, n in groups.most_common():
+        print(f"DEFECTS x{n}: {sig}")
     for case, out in defects[:50]:
         last = (out.stderr.strip().splitlines() or [""])[-1]
         print(f"DEFECT {out.verdict}: {case.kind}: {case.describe()!r} -> exit {out.code}: "

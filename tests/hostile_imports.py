@@ -65,12 +65,15 @@ TOML_VALUES = ["nan", "inf", "-inf", "+inf", "1e400", "1" + "0" * 400, "-" + "9"
                "5e-324", "0", "-1", "true", '""', '"\\u001b[31mred"', f'"$(touch {MARK})"',
                "[]", "[1, 2]", "{}", "{a = 1}", "1979-05-27T07:32:00Z", "07:32:00", "1979-05-27",
                "0x7fffffffffffffff", "1_000", '"' + "x" * 5000 + '"', "[" * 600 + "]" * 600,
-               "{a = " * 100 + "1" + "}" * 100, '"8"', "8.5", "'multi'", "1e-320", "9" * 5000]
+               "{a = " * 100 + "1" + "}" * 100, '"8"', "8.5", "'multi'", "1e-320", "9" * 5000,
+               '"²"', '"9999999999999999999999999999999999999999999"', "[{a = 1}]",
+               '"' + "9" * 5000 + '"']
 SHELL_WORDS = [f"$(touch {MARK})", f"`touch {MARK}`", f";touch {MARK}", f"'$(touch {MARK})'",
                f'"$(touch {MARK})"', f"${{X:-$(touch {MARK})}}", "$((1<<62))", "nan", "inf",
                "-inf", "1e400", "1" + "0" * 400, "9" * 5000, "-1", "0", "5e-324", "0x10", "'",
                '"', "\\", "\x1b[31m8\x1b[0m", "8\r", "８", "$UNSET", "${UNSET:-4}", "()", "&&",
-               "|", "#", "--", "-", "${1:-8}", "$(($GPUS*2))", "3.5"]
+               "|", "#", "--", "-", "${1:-8}", "$(($GPUS*2))", "3.5", "²", "٣", "x" * 5000,
+               "\x1b]0;title\x07"]
 JUNK = ["\udcff\udcfe", "\x00", "\x1b[2J", "\x07", "\ufeff", "\r", "\x85", "\u2028", "\x7f",
         "\udcc0\udc80", "\t\t"]
 FORMAT_NAMES = ["accelerate", "deepspeed", "hf_model", "torchtitan", "megatron", "launch",
@@ -249,9 +252,14 @@ def mutate_shell(rng: random.Random, text: str, edge: bool = False) -> str:
             hostile = rng.choice(["training.seq_len=!!bool x", "parallel.tp=1e400",
                                   "parallel.tp=" + "9" * 5000, "a=&x [*x]",
                                   f"training.engine=$(touch {MARK})", "hardware.gpu=/dev/zero",
-                                  "parallel=", "=", "model.preset=\x1b[2J", "training={a: 1}"])
-            text = text.replace("--set ", f"--set '{hostile}' --set ", 1) if "--set " in text \
-                else text + f"\n--set '{hostile}'\n"
+                                  "parallel=", "=", "model.preset=\x1b[2J", "training={a: 1}",
+                                  "training.engine=[1]", "training.engine=\x1b[2J",
+                                  "parallel.dp=" + "x" * 3000, "training.global_batch=abc",
+                                  "parallel.tp=[1]", "training.micro_batch=" + "9" * 40,
+                                  "hardware.gpus_per_node=" + "9" * 39])
+            # into the trial's command, where the launch reader reads its --set overrides
+            text = text.replace(" --steps", f" --set '{hostile}' --steps", 1) \
+                if " --steps" in text else text + f"\n--set '{hostile}'\n"
         elif op < 0.85:
             text += rng.choice([f"\nX=$(touch {MARK})\n", f'\neval "touch {MARK}"\n',
                                 f"\n--tensor-model-parallel-size $(touch {MARK})\n",
@@ -320,7 +328,9 @@ def import_pair_case(rng: random.Random, docs: list[dict]) -> Case:
     groups = rng.sample(import_bases(), rng.randint(2, 3))
     files: dict[str, str] = {}
     for i, group in enumerate(groups):
-        files.update(_files(group, prefix=f"{'abc'[i]}-"))
+        # file names are quoted in the problem lines: now and then hostile ones
+        mark = rng.choice(["", "", "", "\x1b[2J", f"$(touch {MARK})", "\u202e", "y" * 150])
+        files.update(_files(group, prefix=f"{'abc'[i]}{mark}-"))
     if rng.random() < 0.3:
         name = rng.choice(sorted(files))
         files[name] = hostile_file(rng, name, files[name], edge=rng.random() < 0.5)

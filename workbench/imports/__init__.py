@@ -63,7 +63,11 @@ def _text(item: Source) -> tuple[str, str | None]:
     if isinstance(item, tuple):
         return item
     p = Path(item)
-    if not p.exists() and is_model_id(str(item)):
+    try:
+        exists = p.exists()
+    except (OSError, ValueError):    # a name too long, a NUL byte: the file reader says so
+        exists = True
+    if not exists and is_model_id(str(item)):
         return str(item), None
     return str(item), read_text_file(p, what="import")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from workbench.errors import Problem
 from workbench.imports.types import Reading
-from workbench.documents.text import DocumentError, load_text
+from workbench.documents.text import MAX_DIGITS, DocumentError, load_text
 
 JSON_SUFFIXES = (".json",)
 
@@ -22,6 +22,16 @@ def parse_table(name: str, text: str) -> dict:
         raise DocumentError(name, "must hold a table of keys (got "
                                   f"{type(doc).__name__})")
     return doc
+
+
+def decimal_count(text: Any) -> int | None:
+    """A count a script or a command line writes in decimal digits, at most ``MAX_DIGITS`` of
+    them (the scenario reader's bound, workbench/documents/text.py), else None. ``isdecimal``,
+    not ``isdigit``: ``int()`` refuses ``"²"``, which isdigit accepts, and any text past 4,300
+    digits (sys.get_int_max_str_digits) with a ValueError."""
+    if isinstance(text, str) and text.isdecimal() and len(text) <= MAX_DIGITS:
+        return int(text)
+    return None
 
 
 def put(doc: dict, path: str, value: Any) -> None:

@@ -48,13 +48,23 @@ EXPORT_NAMES = {"deepspeed": "ds_config.json", "torchtitan": "torchtitan.toml",
                 "torchtune": "torchtune.yaml", "megatron": "megatron.sh",
                 "torchrun": "torchrun.sh", "slurm": "slurm.sbatch.sh"}
 
-BIG = [10 ** 400, -(10 ** 400), 2 ** 1023 * 3, 10 ** 41]
+BIG = [10 ** 400, -(10 ** 400), 2 ** 1023 * 3, 10 ** 41, 10 ** 4000]
+# Counts a scenario file still holds (40 digits, workbench/documents/text.py MAX_DIGITS) whose
+# products (max_steps x global batch x seq_len) it does not, and 64-bit edges.
+LONG = [10 ** 39, 10 ** 40 - 1]
+EDGE_IMPORT = EDGE_VALUES + EXTREME_FLOATS + [2 ** 63, 2 ** 64 + 1]
+
+
+def _edge(rng: random.Random) -> object:
+    """A number at an edge; one time in six one of 40 digits (``LONG``)."""
+    return rng.choice(LONG) if rng.random() < 1 / 6 else rng.choice(EDGE_IMPORT)
 NEW_KEYS = ["extra", "\x1b[2J", "a\rb", "\x00", f"$(touch {MARK})", "x" * 300, "\u202e", "1",
             "per_device_train_batch_size", "zero_stage", "tp", "num_processes", "fsdp_config",
             "zero_optimization", "bf16", "fp16", "deepspeed", "\udcff"]
 # JSON text no dumper writes: NaN and Infinity (Python's json reads them), numbers past the
 # float and the int-conversion ranges, lone surrogates, deep nesting.
 RAW_JSON = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1E-400", "1" + "0" * 400,
+            "1" + "0" * 4000, "9" * 40, "1" + "0" * 39,
             "9" * 5000, "[" * 5000 + "]" * 5000, '{"a":' * 40 + "1" + "}" * 40, '"\\u0000"',
             '"\\ud800"', '"\\u001b[31mred"', "{}", "[]", "true", "null", '"auto"', "-0",
             '"' + "x" * 5000 + '"', '"$(touch ' + MARK + ')"', "0.0", '"8"', "[1, 2]"]
@@ -67,13 +77,13 @@ TOML_VALUES = ["nan", "inf", "-inf", "+inf", "1e400", "1" + "0" * 400, "-" + "9"
                "0x7fffffffffffffff", "1_000", '"' + "x" * 5000 + '"', "[" * 600 + "]" * 600,
                "{a = " * 100 + "1" + "}" * 100, '"8"', "8.5", "'multi'", "1e-320", "9" * 5000,
                '"²"', '"9999999999999999999999999999999999999999999"', "[{a = 1}]",
-               '"' + "9" * 5000 + '"']
+               '"' + "9" * 5000 + '"', "1" + "0" * 4000, "9" * 40]
 SHELL_WORDS = [f"$(touch {MARK})", f"`touch {MARK}`", f";touch {MARK}", f"'$(touch {MARK})'",
                f'"$(touch {MARK})"', f"${{X:-$(touch {MARK})}}", "$((1<<62))", "nan", "inf",
                "-inf", "1e400", "1" + "0" * 400, "9" * 5000, "-1", "0", "5e-324", "0x10", "'",
                '"', "\\", "\x1b[31m8\x1b[0m", "8\r", "８", "$UNSET", "${UNSET:-4}", "()", "&&",
                "|", "#", "--", "-", "${1:-8}", "$(($GPUS*2))", "3.5", "²", "٣", "x" * 5000,
-               "\x1b]0;title\x07"]
+               "\x1b]0;title\x07", "1" + "0" * 4000, "9" * 40]
 JUNK = ["\udcff\udcfe", "\x00", "\x1b[2J", "\x07", "\ufeff", "\r", "\x85", "\u2028", "\x7f",
         "\udcc0\udc80", "\t\t"]
 FORMAT_NAMES = ["accelerate", "deepspeed", "hf_model", "torchtitan", "megatron", "launch",
@@ -113,14 +123,18 @@ def import_bases() -> tuple[tuple[tuple[str, str], ...], ...]:
                  real["trl-trl-accelerate_configs-fsdp2.yaml"]),
                 ("trl-examples-cli_configs-example_config.yaml",
                  real["trl-examples-cli_configs-example_config.yaml"]), cfg)]
+    seen = set()
     for path in EXAMPLES:
-        scenario = load_scenario(path)
-        for target in EXPORTED:
-            try:
-                text = export(scenario, target, Source(path.name))
-            except ScenarioError:           # the target cannot run this layout
-                continue
-            groups.append(tuple(_export_files(target, text)))
+        # the examples as they are, and with the recompute Accelerate's Trainer offers
+        for sets in ([], ["training.recompute=full"]):
+            for target in EXPORTED:
+                try:
+                    text = export(load_scenario(path, sets), target, Source(path.name))
+                except ScenarioError:           # the target cannot run this layout
+                    continue
+                if text not in seen:
+                    seen.add(text)
+                    groups.append(tuple(_export_files(target, text)))
     return tuple(groups)
 
 
@@ -155,8 +169,14 @@ def mutate_table(rng: random.Random, name: str, text: str, edge: bool = False) -
     if edge:
         numeric = [p for p in key_paths(doc) if isinstance(_lookup(doc, p), (int, float))
                    and not isinstance(_lookup(doc, p), bool)]
-        for path in rng.sample(numeric, min(len(numeric), rng.randint(1, 2))):
-            _set(doc, path, rng.choice(EDGE_VALUES + EXTREME_FLOATS))
+        # one or two fields; one time in three a run-length field (max_steps, epochs) at 40
+        # digits, which a scenario holds but its product with the batch and length does not
+        runs = [p for p in numeric if re.search(r"step|epoch", str(p[-1]))]
+        if runs and rng.random() < 1 / 2:
+            _set(doc, rng.choice(runs), rng.choice(LONG))
+        else:
+            for path in rng.sample(numeric, min(len(numeric), rng.randint(1, 2))):
+                _set(doc, path, _edge(rng))
         return json.dumps(doc, indent=2) if is_json else _dump(doc)
     raw = None
     for _ in range(rng.randint(1, 3)):
@@ -199,8 +219,9 @@ def mutate_toml(rng: random.Random, text: str, edge: bool = False) -> str:
         lines = list(_TOML_LINE.finditer(text))
         op = rng.random()
         if lines and (edge or op < 0.6):
-            m = rng.choice(lines)
-            value = rng.choice([str(v) for v in EDGE_VALUES]) if edge else rng.choice(TOML_VALUES)
+            runs = [m for m in lines if re.match(r"\s*steps\b", m.group(1))]
+            m = rng.choice(runs if edge and runs and rng.random() < 1 / 3 else lines)
+            value = str(_edge(rng)) if edge else rng.choice(TOML_VALUES)
             text = text[:m.start(2)] + value + text[m.end(2):]
         elif op < 0.7 and lines:             # a key given twice
             m = rng.choice(lines)
@@ -230,7 +251,7 @@ def mutate_shell(rng: random.Random, text: str, edge: bool = False) -> str:
         flags = list(_FLAG.finditer(text))
         if flags and (edge or op < 0.35):
             m = rng.choice(flags)
-            word = str(rng.choice(EDGE_VALUES)) if edge else rng.choice(SHELL_WORDS)
+            word = str(_edge(rng)) if edge else rng.choice(SHELL_WORDS)
             text = text[:m.start(3)] + word + text[m.end(3):]
         elif op < 0.45:
             assigns = list(_ASSIGN.finditer(text))

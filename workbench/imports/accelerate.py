@@ -313,7 +313,9 @@ def _parallelism(c: Collector, p: dict, kind: str | None) -> None:
     if dp * size["tp_size"] * size["cp_size"] > 1:
         c.state("parallel.dp", dp)
     if size["dp_replicate_size"] > 1 and size["dp_shard_size"] > 1:
-        c.state("parallel.shard_group", size["dp_shard_size"])   # HSDP
+        # HSDP: FSDP shards over the flattened dp_shard x cp mesh (accelerate 1.16
+        # parallelism_config.py "dp_shard_cp"), the group workbench/export/accelerate.py writes
+        c.state("parallel.shard_group", size["dp_shard_size"] * size["cp_size"])
     per_node = c.reading.document.get("hardware", {}).get("gpus_per_node")
     nodes = c.reading.document.get("hardware", {}).get("nodes", 1)
     total = dp * size["tp_size"] * size["cp_size"]

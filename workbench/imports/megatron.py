@@ -27,7 +27,7 @@ from workbench.errors import Problem, shown
 from workbench.imports.common import decimal_count
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
-from workbench.documents.text import MAX_BYTES, DocumentError
+from workbench.documents.text import MAX_BYTES, MAX_DIGITS, DocumentError
 
 FORMAT = "megatron"
 
@@ -213,7 +213,10 @@ def read(name: str, text: str) -> Reading:
 
 def _number(r: Reading, flag: str, value: str | None, kind=int):
     try:
-        return kind(value)
+        out = kind(value)
+        if kind is int and abs(out) >= 10 ** MAX_DIGITS:   # the scenario reader's bound
+            raise ValueError(value)
+        return out
     except (TypeError, ValueError, OverflowError):
         r.problems.append(Problem(f"{r.source}:{flag}", value, f"expected a{'n integer' if kind is int else ' number'}"))
         return None

@@ -54,13 +54,21 @@ def write_output(target: str, text: str, inputs: list[str]) -> Path:
 
     try:
         if path.is_dir() or not target.strip():
-            raise refuse("is a folder; name a file")
-        if path.exists() and any(Path(f).exists() and path.samefile(f) for f in inputs):
-            raise refuse("is one of the files imported; write the scenario elsewhere")
-        if not path.resolve().parent.is_dir():
-            raise refuse("its folder does not exist")
-    except (OSError, ValueError, RuntimeError) as exc:   # a NUL byte, a symlink loop, ...
-        raise refuse(f"cannot write there: {getattr(exc, 'strerror', None) or exc}") from None
+            problem = "is a folder; name a file"
+        elif path.exists() and any(Path(f).exists() and path.samefile(f) for f in inputs):
+            problem = "is one of the files imported; write the scenario elsewhere"
+        elif not path.resolve().parent.is_dir():
+            problem = "its folder does not exist"
+        else:
+            problem = None
+    except OSError as exc:            # a name too long, a folder that cannot be read
+        problem = f"cannot write there: {exc.strerror or exc}"
+    except RuntimeError:              # Path.resolve: "Symlink loop from ..." (Python 3.11)
+        problem = "cannot write there: a symlink loop"
+    except ValueError:                # a NUL byte in the name
+        problem = "is not a file name"
+    if problem:
+        raise refuse(problem)
     try:
         # O_NONBLOCK: a FIFO nobody reads refuses at once (ENXIO) rather than waiting for a
         # reader (open(2)); cleared before writing, so a pipe that is read takes it all

@@ -22,7 +22,7 @@ import tomllib
 from workbench.errors import Problem
 from workbench.imports.types import Reading
 from workbench.documents.text import MAX_BYTES, DocumentError
-from workbench.imports.common import decimal_count
+from workbench.imports.common import check_digits, decimal_count
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 FORMAT = "torchtitan"
@@ -102,6 +102,7 @@ def read(name: str, text: str) -> Reading:
     except ValueError:   # an integer past int()'s 4,300 digits (tomllib/_re.py match_to_number)
         raise DocumentError(name, "not TOML the workbench reads: an integer of more than 4,300 "
                             "digits", syntax=True) from None
+    check_digits(cfg, name)
     r = Reading(source=name, format=FORMAT)
     known = {"parallelism", "training", "activation_checkpoint", "compile", "model",
              "optimizer", "float8", "quantize"}
@@ -262,11 +263,8 @@ def _training(r: Reading, t: dict, par: dict) -> None:
     steps, gbs, seq = (t.get("steps"), r.document.get("training", {}).get("global_batch"),
                        t.get("seq_len"))
     if all(isinstance(v, int) and v > 0 for v in (steps, gbs, seq)):
-        try:
-            put(r.document, "training.tokens", float(steps * gbs * seq))
-        except OverflowError:
-            r.problems.append(Problem(f"{r.source}:training.steps", steps, "steps x global "
-                                      "batch x seq_len is past the float range"))
+        # (each at most 40 digits, check_digits: the product is within the float range)
+        put(r.document, "training.tokens", float(steps * gbs * seq))
 
 
 def _recompute(r: Reading, ac: dict | None) -> None:

@@ -193,8 +193,4 @@ def _training(r: Reading, cfg: dict) -> None:
     steps, epochs = cfg.get("max_steps_per_epoch"), cfg.get("epochs", 1)
     gb, seqlen = r.document.get("training", {}).get("global_batch"), seq
     if all(isinstance(v, int) and v > 0 for v in (steps, epochs, gb, seqlen)):
-        try:
-            put(r.document, "training.tokens", float(steps * epochs * gb * seqlen))
-        except OverflowError:
-            r.problems.append(Problem(f"{r.source}:max_steps_per_epoch", steps, "steps x epochs "
-                                      "x global batch x max_seq_len is past the float range"))
+        put(r.document, "training.tokens", float(steps * epochs * gb * seqlen))

@@ -5,14 +5,15 @@ Shared by the property test (tests/test_fuzz_cli.py, hypothesis) and the fuzz be
 it reads. ``run_case`` runs it in a forked child of this (already imported) process, in its own
 session with a memory limit and a deadline, and classifies the end:
 
-- ``ok`` (exit 0) or ``refused`` (exit 2 with exactly one line on stderr): what the product
-  promises;
+- ``ok`` (exit 0) or ``refused`` (exit 2 with exactly one line on stderr; ``import``: one
+  ``workbench: import:`` line per problem, ``IMPORT_LINE``): what the product promises;
 - ``traceback`` (an exception escaped ``main``), ``hang`` (past the deadline: killed),
   ``messy`` (exit 2 but not one line, or raw control characters printed to a terminal),
   ``crash`` (any other exit status or a signal), ``leftover`` (a process of the case outlived
   it), ``injected`` (a hostile value ran a command: the MARK file appeared, also when an
   exported script is run with stub launchers), ``broken`` (an exported script bash cannot
-  parse): each a defect.
+  parse, or the scenario ``import`` printed is not one ``load_scenario`` reads): each a defect.
+The ``import`` cases are in tests/hostile_imports.py.
 
 Forking costs milliseconds where a fresh interpreter costs most of a second, so thousands of
 cases fit in minutes; the benchmark also runs a sample through real ``python -m workbench``
@@ -122,6 +123,7 @@ class Case:
     fifo: str | None = None       # a name to create as a FIFO instead of a file
     env: dict[str, str] = field(default_factory=dict)   # set in the case's process; "{dir}"
     #                                                   in a value is the case's folder
+    links: dict[str, str] = field(default_factory=dict)  # name -> symlink target ("{dir}" ok)
 
     def describe(self) -> str:
         return " ".join(a if len(a) < 60 else a[:57] + "..." for a in self.argv)
@@ -436,19 +438,33 @@ def prepare(case: Case, folder: Path) -> list[str]:
         (folder / name).write_bytes(text.encode("utf-8", "surrogateescape"))
     if case.fifo:
         os.mkfifo(folder / case.fifo)
+    for name, target in case.links.items():
+        (folder / name).symlink_to(target.replace("{dir}", str(folder)))
     loop = folder / "loop.yaml"
     if not loop.exists() and not loop.is_symlink():
         loop.symlink_to(loop)
     return [a.replace("{dir}", str(folder)) for a in case.argv]
 
 
-def classify(code: int | None, stderr: str, stdout: str, timed_out: bool) -> str:
+# ``workbench import`` refuses with one line per problem (design.md, contract 1 additions:
+# "Unknown or contradictory keys: one line each"): each line one of these (workbench/cli.py:
+# _import's problems, main's ScenarioError, _Parser.error), none over LINE_MAX characters.
+IMPORT_LINE = re.compile(r"^(workbench: import: |workbench: invalid (option|scenario): "
+                         r"|workbench import: error: )")
+LINE_MAX = 1000
+
+
+def classify(code: int | None, stderr: str, stdout: str, timed_out: bool,
+             verb: str | None = None) -> str:
     if timed_out:
         return "hang"
     if "Traceback (most recent call last)" in stderr or code == 99:
         return "traceback"
     if code == 2:
         lines = stderr.strip("\n").split("\n")
+        if verb == "import":
+            clean = all(IMPORT_LINE.match(ln) and len(ln) <= LINE_MAX for ln in lines)
+            return "refused" if clean and not CONTROL.search(stderr) else "messy"
         return "refused" if len(lines) == 1 and not CONTROL.search(stderr) else "messy"
     if code == 0:
         return "messy" if CONTROL.search(stdout) or CONTROL.search(stderr) else "ok"
@@ -475,9 +491,12 @@ def run_case(case: Case, timeout_s: float = 30.0, subprocess_cli: bool = False) 
             _kill(p)
         stderr = err.read_text(errors="replace") if err.exists() else ""
         stdout = out.read_text(errors="replace") if out.exists() else ""
-        verdict = classify(code, stderr, stdout, timed_out)
+        verdict = classify(code, stderr, stdout, timed_out, case.argv[0] if case.argv else None)
         if verdict == "ok" and case.argv[0] == "export" and case.argv[-1] in SHELL_TARGETS:
             verdict = run_exported_script(stdout, folder) or verdict
+        if verdict == "ok" and case.argv[0] == "import":
+            from tests.hostile_imports import check_imported
+            verdict = check_imported(argv, stdout, folder) or verdict
         if (folder / MARK).exists():
             verdict = "injected"
         elif left:

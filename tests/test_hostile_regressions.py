@@ -2,19 +2,25 @@
 field: subnormal and out-of-range figures in an inline GPU and a huge MoE capacity factor; a
 YAML tag PyYAML cannot construct in a ``--set`` value (every verb that reads a scenario); bench
 message sizes past the float range; a calibration profile's collectives table holding a list,
-an empty table or a number past the float range where a fit belongs."""
+an empty table or a number past the float range where a fit belongs. And what the fuzz found in
+``workbench import`` (tests/hostile_imports.py): ``-o`` into a folder, a full device, a FIFO
+nobody reads, a symlink loop or a name too long, and an input name too long (the readers' own
+finds are in tests/test_import_readers.py)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from workbench.bench.definitions import parse_size
 from workbench.bench.runner import MAX_MESSAGE_BYTES, make_config
 from workbench.cli import main
 from workbench.documents.text import DocumentError, load_text
-from workbench.errors import ScenarioError
+from workbench.errors import ScenarioError, shown
 from workbench.hardware.resolve import catalog_range
 from workbench.scenario import load_scenario, parse_scenario
 
@@ -156,3 +162,62 @@ def test_the_planner_quotes_an_invalid_starting_layout_without_control_character
     out = capsys.readouterr().out
     assert "zero=\\x00\\x1b[2J) is not valid: parallel.zero: must be one of 0, 1, 2, 3" in out
     assert "\x00" not in out and "\x1b" not in out
+
+
+# -- workbench import (the fuzz extended to the new readers: tests/hostile_imports.py) --------
+IMPORTS = ROOT / "tests" / "data" / "imports"
+DS1 = str(IMPORTS / "accelerate-zero_stage1_config.json")
+
+
+def _import_lines(argv: list[str], capsys) -> list[str]:
+    """``workbench import ARGV``'s stderr lines; the exit status must be 2."""
+    assert main(["import", *argv]) == 2
+    return capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize("target, reason", [
+    (".", "is a folder; name a file"),
+    ("", "is a folder; name a file"),
+    ("/dev/full", "cannot write there: No space left on device"),
+    ("fifo", "cannot write there: No such device or address"),   # open(2) ENXIO: no reader
+    ("loop", "cannot write there: a symlink loop"),
+    ("a\x00b", "is not a file name"),
+    ("x" * 300, "cannot write there: File name too long"),
+    ("missing/out.yaml", "its folder does not exist"),
+])
+def test_import_o_into_a_path_that_cannot_take_it_is_one_line(tmp_path, monkeypatch, capsys,
+                                                               target, reason):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("fifo")
+    os.symlink("loop", "loop")
+    assert _import_lines([DS1, "-o", target], capsys) == [
+        f"workbench: import: -o: {reason} (got {shown(target)})"]
+
+
+def test_import_o_through_a_symlink_to_an_input_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    text = (IMPORTS / "accelerate-zero_stage1_config.json").read_text()
+    Path("ds.json").write_text(text)
+    os.symlink("ds.json", "link.yaml")
+    assert _import_lines(["ds.json", "-o", "link.yaml"], capsys) == [
+        "workbench: import: -o: is one of the files imported; write the scenario elsewhere "
+        "(got 'link.yaml')"]
+    assert Path("ds.json").read_text() == text
+
+
+def test_import_o_into_a_fifo_that_is_read_writes_it_all(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)    # a reader is there first
+    try:
+        assert main(["import", DS1, "-o", str(fifo)]) == 0
+        text = os.read(reader, 1 << 20).decode()            # a pipe holds 64 KiB: all of it
+    finally:
+        os.close(reader)
+    assert yaml.safe_load(text)["parallel"]["zero"] == 1
+
+
+def test_import_an_input_name_too_long_is_one_line(capsys):
+    name = "x" * 300
+    assert _import_lines([name], capsys) == [
+        f"workbench: import: import: cannot read file: File name too long (got {shown(name)})"]

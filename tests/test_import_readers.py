@@ -338,3 +338,152 @@ def test_a_full_batch_identity_gives_the_data_parallel_world():
     assert (out.scenario["hardware"]["gpus_per_node"], out.scenario["parallel"]["dp"]) == (12, 12)
     assert out.scenario["training"]["engine"] == "deepspeed"     # no "auto": DeepSpeed itself
     assert out.stated["hardware.gpus_per_node"].startswith("derived: train_batch_size")
+
+
+# -- hostile inputs the fuzz found (benchmarks/hostile_fuzz.py, tests/hostile_imports.py) -------
+def _export(target: str) -> str:
+    from pathlib import Path
+
+    from workbench.export import Source, export
+    from workbench.scenario import load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    return export(load_scenario(root / "examples" / "llama3-8b-8xh100.yaml"), target,
+                  Source("s.yaml"))
+
+
+def _data(name: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parent / "data" / "imports" / name).read_text()
+
+
+def test_launch_counts_past_40_digits_or_not_decimal_are_problems_not_tracebacks():
+    from workbench.imports import launch
+
+    script = _export("torchrun")
+    r = launch.read("run.sh", script.replace("dp=8", "dp=" + "9" * 5000, 1))
+    assert [str(p) for p in r.problems] == [
+        "run.sh:layout: dp: expected a count of at most 40 decimal digits (got "
+        "'9999999999999999999999999999999999999...99999999999999999999999999999999999999')"]
+    # "²" is a digit to str.isdigit but not to int(): not a count, so not read
+    r = launch.read("run.sh", script.replace("--nproc-per-node=8", "--nproc-per-node=²"))
+    assert r.problems == [] and r.document["hardware"]["gpus_per_node"] == 8
+
+
+def test_a_launch_set_that_makes_a_section_a_value_is_one_line():
+    out = import_configs([("run.sh", _export("torchrun").replace(
+        " --steps", " --set 'parallel=' --steps"))])
+    assert [str(p) for p in out.problems] == ["parallel: expected a table of keys"]
+
+
+def test_megatron_doubling_variables_stay_unexpanded_and_many_uses_are_refused():
+    from workbench.imports import megatron
+
+    bomb = "A0=xxxxxxxxxxxxxxxx\n" + "".join(f'A{i}="$A{i - 1}$A{i - 1}"\n'
+                                             for i in range(1, 61))
+    r = megatron.read("m.sh", bomb + "pretrain_gpt.py --num-layers $A60\n")
+    # A9 would be 8 KiB (past MAX_VALUE): it stays unset, and A10 on double "$A9" text
+    assert [str(p) for p in r.problems] == [
+        "m.sh:--num-layers: expected an integer (got '$A59$A59')"]
+    with pytest.raises(ScenarioError) as err:
+        megatron.read("m.sh", "A=" + "x" * 4000 + "\n" + "pretrain_gpt.py --num-layers $A\n" * 300)
+    assert err.value.one_line() == "m.sh: its shell variables expand past 1,000,000 bytes"
+
+
+def test_megatron_zero_degree_and_superscript_counts_are_not_divided_or_converted():
+    from workbench.imports import megatron
+
+    script = _data("megatron_train_llama3_8b_h100_fp8.sh")
+    r = megatron.read("m.sh", script.replace("TP_SIZE=1", "TP_SIZE=0"))
+    assert r.document["parallel"]["tp"] == 0 and "dp" not in r.document["parallel"]
+    r = megatron.read("m.sh", script.replace("NUM_NODES=1", "NUM_NODES=²"))
+    assert r.document["hardware"] == {"gpus_per_node": 8}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("[training]\nsteps = " + "9" * 5000 + "\n",
+     "t.toml: not TOML the workbench reads: an integer of more than 4,300 digits"),
+    ("[training]\nsteps = " + "9" * 41 + "\n", "t.toml: training.steps: a number of more than 40 "
+     "digits"),
+])
+def test_torchtitan_integers_past_the_scenario_bound_are_one_line(text, line):
+    from workbench.imports import torchtitan
+
+    with pytest.raises(ScenarioError) as err:
+        torchtitan.read("t.toml", text)
+    assert err.value.one_line() == line
+
+
+@pytest.mark.parametrize("text, problems", [
+    ("[[training]]\nsteps = 1\n", ["t.toml:training: expected a [table] (got [{'steps': 1}])"]),
+    ("parallelism = 3\n[training]\nsteps = 1\n", ["t.toml:parallelism: expected a [table] (got 3)"]),
+    ("[model]\nname = [1]\nflavor = '8B'\nconverters = 'float8'\n",
+     ["t.toml:model.converters: expected a list (got 'float8')"]),
+    ("[activation_checkpoint]\nmode = 'selective'\nselective_ac_option = '²'\n",
+     ["t.toml:activation_checkpoint: expected mode none, full, or selective with "
+      "selective_ac_option op or a positive integer (got 'selective/²')"]),
+])
+def test_torchtitan_tables_of_the_wrong_shape_are_problems(text, problems):
+    from workbench.imports import torchtitan
+
+    assert [str(p) for p in torchtitan.read("t.toml", text).problems] == problems
+
+
+def test_torchtune_tables_of_the_wrong_shape_are_problems():
+    import yaml
+
+    from workbench.imports import torchtune
+
+    cfg = yaml.safe_load(_data("torchtune_llama3_2_1B_lora_single_device.yaml"))
+    cfg.update(tokenizer=["x"], optimizer="adamw")
+    cfg["model"]["lora_attn_modules"] = [{"a": 1}, "q_proj"]
+    assert [str(p) for p in torchtune.read("tt.yaml", yaml.safe_dump(cfg)).problems][:3] == [
+        "tt.yaml:model.lora_attn_modules: expected q_proj, k_proj, v_proj, output_proj "
+        "(got {'a': 1})",
+        "tt.yaml:tokenizer: expected a table (got ['x'])",
+        "tt.yaml:optimizer: expected a table (got 'adamw')"]
+
+
+def test_conflicts_quote_file_names_escaped():
+    out = imp(("\x1b[2Ja.json", '{"zero_optimization": {"stage": 2}}'),
+              ("b.json", '{"zero_optimization": {"stage": 3}}'))
+    assert [str(p) for p in out.problems] == [
+        "parallel.zero: \\x1b[2Ja.json says 2, b.json says 3; expected one value (edit one of "
+        "them)"]
+
+
+def test_json_integers_past_40_digits_are_one_line_not_a_traceback():
+    big = "1" + "0" * 4000     # micro x accumulation would pass what int() can print
+    with pytest.raises(ScenarioError) as err:
+        read_one("ds.json", '{"train_micro_batch_size_per_gpu": %s, '
+                 '"gradient_accumulation_steps": %s}' % (big, big))
+    assert err.value.one_line() == "ds.json: gradient_accumulation_steps: a number of more " \
+                                   "than 40 digits"
+
+
+def test_a_derived_number_past_40_digits_is_refused_so_the_output_reads_back():
+    out = imp(FSDP2, ("args.yaml", "per_device_train_batch_size: 4\nmax_steps: 1" + "0" * 39
+                      + "\nmax_length: 4096\n"))
+    assert [str(p) for p in out.problems] == [
+        "training.tokens: comes to a number of more than 40 digits, which no scenario file "
+        "holds"]
+
+
+def test_hsdp_with_context_parallelism_reads_the_shard_group_as_dp_shard_times_cp():
+    # what --to accelerate writes for dp 4, cp 2, shard_group 4 (the round-trip property test's
+    # find): FSDP shards over the flattened dp_shard x cp mesh
+    out = imp(("acc.yaml", """\
+        distributed_type: FSDP
+        mixed_precision: bf16
+        num_processes: 8
+        fsdp_config: {fsdp_version: 2, fsdp_reshard_after_forward: false}
+        parallelism_config:
+          parallelism_config_dp_replicate_size: 2
+          parallelism_config_dp_shard_size: 2
+          parallelism_config_tp_size: 1
+          parallelism_config_cp_size: 2
+        """))
+    assert out.problems == []
+    par = out.scenario["parallel"]
+    assert (par["dp"], par["cp"], par["shard_group"], par["zero"]) == (4, 2, 4, 2)

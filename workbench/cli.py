@@ -231,10 +231,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from workbench.imports import import_configs
-    from workbench.imports.show import imported_text
+    from workbench.imports.show import imported_text, write_output
 
     out = import_configs(args.files, args.format)
     if out.problems:       # one line each: the reader's, the merge's or the validator's
@@ -245,13 +243,11 @@ def _import(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    target = Path(args.output)
-    if any(Path(f).exists() and target.exists() and target.samefile(f) for f in args.files):
-        raise ScenarioError([Problem("-o", args.output, "is one of the files imported; write "
-                                     "the scenario elsewhere")])
-    if not target.resolve().parent.is_dir():
-        raise ScenarioError([Problem("-o", args.output, "its folder does not exist")])
-    target.write_text(text)
+    try:
+        target = write_output(args.output, text, args.files)
+    except ScenarioError as exc:     # a folder, a full device, a FIFO nobody reads, ...
+        print(f"workbench: import: {exc.problems[0]}", file=sys.stderr)
+        return 2
     print(f"workbench: wrote {printable(str(target))}", file=sys.stderr)
     return 0
 

@@ -63,7 +63,11 @@ def _text(item: Source) -> tuple[str, str | None]:
     if isinstance(item, tuple):
         return item
     p = Path(item)
-    if not p.exists() and is_model_id(str(item)):
+    try:
+        exists = p.exists()
+    except (OSError, ValueError):    # a name too long, a NUL byte: the file reader says so
+        exists = True
+    if not exists and is_model_id(str(item)):
         return str(item), None
     return str(item), read_text_file(p, what="import")
 
@@ -111,14 +115,19 @@ def import_configs(sources: Iterable[Source], fmt: str | None = None) -> Importe
 
 
 def validate(doc: dict) -> list[Problem]:
-    """The scenario parser's problems with ``doc`` (none: it is a valid scenario)."""
+    """The scenario parser's problems with ``doc`` (none: it is a valid scenario), and any
+    integer past the digits a scenario file may hold (a product such as max_steps x
+    global_batch x seq_len can be): what ``import`` prints must read back as a scenario."""
+    from workbench.documents.text import MAX_DIGITS
+    from workbench.imports.common import long_integers
     from workbench.scenario import parse_scenario
 
     try:
         parse_scenario(doc)
     except ScenarioError as exc:
         return list(exc.problems)
-    return []
+    return [Problem(path, None, f"comes to a number of more than {MAX_DIGITS} digits, which "
+                    "no scenario file holds") for path in long_integers(doc)]
 
 
 def import_uploads(files: Iterable[tuple[str, bytes]], fmt: str | None = None) -> Imported:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from workbench.errors import Problem
+from workbench.errors import Problem, printable
 from workbench.imports.types import Reading
-from workbench.documents.text import DocumentError, load_text
+from workbench.documents.text import MAX_DIGITS, DocumentError, load_text
 
 JSON_SUFFIXES = (".json",)
 
@@ -18,10 +18,47 @@ def parse_table(name: str, text: str) -> dict:
     ``DocumentError`` naming the file."""
     json_text = name.lower().endswith(JSON_SUFFIXES) or text.lstrip().startswith("{")
     doc = load_text(text, name, json_text=json_text)
+    check_digits(doc, name)
     if not isinstance(doc, dict):
         raise DocumentError(name, "must hold a table of keys (got "
                                   f"{type(doc).__name__})")
     return doc
+
+
+def long_integers(doc: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the integers in ``doc`` with more than ``MAX_DIGITS`` digits."""
+    out, stack = [], [(prefix, doc)]
+    while stack:              # no recursion: a TOML table may nest hundreds deep
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            stack += [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(f"{path}[{i}]", v) for i, v in enumerate(node)]
+        elif isinstance(node, int) and not isinstance(node, bool) and \
+                abs(node) >= 10 ** MAX_DIGITS:
+            out.append(path)
+    return sorted(out)
+
+
+def check_digits(doc: Any, name: str) -> None:
+    """Refuse a document holding an integer of more than ``MAX_DIGITS`` digits, the bound the
+    YAML reader keeps (workbench/documents/text.py) and JSON and TOML readers lack: such a
+    number reaches no scenario field, and products of a few of them pass what ``int`` can even
+    print (4,300 digits)."""
+    paths = long_integers(doc)
+    if paths:
+        raise DocumentError(name, f"{printable(paths[0], 80)}: a number of more than "
+                                  f"{MAX_DIGITS} digits")
+
+
+def decimal_count(text: Any) -> int | None:
+    """A count a script or a command line writes in decimal digits, at most ``MAX_DIGITS`` of
+    them (the scenario reader's bound, workbench/documents/text.py), else None. ``isdecimal``,
+    not ``isdigit``: ``int()`` refuses ``"²"``, which isdigit accepts, and any text past 4,300
+    digits (sys.get_int_max_str_digits) with a ValueError."""
+    if isinstance(text, str) and text.isdecimal() and len(text) <= MAX_DIGITS:
+        return int(text)
+    return None
 
 
 def put(doc: dict, path: str, value: Any) -> None:

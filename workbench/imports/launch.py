@@ -19,9 +19,10 @@ import re
 import shlex
 
 from workbench.errors import Problem, ScenarioError
+from workbench.imports.common import decimal_count
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
-from workbench.documents.text import MAX_BYTES, DocumentError
+from workbench.documents.text import MAX_BYTES, MAX_DIGITS, DocumentError
 
 FORMAT = "launch"
 TRIAL = "workbench.trial.torchrun_main"
@@ -60,20 +61,26 @@ def read(name: str, text: str) -> Reading:
     if not words:
         raise DocumentError(name, f"no command running {TRIAL}")
     m = _LAYOUT.search(text)
+    counts = {k: decimal_count(v) for k, v in m.groupdict().items()
+              if k not in ("sched", "gpu") and v is not None} if m else {}
     if m is None:
         r.problems.append(Problem(f"{name}:layout", None, "the header comment with the layout "
                                   "(dp=... zero=... tp=... pp=... cp=... ep=... on N nodes x G "
                                   "GPUs) is missing"))
+    elif None in counts.values():
+        bad = next(k for k, v in counts.items() if v is None)
+        r.problems.append(Problem(f"{name}:layout", m.group(bad), f"{bad}: expected a count of "
+                                  f"at most {MAX_DIGITS} decimal digits"))
     else:
         for key in ("dp", "zero", "tp", "pp", "cp", "ep"):
-            put(r.document, f"parallel.{key}", int(m.group(key)))
+            put(r.document, f"parallel.{key}", counts[key])
         if m.group("sg"):
-            put(r.document, "parallel.shard_group", int(m.group("sg")))
+            put(r.document, "parallel.shard_group", counts["sg"])
         if m.group("sched"):
             put(r.document, "parallel.pp_schedule", m.group("sched"))
-            put(r.document, "parallel.virtual_stages", int(m.group("v") or 1))
-        put(r.document, "hardware.nodes", int(m.group("nodes")))
-        put(r.document, "hardware.gpus_per_node", int(m.group("gpus")))
+            put(r.document, "parallel.virtual_stages", counts.get("v", 1))
+        put(r.document, "hardware.nodes", counts["nodes"])
+        put(r.document, "hardware.gpus_per_node", counts["gpus"])
         from workbench.catalog import GPUS
         keys = [k for k, g in GPUS.items() if g.name == m.group("gpu")]
         if keys:
@@ -93,10 +100,12 @@ def _machines(r: Reading, words: list[str], text: str) -> None:
         flag, _, value = w.partition("=")
         path = {"--nnodes": "hardware.nodes", "--nproc-per-node": "hardware.gpus_per_node",
                 "--nproc_per_node": "hardware.gpus_per_node"}.get(flag)
-        if path and value.isdigit():
-            found[path] = int(value)
+        if path and decimal_count(value) is not None:
+            found[path] = decimal_count(value)
     for opt, value in _SBATCH.findall(text):
-        found["hardware.nodes" if opt == "nodes" else "hardware.gpus_per_node"] = int(value)
+        if decimal_count(value) is not None:
+            found["hardware.nodes" if opt == "nodes" else "hardware.gpus_per_node"] = \
+                decimal_count(value)
     hw = r.document.setdefault("hardware", {})
     for path, value in found.items():
         key = path.split(".")[1]

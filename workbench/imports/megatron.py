@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 import shlex
 
-from workbench.errors import Problem
+from workbench.errors import Problem, shown
+from workbench.imports.common import decimal_count
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
-from workbench.documents.text import MAX_BYTES, DocumentError
+from workbench.documents.text import MAX_BYTES, MAX_DIGITS, DocumentError
 
 FORMAT = "megatron"
 
@@ -92,6 +93,10 @@ FP8 = {"tensorwise": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8",
        "blockwise": "rowwise"}
 ATTENTION = {"flash": "flash2", "fused": "cudnn", "unfused": "eager"}
 SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+# A variable's value longer than this once expanded is not a launch setting (a path, a number,
+# a flag list is far shorter): it is left unexpanded, so a script whose assignments each double
+# the last (A1="$A0$A0", ... 2^k bytes) costs no more than its own text to read.
+MAX_VALUE = 4096
 _VAR = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$")
 
@@ -101,12 +106,25 @@ def looks_like(name: str, text: str) -> bool:
     return "pretrain_gpt" in text or "--tensor-model-parallel-size" in text
 
 
-def _expand(text: str, env: dict[str, str]) -> str:
+class _TooLong(Exception):
+    """The script's text with its variables substituted is past ``MAX_BYTES``."""
+
+
+def _expand(text: str, env: dict[str, str], limit: int = MAX_BYTES) -> str:
+    """``text`` with ``$NAME`` / ``${NAME}`` / ``${NAME:-default}`` substituted; _TooLong as
+    soon as the result would pass ``limit`` characters (many uses of a long variable)."""
+    grown = [len(text)]
+
     def sub(m: re.Match) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
-            return env[name]
-        return m.group(2) if m.group(2) is not None else m.group(0)
+            out = env[name]
+        else:
+            out = m.group(2) if m.group(2) is not None else m.group(0)
+        grown[0] += len(out) - len(m.group(0))
+        if grown[0] > limit:
+            raise _TooLong
+        return out
     return _VAR.sub(sub, text)
 
 
@@ -118,8 +136,8 @@ def _variables(text: str) -> dict[str, str]:
         if not m or m.group(2).startswith("("):   # arrays are read as flags
             continue
         try:
-            words = shlex.split(_expand(m.group(2), env), comments=True)
-        except ValueError:
+            words = shlex.split(_expand(m.group(2), env, MAX_VALUE), comments=True)
+        except (ValueError, _TooLong):     # unbalanced quotes; a value past MAX_VALUE
             continue
         if len(words) == 1:
             env[m.group(1)] = words[0]
@@ -163,13 +181,18 @@ def read(name: str, text: str) -> Reading:
     r = Reading(source=name, format=FORMAT)
     given: dict[str, str | None] = {}
     ignored: set[str] = set()
-    for flag, value in flags(text):
+    try:
+        found = flags(text)
+    except _TooLong:
+        raise DocumentError(name, f"its shell variables expand past {MAX_BYTES:,} bytes") \
+            from None
+    for flag, value in found:
         if flag in VALUED or flag in OTHER:
             kind = VALUED[flag][1] if flag in VALUED else OTHER[flag]
             val = None if kind is bool else value
             if flag in given and given[flag] != val:
                 r.problems.append(Problem(f"{name}:{flag}", val, f"given twice, also as "
-                                          f"{given[flag]}; expected one value"))
+                                          f"{shown(given[flag])}; expected one value"))
                 continue
             if kind is not bool and val is None:
                 r.problems.append(Problem(f"{name}:{flag}", None, "expects a value"))
@@ -190,7 +213,10 @@ def read(name: str, text: str) -> Reading:
 
 def _number(r: Reading, flag: str, value: str | None, kind=int):
     try:
-        return kind(value)
+        out = kind(value)
+        if kind is int and abs(out) >= 10 ** MAX_DIGITS:   # the scenario reader's bound
+            raise ValueError(value)
+        return out
     except (TypeError, ValueError, OverflowError):
         r.problems.append(Problem(f"{r.source}:{flag}", value, f"expected a{'n integer' if kind is int else ' number'}"))
         return None
@@ -212,15 +238,17 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
             put(doc, path, 1)
             r.defaulted[path] = f"Megatron-LM's {flag} defaults to 1"
     # hardware from torchrun (numbers only; a $VAR left unexpanded is not read)
-    per_node = g.get("--nproc_per_node", g.get("--nproc-per-node"))
-    nodes = g.get("--nnodes")
-    if per_node and per_node.isdigit():
-        put(doc, "hardware.gpus_per_node", int(per_node))
-        if nodes and nodes.isdigit():
-            put(doc, "hardware.nodes", int(nodes))
-        world = int(per_node) * (int(nodes) if nodes and nodes.isdigit() else 1)
-        if world % (tp * pp * cp) == 0:
-            put(doc, "parallel.dp", world // (tp * pp * cp))
+    per_node = decimal_count(g.get("--nproc_per_node", g.get("--nproc-per-node")))
+    nodes = decimal_count(g.get("--nnodes"))
+    if per_node:
+        put(doc, "hardware.gpus_per_node", per_node)
+        if nodes is not None:
+            put(doc, "hardware.nodes", nodes)
+        world = per_node * (nodes if nodes is not None else 1)
+        model_par = tp * pp * cp
+        # a degree below 1 is the validator's to name (parallel.tp ...), never a divisor
+        if all(isinstance(d, int) and d >= 1 for d in (tp, pp, cp)) and world % model_par == 0:
+            put(doc, "parallel.dp", world // model_par)
     # sequence parallelism: off unless given (arguments.py store_true)
     put(doc, "parallel.sequence_parallel", "--sequence-parallel" in g)
     if "--tp-comm-overlap" in g:
@@ -301,7 +329,9 @@ def _recompute(r: Reading, g: dict, layers: int | None, stages: int) -> None:
         elif method == "block" and n and layers:
             # the first n layers of each stage whole (the exporter's layer policy)
             put(r.document, "training.recompute", "layer")
-            put(r.document, "training.recompute_every", max(1, layers // stages // n))
+            # (stages below 1, from a virtual-stage count of 0, is the validator's to name)
+            per_stage = layers // stages if stages >= 1 else layers
+            put(r.document, "training.recompute_every", max(1, per_stage // n))
         else:
             r.problems.append(Problem(f"{r.source}:--recompute-method", method,
                                       "expected uniform with 1 layer, or block"))

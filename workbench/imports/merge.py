@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import Problem
+from workbench.errors import Problem, printable, shown
 from workbench.imports.common import get, put
 from workbench.imports.types import Reading
 
@@ -87,9 +87,12 @@ def merge(readings: list[Reading]) -> Imported:
             first = stated[0]
             for other in stated[1:]:
                 if other[0] != first[0]:
-                    out.problems.append(Problem(path, None, f"{first[1]} says {first[0]!r}, "
-                                                f"{other[1]} says {other[0]!r}; expected one "
-                                                "value (edit one of them)"))
+                    # the files' names and values as a problem line quotes them: control
+                    # characters escaped, a long value cut (workbench/errors.py)
+                    out.problems.append(Problem(path, None, f"{printable(first[1])} says "
+                                                f"{shown(first[0])}, {printable(other[1])} "
+                                                f"says {shown(other[0])}; expected one value "
+                                                "(edit one of them)"))
             put(out.scenario, path, first[0])
             out.stated[path] = first[1]
             _inner_defaults(out, path, first[1], readings)
@@ -127,6 +130,12 @@ def complete(out: Imported) -> Imported:
     from workbench.hardware.resolve import HARDWARE_DEFAULTS
 
     doc = out.scenario
+    for section in ("hardware", "parallel", "training"):
+        # a --set in a launch script may make a section a value ("parallel="): nothing can
+        # be filled into it, and the scenario's validator would refuse it the same way
+        if section in doc and not isinstance(doc[section], dict):
+            out.problems.append(Problem(section, doc[section], "expected a table of keys"))
+            return out
     _fill(out, "hardware.gpu", DEFAULT_GPU, "no file names the GPU (Accelerate and Trainer "
           "configs do not); set hardware.gpu")
     for key in ("gpus_per_node", "nodes"):
@@ -148,7 +157,8 @@ def complete(out: Imported) -> Imported:
               "false", "library")
         _fill(out, "training.optimizer", ta.OPTIM["adamw_torch_fused"], f"{lib}: optim "
               "defaults to adamw_torch_fused", "library")
-        if (get(doc, "parallel.tp") or 1) > 1:
+        tp = get(doc, "parallel.tp")
+        if isinstance(tp, int) and tp > 1:      # (not a number: the validator names it)
             # Transformers' tp_plan: colwise q/k/v/gate/up, rowwise o/down, replicated norms
             # (models/llama/configuration_llama.py base_model_tp_plan): no sequence sharding
             _fill(out, "parallel.sequence_parallel", False, "Transformers' tensor-parallel "
@@ -158,8 +168,10 @@ def complete(out: Imported) -> Imported:
             if key in doc.get("training", {}):
                 out.problems.append(Problem(f"training.{key}", doc["training"][key],
                                             f"applies to engine hf only (the files describe "
-                                            f"engine {engine})"))
-    rec = ENGINES[engine].recompute_default if engine in ENGINES else Training.recompute
+                                            f"engine {shown(engine)})"))
+    # an engine a --set in a launch script made a list or a table: the validator names it
+    rec = ENGINES[engine].recompute_default if isinstance(engine, str) and engine in ENGINES \
+        else Training.recompute
     for key, value in (("seq_len", Training.seq_len), ("micro_batch", Training.micro_batch),
                        ("precision", Training.precision), ("recompute", rec),
                        ("optimizer", Training.optimizer)):
@@ -181,6 +193,10 @@ def _derive(out: Imported) -> None:
             if isinstance(v, int) and not isinstance(v, bool) and v > 0]
     if len(ints) < 6:
         return      # the validator names the bad value
+    for value in (par.get("dp", 1), tr.get("grad_accum", 1), tr.get("steps", 1),
+                  tr.get("global_batch", 1)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return  # (a text or a list is never multiplied: "x" * 10**12 fills the memory)
     model_par = par["tp"] * par["pp"] * par["cp"]
     _world_from_batch(out, model_par)
     world = hw["gpus_per_node"] * hw["nodes"]

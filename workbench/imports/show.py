@@ -2,7 +2,10 @@
 the notes, as YAML comments so the output is itself a scenario file."""
 from __future__ import annotations
 
-from workbench.errors import printable
+import os
+from pathlib import Path
+
+from workbench.errors import Problem, ScenarioError, printable
 from workbench.imports.merge import Imported
 from workbench.scenario.io import dump_scenario
 
@@ -41,3 +44,46 @@ def imported_text(out: Imported) -> str:
         lines.append("# Notes:")
         lines += [f"#   {printable(n, 400)}" for n in out.notes]
     return "\n".join(lines) + "\n"
+
+
+def write_output(target: str, text: str, inputs: list[str]) -> Path:
+    """Write ``text`` to ``-o``'s ``target``: never over one of the ``inputs``, never into a
+    folder, and a target that cannot take it (a full device, a FIFO nobody reads, a symlink
+    loop, a name too long) is one problem line, not a traceback or a wait. Returns the path."""
+    path = Path(target)
+
+    def refuse(message: str) -> ScenarioError:
+        return ScenarioError([Problem("-o", target, message)])
+
+    try:
+        if path.is_dir() or not target.strip():
+            problem = "is a folder; name a file"
+        elif path.exists() and any(Path(f).exists() and path.samefile(f) for f in inputs):
+            problem = "is one of the files imported; write the scenario elsewhere"
+        elif not path.resolve().parent.is_dir():
+            problem = "its folder does not exist"
+        else:
+            problem = None
+    except OSError as exc:            # a name too long, a folder that cannot be read
+        problem = f"cannot write there: {exc.strerror or exc}"
+    except RuntimeError:              # Path.resolve: "Symlink loop from ..." (Python 3.11)
+        problem = "cannot write there: a symlink loop"
+    except ValueError:                # a NUL byte in the name
+        problem = "is not a file name"
+    if problem:
+        raise refuse(problem)
+    try:
+        # O_NONBLOCK: a FIFO nobody reads refuses at once (ENXIO) rather than waiting for a
+        # reader (open(2)); cleared before writing, so a pipe that is read takes it all
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        try:
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+                fd = -1
+                f.write(text)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    except OSError as exc:
+        raise refuse(f"cannot write there: {exc.strerror or exc}") from None
+    return path

@@ -22,6 +22,7 @@ import tomllib
 from workbench.errors import Problem
 from workbench.imports.types import Reading
 from workbench.documents.text import MAX_BYTES, DocumentError
+from workbench.imports.common import check_digits, decimal_count
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
 FORMAT = "torchtitan"
@@ -98,6 +99,10 @@ def read(name: str, text: str) -> Reading:
     except (tomllib.TOMLDecodeError, RecursionError) as err:
         raise DocumentError(name, f"not TOML: {str(err).splitlines()[0][:200]}",
                             syntax=True) from None
+    except ValueError:   # an integer past int()'s 4,300 digits (tomllib/_re.py match_to_number)
+        raise DocumentError(name, "not TOML the workbench reads: an integer of more than 4,300 "
+                            "digits", syntax=True) from None
+    check_digits(cfg, name)
     r = Reading(source=name, format=FORMAT)
     known = {"parallelism", "training", "activation_checkpoint", "compile", "model",
              "optimizer", "float8", "quantize"}
@@ -109,6 +114,12 @@ def read(name: str, text: str) -> Reading:
                                       "table the workbench reads (parallelism, training, "
                                       "activation_checkpoint, compile, model, optimizer, "
                                       "float8, quantize)"))
+    # a known table given as a value or an array of tables ([[training]]): a problem, read
+    # as empty, so each section below meets a table
+    for table in known:
+        if table in cfg and not isinstance(cfg[table], dict):
+            r.problems.append(Problem(f"{name}:{table}", cfg[table], "expected a [table]"))
+            cfg[table] = {}
     par = _parallel(r, cfg.get("parallelism", {}))
     _training(r, cfg.get("training", {}), par)
     _recompute(r, cfg.get("activation_checkpoint"))
@@ -190,7 +201,7 @@ def _parallel(r: Reading, p: dict) -> dict:
         if "pipeline_parallel_schedule" not in p:
             r.defaulted["parallel.pp_schedule"] = ("torchtitan's pipeline_parallel_schedule "
                                                    "defaults to 1F1B")
-        sched = SCHEDULE.get(name)
+        sched = SCHEDULE.get(name) if isinstance(name, str) else None
         if sched is None:
             r.problems.append(Problem(f"{r.source}:parallelism.pipeline_parallel_schedule", name,
                                       "expected one of " + ", ".join(SCHEDULE)))
@@ -228,8 +239,9 @@ def _training(r: Reading, t: dict, par: dict) -> None:
     gb = t.get("global_batch_size", -1)
     if isinstance(gb, int) and gb > 0:
         put(r.document, "training.global_batch", gb)
-    elif dp:
-        # train.py: global_batch_size -1 = local_batch_size x the data-parallel degree
+    elif dp and isinstance(local, int) and not isinstance(local, bool):
+        # train.py: global_batch_size -1 = local_batch_size x the data-parallel degree (a
+        # local batch that is not a number is the validator's to name, never multiplied)
         put(r.document, "training.global_batch", local * dp)
         r.defaulted["training.global_batch"] = ("torchtitan's global_batch_size defaults to "
                                                 "local_batch_size x dp (no accumulation)")
@@ -251,6 +263,7 @@ def _training(r: Reading, t: dict, par: dict) -> None:
     steps, gbs, seq = (t.get("steps"), r.document.get("training", {}).get("global_batch"),
                        t.get("seq_len"))
     if all(isinstance(v, int) and v > 0 for v in (steps, gbs, seq)):
+        # (each at most 40 digits, check_digits: the product is within the float range)
         put(r.document, "training.tokens", float(steps * gbs * seq))
 
 
@@ -267,9 +280,9 @@ def _recompute(r: Reading, ac: dict | None) -> None:
         put(r.document, "training.recompute", mode)
     elif mode == "selective" and option == "op":
         put(r.document, "training.recompute", "op")
-    elif mode == "selective" and option.isdigit() and int(option) > 0:
+    elif mode == "selective" and (decimal_count(option) or 0) > 0:
         put(r.document, "training.recompute", "layer")
-        put(r.document, "training.recompute_every", int(option))
+        put(r.document, "training.recompute_every", decimal_count(option))
     else:
         r.problems.append(Problem(f"{r.source}:activation_checkpoint", f"{mode}/{option}",
                                   "expected mode none, full, or selective with "
@@ -278,13 +291,18 @@ def _recompute(r: Reading, ac: dict | None) -> None:
 
 def _model(r: Reading, m: dict, cfg: dict) -> None:
     _unknown(r, "model", m, {"name", "flavor", "converters"})
-    preset = PRESETS.get((m.get("name"), m.get("flavor")))
+    key = (m.get("name"), m.get("flavor"))
+    preset = PRESETS.get(key) if all(isinstance(k, (str, type(None))) for k in key) else None
     if preset:
         put(r.document, "model.preset", preset)
     elif "flavor" in m:
         r.notes.append(f"model {m.get('name')} flavor {m.get('flavor')}: no workbench preset; "
                        "give the model (a preset, a shape or a config.json) beside this file")
-    conv = [c for c in m.get("converters", []) if isinstance(c, str)]
+    given = m.get("converters", [])
+    if not isinstance(given, list):
+        r.problems.append(Problem(f"{r.source}:model.converters", given, "expected a list"))
+        given = []
+    conv = [c for c in given if isinstance(c, str)]
     recipe = None
     for c in conv:
         if c in ("float8", "quantize.linear.float8"):

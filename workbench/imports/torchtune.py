@@ -21,6 +21,7 @@ import re
 
 from workbench.errors import Problem
 from workbench.export.torchtune import ATTN, BUILDERS, MLP, OPTIMIZERS
+from workbench.imports.common import decimal_count
 from workbench.imports.torchtitan import put
 from workbench.imports.types import Reading
 from workbench.documents.text import load_text
@@ -87,10 +88,13 @@ def _model(r: Reading, model: object) -> None:
     if not kind:
         return
     attn = model.get("lora_attn_modules", [])
+    if not isinstance(attn, list):
+        r.problems.append(Problem(f"{r.source}:model.lora_attn_modules", attn, "expected a list"))
+        attn = []
     inverse = {v: k for k, v in ATTN.items()}
-    targets = [inverse[a] for a in attn if a in inverse]
+    targets = [inverse[a] for a in attn if isinstance(a, str) and a in inverse]
     for a in attn:
-        if a not in inverse:
+        if not isinstance(a, str) or a not in inverse:
             r.problems.append(Problem(f"{r.source}:model.lora_attn_modules", a,
                                       "expected " + ", ".join(inverse)))
     if model.get("apply_lora_to_mlp"):
@@ -117,8 +121,8 @@ def _launch(r: Reading, text: str) -> None:
     args = m.group("args").split()
     def arg(flag: str) -> int | None:
         for i, w in enumerate(args[:-1]):
-            if w == flag and args[i + 1].isdigit():
-                return int(args[i + 1])
+            if w == flag and decimal_count(args[i + 1]) is not None:
+                return decimal_count(args[i + 1])
         return None
     per_node, nodes = arg("--nproc_per_node"), arg("--nnodes") or 1
     distributed = m.group("recipe").endswith("distributed")
@@ -130,6 +134,14 @@ def _launch(r: Reading, text: str) -> None:
     # distributed recipes shard with FSDP2 over every GPU (zero 3); single device: one GPU
     put(r.document, "parallel.zero", 3 if distributed else 0)
     r.document["_world"] = (per_node or 0) * nodes
+
+
+def _table(r: Reading, cfg: dict, key: str) -> dict:
+    """The recipe's ``key`` table ({} when absent or null; a problem when it is not a table)."""
+    value = cfg.get(key)
+    if value is not None and not isinstance(value, dict):
+        r.problems.append(Problem(f"{r.source}:{key}", value, "expected a table"))
+    return value if isinstance(value, dict) else {}
 
 
 def _training(r: Reading, cfg: dict) -> None:
@@ -148,7 +160,7 @@ def _training(r: Reading, cfg: dict) -> None:
         dp = r.document.get("parallel", {}).get("dp")
         if dp and isinstance(ga, int):
             put(r.document, "training.global_batch", micro * ga * dp)
-    seq = (cfg.get("tokenizer") or {}).get("max_seq_len")
+    seq = _table(r, cfg, "tokenizer").get("max_seq_len")
     if isinstance(seq, int):
         put(r.document, "training.seq_len", seq)
     else:
@@ -168,8 +180,8 @@ def _training(r: Reading, cfg: dict) -> None:
             put(r.document, path, bool(cfg[key]))
     if cfg.get("fsdp_cpu_offload"):
         put(r.document, "training.offload", "cpu")
-    comp = (cfg.get("optimizer") or {}).get("_component_")
-    if comp in OPTIMIZER:
+    comp = _table(r, cfg, "optimizer").get("_component_")
+    if isinstance(comp, str) and comp in OPTIMIZER:
         put(r.document, "training.optimizer", OPTIMIZER[comp])
     else:
         r.problems.append(Problem(f"{r.source}:optimizer._component_", comp,

@@ -191,9 +191,14 @@ def read(name: str, text: str) -> Reading:
             kind = VALUED[flag][1] if flag in VALUED else OTHER[flag]
             val = None if kind is bool else value
             if flag in given and given[flag] != val:
-                r.problems.append(Problem(f"{name}:{flag}", val, f"given twice, also as "
-                                          f"{shown(given[flag])}; expected one value"))
-                continue
+                if flag in VALUED:   # a degree, batch or shape: which one runs is the user's
+                    r.problems.append(Problem(f"{name}:{flag}", val, f"given twice, also as "
+                                              f"{shown(given[flag])}; expected one value"))
+                    continue
+                # a script's branches (mock data or a real tokenizer, ...) set a secondary
+                # flag twice: argparse keeps the last occurrence, and so does the reader
+                r.notes.append(f"{flag} given twice ({shown(given[flag])}, then "
+                               f"{shown(val)}): read as the last, as argparse does")
             if kind is not bool and val is None:
                 r.problems.append(Problem(f"{name}:{flag}", None, "expects a value"))
                 continue
@@ -207,6 +212,8 @@ def read(name: str, text: str) -> Reading:
     if ignored:
         r.notes.append("ignored (no effect on memory or step time): "
                        + " ".join(sorted(ignored)))
+    # a Megatron-LM launch runs on Megatron-LM (the engine record of Megatron-Core)
+    r.document.setdefault("training", {})["engine"] = "megatron"
     _apply(r, given)
     return r
 

@@ -104,6 +104,7 @@ def read(name: str, text: str) -> Reading:
                             "digits", syntax=True) from None
     check_digits(cfg, name)
     r = Reading(source=name, format=FORMAT)
+    put(r.document, "training.engine", "torchtitan")     # a torchtitan job config
     known = {"parallelism", "training", "activation_checkpoint", "compile", "model",
              "optimizer", "float8", "quantize"}
     for table in cfg:

@@ -102,3 +102,17 @@ def test_trl_example_with_unknown_model_id_asks_for_config_json():
     assert out.scenario["training"]["precision"] == "bf16"
     assert out.scenario["training"]["recompute"] == "full"
     assert out.scenario["training"]["seq_len"] == 1024
+
+
+def test_trls_example_pair_with_the_models_config_json():
+    """TRL's CLI example config and its Accelerate FSDP2 config, unedited, with the
+    config.json of the model they name (Qwen/Qwen2.5-0.5B; the Hub id alone asks for it)."""
+    out = _imp("trl-trl-accelerate_configs-fsdp2.yaml",
+               "trl-examples-cli_configs-example_config.yaml", "qwen2.5-0.5b-config.json")
+    assert out.problems == []
+    m, tr = out.scenario["model"], out.scenario["training"]
+    assert (m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["ffn_hidden"], m["vocab"],
+            m["tied_embeddings"]) == (24, 896, 14, 2, 4864, 151936, True)
+    assert (tr["engine"], tr["backend"], tr["micro_batch"], tr["global_batch"], tr["seq_len"],
+            tr["recompute"], tr["precision"]) == ("hf", "fsdp2", 8, 64, 1024, "full", "bf16")
+    assert out.defaulted["training.seq_len"]["by"] == "library"

@@ -16,7 +16,7 @@ Sources, accelerate 1.16 (site-packages/accelerate):
 from __future__ import annotations
 
 import re
-from workbench.imports.common import Collector, parse_table
+from workbench.imports.common import Collector, read_table
 from workbench.imports.types import Reading
 
 FORMAT = "accelerate"
@@ -81,11 +81,7 @@ def looks_like(name: str, text: str) -> bool:
 
 def read(name: str, text: str) -> Reading:
     """The config read into a Reading: layout, precision, sharding back end and switches."""
-    cfg = parse_table(name, text)
-    c = Collector(name, FORMAT)
-    for key in cfg:
-        if key not in TOP_KEYS:
-            c.unknown(key, cfg[key], _WHAT)
+    cfg, c = read_table(name, text, FORMAT, TOP_KEYS, _WHAT)
     kind = None
     if "distributed_type" not in cfg:
         # config_args.py process_config: "A `distributed_type` must be specified"

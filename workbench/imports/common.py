@@ -25,6 +25,17 @@ def parse_table(name: str, text: str) -> dict:
     return doc
 
 
+def read_table(name: str, text: str, fmt: str, keys, what: str) -> tuple[dict, "Collector"]:
+    """The file's top-level table and a Collector for it, with one problem for each top-level
+    key not in ``keys`` (``what``: the format the keys should be of)."""
+    table = parse_table(name, text)
+    c = Collector(name, fmt)
+    for key in table:
+        if key not in keys:
+            c.unknown(key, table[key], what)
+    return table, c
+
+
 def long_integers(doc: Any, prefix: str = "") -> list[str]:
     """Dotted paths of the integers in ``doc`` with more than ``MAX_DIGITS`` digits."""
     out, stack = [], [(prefix, doc)]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from workbench.imports.common import Collector, parse_table
+from workbench.imports.common import Collector, read_table
 from workbench.imports.types import Reading
 
 FORMAT = "deepspeed"
@@ -80,11 +80,7 @@ def _any_auto(v: Any) -> bool:
 
 def read(name: str, text: str) -> Reading:
     """The JSON read into a Reading: ZeRO stage, offload, batch, precision, optimizer."""
-    cfg = parse_table(name, text)
-    c = Collector(name, FORMAT)
-    for key in cfg:
-        if key not in TOP_KEYS:
-            c.unknown(key, cfg[key], _WHAT)
+    cfg, c = read_table(name, text, FORMAT, TOP_KEYS, _WHAT)
     auto = _any_auto(cfg)
     if auto:
         c.state("training.engine", "hf")

@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench.imports import deepspeed as ds_reader
 from workbench.imports.accelerate import ASK_FOR_DEEPSPEED
-from workbench.imports.common import Collector, parse_table
+from workbench.imports.common import Collector, read_table
 from workbench.imports.hf_model import model_for_id
 from workbench.imports.training_keys import TRAINING_ARGUMENTS, TRL_ONLY
 from workbench.imports.types import Reading
@@ -57,12 +57,8 @@ def looks_like(name: str, text: str) -> bool:
 def read(name: str, text: str) -> Reading:
     """The arguments read into a Reading (batch, precision, recompute, optimizer, switches,
     sequence length, FSDP / DeepSpeed back end, LoRA, model id)."""
-    args = parse_table(name, text)
-    c = Collector(name, FORMAT)
-    for key in args:
-        if key not in KNOWN:
-            c.unknown(key, args[key], "TrainingArguments (transformers 5.25), SFTConfig or "
-                      "ModelConfig (TRL)")
+    args, c = read_table(name, text, FORMAT, KNOWN, "TrainingArguments (transformers 5.25), "
+                         "SFTConfig or ModelConfig (TRL)")
     trl = any(k in TRL_ONLY for k in args)
     lib = "TRL SFTConfig" if trl else "TrainingArguments"
     c.note(f"read as {lib}" + (" (it has TRL keys)" if trl else ""))

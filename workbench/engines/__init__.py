@@ -13,7 +13,7 @@ def engine_of(training) -> Engine:
     """The record that runs ``training`` (a ``scenario.types.Training``): its engine's, and for
     the Hugging Face stack the one of its ``backend`` and ``liger`` switch (``hf.record``)."""
     if training.engine == "hf":
-        return hf.record(getattr(training, "backend", None), bool(getattr(training, "liger", False)))
+        return hf.record(training.backend, bool(training.liger))
     return ENGINES[training.engine]
 
 

@@ -41,7 +41,7 @@ def _shard_group(par):
 
 
 def _fsdp(tr) -> bool:
-    return resolved_backend(getattr(tr, "backend", None)) in ("fsdp1", "fsdp2")
+    return resolved_backend(tr.backend) in ("fsdp1", "fsdp2")
 
 
 _hf(
@@ -73,7 +73,7 @@ _hf(
     # DistributedType.FSDP (version 2) or DistributedType.Multi{Device} or
     # DistributedType.DEEPSPEED"
     lambda par, tr: ~((np.asarray(par.tp) > 1) & (np.asarray(par.zero) >= 2)
-                      & (resolved_backend(getattr(tr, "backend", None)) == "fsdp1")),
+                      & (resolved_backend(tr.backend) == "fsdp1")),
     lambda par, tr: "Accelerate's ParallelismConfig (tensor parallelism) runs with FSDP2, "
                     "DDP or DeepSpeed, not FSDP1; set training.backend fsdp2")
 _hf(

@@ -37,6 +37,7 @@ from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
 from workbench.estimate.efficiency import peak_flops  # noqa: E402
 from workbench.estimate.params import active_params  # noqa: E402
+from workbench.estimate.engine_terms import regime_of  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.units import GiB  # noqa: E402
 
@@ -96,6 +97,8 @@ def compare(rec: dict) -> dict:
     if dropped:
         row["dropped_keys"] = dropped
     est = estimate(s)
+    row.update(engine=s.training.engine,
+               regime=regime_of(s.training.method, s.model.moe is not None))
     mem = est.memory.per_gpu.as_dict()
     row["dominant_memory_term"] = max(MEMORY_TERMS, key=lambda k: mem[k])
     meas = rec["measured"]

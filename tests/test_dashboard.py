@@ -277,8 +277,10 @@ def test_dashboard_in_a_real_browser(voila, tmp_path):
         assert step["xticks"] == steps
         assert f"{brief.run.tokens_per_s:,.0f} tokens/s" in step["title"]
         assert band_words(brief) in step["title"]
-        assert ("typical error ±" in step["title"]
-                or "no measured runs of this engine" in step["title"])
+        band = brief.error_band
+        assert (f"typical error: half of {band['runs']} published dense runs within "
+                f"{band['median']:.0%}, nine in ten within {band['p90']:.0%}; in-sample"
+                in step["title"])
         tl = _wait_seen(page, "wb-timeline-chart", lambda s: s["points"] > 0,
                         "the pipeline timeline")
         assert {"forward", "backward"} <= set(tl["legend"]) and tl["yticks"] == ["rank 0"]

@@ -176,10 +176,29 @@ def test_moe_parallel_folding_takes_ep_from_tp_ranks():
 def test_the_estimate_carries_its_engine_error_band():
     e = estimate(parse_scenario(doc({"engine": "megatron"}, {"zero": 1})))
     band = e.error_band
-    assert band["kind"] == "leave-one-organisation-out" and band["runs"] > 0 and 0 < band["median"]
+    assert band["group"] == "megatron/dense" and band["kind"] == "in-sample"
+    assert band["runs"] >= 20 and 0 < band["median"] < band["p90"]
     assert e.to_dict()["time"]["error_band"] == band
     from workbench.render.text import render_estimate
-    assert f"+-{band['median']:.0%}" in render_estimate(e)
+    assert (f"half of {band['runs']} published megatron dense runs within {band['median']:.0%}, "
+            f"nine in ten within {band['p90']:.0%}; in-sample") in render_estimate(e)
+
+
+def test_the_band_comes_from_the_narrowest_group_of_twenty_runs(monkeypatch):
+    from workbench.estimate import engine_terms as et
+
+    def b(runs, median):
+        return {"runs": runs, "median": median, "p90": 2 * median, "kind": "in-sample"}
+    bands = {"megatron/moe": b(19, 0.3), "megatron": b(40, 0.2), "moe": b(60, 0.25),
+             "torchtitan/dense": b(20, 0.1), "fine-tuning": b(25, 0.15), "all": b(400, 0.14)}
+    monkeypatch.setattr(et, "measured_accuracy", lambda: {"bands": bands})
+    assert et.error_band("megatron", True) == {"group": "megatron", **bands["megatron"]}
+    assert et.error_band("torchtitan", False)["group"] == "torchtitan/dense"
+    assert et.error_band("torchtitan", True)["group"] == "moe"
+    assert et.error_band("hf", False, "lora")["group"] == "fine-tuning"
+    assert et.error_band("deepspeed", False)["group"] == "all"
+    monkeypatch.setattr(et, "measured_accuracy", lambda: {})
+    assert et.error_band("megatron", False) is None
 
 
 def test_the_planner_keeps_dominant_switches_on_and_says_what_they_buy():

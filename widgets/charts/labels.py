@@ -17,7 +17,7 @@ def layout_text(row) -> str:
 
 
 def band_words(est) -> str:
-    """The estimate's cross-validated step-time error band in words (``render.text.band_text``
-    without its brackets): "typical error ±9%: median over 120 published runs, ..." or "no
-    measured runs of this engine to say its error"."""
-    return band_text(est).strip().removeprefix("(").removesuffix(")").replace("+-", "±")
+    """The estimate's measured step-time error band in words (``render.text.band_text`` without
+    its brackets): "typical error: half of 157 published megatron dense runs within 13%, ..." or
+    "no measured runs to say its error"."""
+    return band_text(est).strip().removeprefix("(").removesuffix(")")

@@ -10,8 +10,9 @@ formulas multiply or add (``step_time.block_costs``):
 - ``expert_loop``: the routed experts run as a Python loop of per-expert matmuls (eager MoE
   code), not as grouped GEMMs (``Engine.expert_gemms``).
 Nothing here is fitted: what an engine changes is the mechanism its source shows.
-``error_band`` reads the leave-one-organisation-out error ``benchmarks/accuracy.py`` measured
-on published runs (``workbench/engines/accuracy.json``), the band every estimate carries.
+``error_band`` reads the step-time error ``benchmarks/accuracy.py --write`` measured on published
+runs (``workbench/engines/accuracy.json``): the band every estimate carries, from the narrowest
+group of runs like it that holds at least ``BAND_MIN_RUNS``.
 """
 from __future__ import annotations
 
@@ -40,11 +41,34 @@ def measured_accuracy() -> dict:
     return json.loads(ACCURACY.read_text()) if ACCURACY.exists() else {}
 
 
-def error_band(engine: str, moe: bool) -> dict | None:
-    """The measured step-time error of ``engine`` in its regime (dense or MoE) on published
-    runs: {"median": fraction, "runs": n, "kind": "leave-one-organisation-out"}, or None."""
-    bands = measured_accuracy().get("bands", {}).get(engine, {})
-    return bands.get("moe" if moe else "dense") or bands.get("all")
+# A band from fewer runs says more about those runs than about the estimate: a group needs this
+# many before its median and 90th percentile stand for the runs like it (issue 43).
+BAND_MIN_RUNS = 20
+
+
+def regime_of(method: str, moe: bool) -> str:
+    """The kind of run a band is measured on: fine-tuning (any ``training.method`` but
+    pretrain), else MoE or dense pre-training."""
+    return "fine-tuning" if method != "pretrain" else ("moe" if moe else "dense")
+
+
+def band_groups(engine: str, regime: str) -> list[str]:
+    """The groups an estimate's band may come from, narrowest first: this engine in this regime,
+    this engine, this regime on any engine, every published run."""
+    return [f"{engine}/{regime}", engine, regime, "all"]
+
+
+def error_band(engine: str, moe: bool, method: str = "pretrain") -> dict | None:
+    """The measured step-time error of runs like this one: the first of ``band_groups`` with at
+    least ``BAND_MIN_RUNS`` runs, as {"group", "runs", "median", "p90", "kind"} (fractions;
+    kind "in-sample": the runs shaped the model, nothing was fitted and left out), or None
+    before ``benchmarks/accuracy.py --write`` has run."""
+    groups = measured_accuracy().get("bands", {})
+    for name in band_groups(engine, regime_of(method, moe)):
+        band = groups.get(name)
+        if band and band["runs"] >= BAND_MIN_RUNS:
+            return {"group": name, **band}
+    return None
 
 
 def conventions(s) -> RunConventions:

@@ -28,10 +28,12 @@ class Estimate:
 
     @property
     def error_band(self) -> dict | None:
-        """The leave-one-organisation-out step-time error of this engine in this regime (dense
-        or MoE) on published runs: {"median", "runs", "kind"} from
-        workbench/engines/accuracy.json (benchmarks/accuracy.py --write)."""
-        return error_band(self.scenario.training.engine, self.scenario.model.moe is not None)
+        """The step-time error measured on published runs like this one (``engine_terms.
+        error_band``: the narrowest of engine and regime, engine, regime, all runs that holds
+        20): {"group", "runs", "median", "p90", "kind"} from workbench/engines/accuracy.json
+        (benchmarks/accuracy.py --write)."""
+        tr = self.scenario.training
+        return error_band(tr.engine, self.scenario.model.moe is not None, tr.method)
 
     @property
     def assumptions(self) -> list[str]:

@@ -94,13 +94,25 @@ def engine_text(s) -> str:
     return tr.engine + (f" ({', '.join(on)})" if on else "") + f", attention {tr.attention}"
 
 
+_REGIME_WORDS = {"dense": "dense", "moe": "MoE", "fine-tuning": "fine-tuning"}
+
+
+def band_group_words(group: str) -> str:
+    """A band's group in words: "megatron/moe" -> "megatron MoE", "all" -> "" (every run)."""
+    return " ".join(_REGIME_WORDS.get(p, p) for p in group.split("/") if p != "all")
+
+
 def band_text(est: Estimate) -> str:
-    """The cross-validated error band of the estimate's engine and regime, in words."""
+    """The step-time error measured on published runs like this estimate's, in words: "(typical
+    error: half of 157 published megatron dense runs within 13%, nine in ten within 35%;
+    in-sample)"."""
     b = est.error_band
     if not b:
-        return "(no measured runs of this engine to say its error)"
-    return (f"(typical error +-{b['median']:.0%}: median over {b['runs']} published runs, "
-            f"{b['kind']})")
+        return "(no measured runs to say its error)"
+    runs = " ".join(w for w in (f"{b['runs']} published", band_group_words(b["group"]), "runs")
+                    if w)
+    return (f"(typical error: half of {runs} within {b['median']:.0%}, nine in ten within "
+            f"{b['p90']:.0%}; {b['kind']})")
 
 
 # The widgets and notebooks import it by this name: the shared formatter of workbench/units.py.

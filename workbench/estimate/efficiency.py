@@ -92,7 +92,9 @@ def _arch(gpu: GPU) -> str:
 def matmul_efficiency(gpu: GPU, precision: str) -> float:
     """The sustained large-GEMM ceiling of this GPU and precision (fraction of the dense peak)
     under the power limit it runs at (``sustained.ceiling``)."""
-    return sustained.ceiling(gpu, _arch(gpu), "fp8" if precision == "fp8" else "bf16")
+    # the GEMM family is the arch's own (CDNA3 has its measurement), not attention's fallback
+    family = _KERNEL_FAMILY.get(gpu.arch, gpu.arch)
+    return sustained.ceiling(gpu, family, "fp8" if precision == "fp8" else "bf16")
 
 
 # The sustained large-GEMM ceiling at each part's own power limit, fraction of its dense
@@ -101,7 +103,8 @@ def matmul_efficiency(gpu: GPU, precision: str) -> float:
 # part of the same die through its power limit and SM count (workbench/estimate/sustained.py
 # says which and why). Printed by benchmarks/kernel_model.py.
 GEMM_CEILING = {
-    **{g.name: {p: sustained.stock_ceiling(g, _arch(g), p) for p in ("bf16", "fp8")}
+    **{g.name: {p: sustained.stock_ceiling(g, _KERNEL_FAMILY.get(g.arch, g.arch), p)
+                for p in ("bf16", "fp8")}
        for g in CATALOG_GPUS.values()},
     **{fam: {p: sustained.stock_ceiling(GPU("inline", 1, 1, 1, 0, 1, arch=fam), fam, p)
              for p in ("bf16", "fp8")} for fam in ("hopper", "ampere", "blackwell", "cdna3")},

@@ -8,7 +8,10 @@ shape, the model's time against the measurement:
 - fp8 GEMMs (tensorwise / rowwise ``_scaled_mm``): the ceiling with the bf16 K0;
 - causal attention forward and backward: ``c x S / (S + a)`` of the bf16 peak;
 - the grouped-GEMM MoE rows against the dense GEMM form, and the per-expert loop's host time;
-- memory-bound kernels: achieved fraction of the HBM peak.
+- memory-bound kernels: achieved fraction of the HBM peak;
+- the sustained GEMM ceiling of every catalog GPU (workbench/estimate/sustained.py): the MSMF /
+  MAMF fractions from the published records (msmf-*, mamf4-*), the value each part takes and
+  the A100 check of the clock law (the SXM4 at 400 W against the PCIe card's MSMF at 300 W).
 ``--check`` compares the committed constants with the refit and prints the errors only.
 
     .venv/bin/python benchmarks/kernel_model.py
@@ -28,9 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.catalog.gpus import GPUS  # noqa: E402
 from workbench.estimate import efficiency as eff  # noqa: E402
+from workbench.estimate import sustained  # noqa: E402
 from workbench.estimate.attention_shapes import AttentionKernel  # noqa: E402
 
 TABLE = ROOT / "benchmarks" / "data" / "h200-reference" / "kernels.jsonl"
+KERNELS = ROOT / "benchmarks" / "data" / "published_kernels.yaml"
 H200 = GPUS["h200-sxm"]
 
 
@@ -86,6 +91,42 @@ def refit_gemm() -> tuple[float, float]:
     return best[1], best[2]
 
 
+def sustained_records() -> dict[str, dict[str, dict[str, float]]]:
+    """{"msmf" | "mamf4": {catalog key: {precision: value / the catalog's dense peak}}} from
+    the published MAMF/MSMF records (benchmarks/data/published_kernels.yaml)."""
+    import yaml
+
+    out: dict = {"msmf": {}, "mamf4": {}}
+    for r in yaml.safe_load(KERNELS.read_text())["gemm"]:
+        kind = r["id"].split("-")[0]
+        if kind in out:
+            g = GPUS[r["gpu"]]
+            peak = g.fp8_tflops if r["precision"] == "fp8" else g.bf16_tflops
+            out[kind].setdefault(r["gpu"], {})[r["precision"]] = round(r["value"] / peak, 4)
+    return out
+
+
+def sustained_lines() -> list[str]:
+    """The sustained-ceiling section of the report."""
+    recs = sustained_records()
+    lines = [f"MSMF records {recs['msmf']} (committed {sustained.MSMF})",
+             f"MAMF records {recs['mamf4']} (committed {sustained.MAMF})"]
+    sxm, pcie = GPUS["a100-sxm-80gb"], GPUS["a100-pcie-80gb"]
+    law = sustained.TABLE["a100-sxm-80gb"]["bf16"] * (pcie.power_w / sxm.power_w) ** (1 / 3)
+    got = eff.GEMM_CEILING[pcie.name]["bf16"]
+    lines.append(f"clock law: A100 SXM4 {sustained.TABLE['a100-sxm-80gb']['bf16']} at "
+                 f"{sxm.power_w:g} W -> {law:.3f} at {pcie.power_w:g} W; the PCIe card's "
+                 f"MSMF gives {got:.3f} ({law / got - 1:+.1%})")
+    for key, g in GPUS.items():
+        basis = ("table" if key in sustained.TABLE else "MSMF" if key in sustained.MSMF else
+                 f"same die as {sustained.SAME_DIE[key][0]}" if key in sustained.SAME_DIE
+                 else f"family {g.arch}")
+        c = eff.GEMM_CEILING[g.name]
+        lines.append(f"  {key:15} {g.power_w:6g} W  bf16 {c['bf16']:.3f}  fp8 {c['fp8']:.3f}  "
+                     f"({basis})")
+    return lines
+
+
 def summary(errs: list[float]) -> str:
     a = sorted(abs(e) for e in errs)
     within = sum(1 for e in a if e <= 0.10)
@@ -122,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print("fp32-upcast cross-entropy: " + ", ".join(f"{p * 1e12:.1f}" for p in ps)
           + f" ps per logit = {statistics.median(ps) * statistics.median(rates) * 1e9:.1f} B "
           "at the memory-bound rate")
+    print("sustained GEMM ceilings (fraction of the dense peak at each part's power limit):")
+    print("\n".join(sustained_lines()))
     return 0
 
 

@@ -112,8 +112,10 @@ def test_interleaving_and_zero_bubble_shrink_the_bubble():
 def test_large_gemm_runs_at_the_stated_efficiency_and_small_ones_at_the_memory_roof():
     gpu = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml").hardware.gpu
     big = gemm_time(8192, 8192, 8192, gpu, "bf16")
-    # H100: the published cuBLAS 8192^3 rates (797.8 fastcu, 797.5 zzc of 989.5 TFLOP/s)
-    assert 2 * 8192**3 / big == pytest.approx(797.8e12, rel=0.02)
+    # H100 SXM: the rate its die sustains at 700 W, measured on the H200 (same GH100, SMs,
+    # clocks and power limit): 8192^3 bf16 at 655.6 TFLOP/s (benchmarks/data/h200-reference/
+    # kernels.jsonl), not the short-burst cube figures (797.8 fastcu, 797.5 zzc)
+    assert 2 * 8192**3 / big == pytest.approx(655.6e12, rel=0.02)
     tiny = gemm_time(1, 4096, 4096, gpu, "bf16")       # a GEMV: bound by reading the weights
     assert tiny > 2 * 4096 * 4096 / gpu.hbm_gb_per_s / 1e9
 

@@ -26,6 +26,10 @@ class GPU:
     form_factor: str = "sxm"  # sxm | pcie | consumer
     source: str = "inline"
     arch: str = ""            # ampere | ada | hopper | blackwell | cdna3 (kernel efficiencies)
+    # The board power limit the GPU runs under when a user caps it (``nvidia-smi -pl``; the
+    # scenario's ``hardware.gpu_power_limit_w``), W; 0 = its own ``power_w``. Sets the clock a
+    # GEMM holds (workbench/estimate/sustained.py).
+    power_limit_w: float = 0.0
     # A measured machine profile (workbench.calibrate.MachineProfile): when set, the estimator
     # times GEMMs, memory traffic, eager ops and collectives from it instead of the datasheet.
     profile: object = field(default=None, compare=False, hash=False, repr=False)

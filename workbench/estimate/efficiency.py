@@ -25,7 +25,9 @@ import dataclasses
 
 import numpy as np
 
+from workbench.catalog.gpus import GPUS as CATALOG_GPUS
 from workbench.catalog.types import GPU
+from workbench.estimate import sustained
 from workbench.estimate.arrays import plain
 
 # GEMM form fitted on the 76 bf16 shapes of the H200 table longer than 0.2 ms (shorter ones
@@ -33,22 +35,6 @@ from workbench.estimate.arrays import plain
 # ceiling 0.708 of 989.5 TFLOP/s; median |error| 6 % over those shapes (benchmarks/
 # kernel_model.py). K0 is carried over to every GPU (tile work relative to the main loop).
 GEMM_K0 = 566.0
-# Sustained large-GEMM ceiling, fraction of the dense datasheet peak, by (GPU or architecture,
-# precision): each GPU's own by-shape measurements where they exist, converted through the form
-# above (value / peak x (K + K0) / K, median over shapes of M, N, K >= 2048):
-#   H200 SXM bf16 0.708, fp8 0.658 (tensorwise _scaled_mm; rowwise 0.640): the H200 table.
-#   Hopper (H100) bf16 0.855: cuBLAS 6144-12288 cubes, fastcu-h100-bf16-cublas-* (0.862) and
-#     zzc-h100-bf16-* (0.847); fp8 0.705: azure-cublaslt-h100-sxm-fp8-* (H200 rows 0.700).
-#   Ampere (A100) bf16 0.851: azure-cublaslt-a100-sxm-80gb-fp16-* (2048-16384 cubes).
-#   Blackwell (B200) bf16 0.704: torchao-b200-bf16-* (2048-8192 cubes); fp8 0.90: the best
-#     shape of a search, mamf-b200-fp8 (3432.5 at K 3072) — an upper bound, the only record.
-# Ada, CDNA3 and an inline GPU without ``arch`` take Hopper's (no measurement: an assumption).
-GEMM_CEILING = {
-    "hopper": {"bf16": 0.855, "fp8": 0.705},
-    "ampere": {"bf16": 0.851, "fp8": 0.851},
-    "blackwell": {"bf16": 0.704, "fp8": 0.90},
-    "NVIDIA H200 SXM 141GB": {"bf16": 0.708, "fp8": 0.658},
-}
 # Fused attention, (c, a) forward and backward: efficiency c x S / (S + a) of the bf16 peak,
 # S = the sequence each kernel call sees. Fitted on the H200 table's 24 causal SDPA points
 # (head dim 128, S 1024-32768, 8-64 heads; PyTorch's Hopper default, a FlashAttention-3/cuDNN-
@@ -104,9 +90,25 @@ def _arch(gpu: GPU) -> str:
 
 
 def matmul_efficiency(gpu: GPU, precision: str) -> float:
-    """The large-GEMM ceiling of this GPU and precision (fraction of the dense peak)."""
-    table = GEMM_CEILING.get(gpu.name) or GEMM_CEILING[_arch(gpu)]
-    return table["fp8"] if precision == "fp8" else table["bf16"]
+    """The sustained large-GEMM ceiling of this GPU and precision (fraction of the dense peak)
+    under the power limit it runs at (``sustained.ceiling``)."""
+    # the GEMM family is the arch's own (CDNA3 has its measurement), not attention's fallback
+    family = _KERNEL_FAMILY.get(gpu.arch, gpu.arch)
+    return sustained.ceiling(gpu, family, "fp8" if precision == "fp8" else "bf16")
+
+
+# The sustained large-GEMM ceiling at each part's own power limit, fraction of its dense
+# datasheet peak, by catalog GPU name and by kernel family (what an inline GPU of that ``arch``
+# takes): measured where the part has a sustained measurement, else derived from a measured
+# part of the same die through its power limit and SM count (workbench/estimate/sustained.py
+# says which and why). Printed by benchmarks/kernel_model.py.
+GEMM_CEILING = {
+    **{g.name: {p: sustained.stock_ceiling(g, _KERNEL_FAMILY.get(g.arch, g.arch), p)
+                for p in ("bf16", "fp8")}
+       for g in CATALOG_GPUS.values()},
+    **{fam: {p: sustained.stock_ceiling(GPU("inline", 1, 1, 1, 0, 1, arch=fam), fam, p)
+             for p in ("bf16", "fp8")} for fam in ("hopper", "ampere", "blackwell", "cdna3")},
+}
 
 
 def peak_flops(gpu: GPU, precision: str) -> float:

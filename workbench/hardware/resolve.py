@@ -29,7 +29,8 @@ HARDWARE_DEFAULTS = {
 }
 
 # The keys each hardware table accepts.
-HARDWARE_FIELDS = ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host", "storage")
+HARDWARE_FIELDS = ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host", "storage",
+                   "gpu_power_limit_w")
 INTER_NODE_FIELDS = ("link", "nics_per_node")
 HOST_FIELDS = ("cpu", "memory", "memory_gb", "channels", "sockets")
 STORAGE_FIELDS = ("drive", "drives")
@@ -88,6 +89,7 @@ class _Resolver:
             c.add("hardware.gpu", None, "is required (a GPU catalog key or an inline table)")
         gpu, gpu_doc = (self.catalog("gpu", d.get("gpu"), "hardware.gpu") if "gpu" in d
                         else (None, None))
+        gpu = self._power_limit(gpu, d)
         per_node = c.integer(d, "gpus_per_node", p, HARDWARE_DEFAULTS["gpus_per_node"], hi=1024)
         nodes = c.integer(d, "nodes", p, HARDWARE_DEFAULTS["nodes"], hi=1_000_000)
         intra, intra_doc = self.catalog("link", d.get("intra_node", default_intra_node(gpu)),
@@ -157,6 +159,8 @@ class _Resolver:
         drives = c.integer(sd, "drives", "hardware.storage", 1, lo=0, hi=64)
 
         doc = {"gpu": gpu_doc, "gpus_per_node": per_node, "nodes": nodes, "intra_node": intra_doc,
+               **({"gpu_power_limit_w": d["gpu_power_limit_w"]} if "gpu_power_limit_w" in d
+                  else {}),
                "inter_node": {"link": inter_link_doc, "nics_per_node": nics},
                "host": {"cpu": cpu_doc, "memory": mem_doc, "memory_gb": mem_gb,
                         "channels": channels, "sockets": sockets},
@@ -168,8 +172,25 @@ class _Resolver:
         hw = Hardware(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_node=intra,
                       inter_node=InterNode(inter_link, nics),
                       host=Host(cpu, mem, mem_gb, channels, sockets),
-                      storage=Storage(drive, drives))
+                      storage=Storage(drive, drives), gpu_power_limit_w=gpu.power_limit_w)
         return hw, doc
+
+    def _power_limit(self, gpu: GPU | None, d: dict) -> GPU | None:
+        """``gpu`` running under ``hardware.gpu_power_limit_w`` (the estimator reads the limit
+        off the GPU record: ``estimate/sustained.py``). The range against the GPU's own
+        ``power_w`` is a rule (``scenario/rules/hardware.py``); a calibrated GPU was measured at
+        the limit it ran at, so a limit beside it is refused."""
+        if "gpu_power_limit_w" not in d:
+            return gpu
+        limit = self.f.number(d, "gpu_power_limit_w", "hardware")
+        if gpu is None or limit is None:
+            return None if limit is None else gpu
+        if gpu.profile is not None:
+            self.f.add("hardware.gpu_power_limit_w", limit,
+                       "is not allowed with a calibration: GPU (its kernels were measured at "
+                       "the power limit it ran at)")
+            return None
+        return dataclasses.replace(gpu, power_limit_w=float(limit))
 
     def catalog(self, kind: str, value: Any, path: str) -> tuple[Any, Any]:
         """Resolve a catalog key or an inline table; returns (record, document form)."""
@@ -216,7 +237,9 @@ class _Resolver:
     def _inline(self, kind: str, value: dict, path: str) -> tuple[Any, Any]:
         cls, required = INLINE[kind]
         # a measured profile comes from a calibration file, never from an inline table
-        fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "profile"}
+        # ... nor a power limit, which is hardware.gpu_power_limit_w (one way to say it)
+        fields = {f.name: f for f in dataclasses.fields(cls)
+                  if f.name not in ("profile", "power_limit_w")}
         self.f.table(value, path, tuple(fields))
         kwargs: dict[str, Any] = {"name": str(value.get("name", f"inline {kind}")), "source": str(
             value.get("source", "inline (user-supplied figures)"))}

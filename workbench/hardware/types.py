@@ -48,6 +48,9 @@ class Hardware:
     inter_node: InterNode     # the network between nodes (a link key alone is short for {link})
     host: Host                # the host of one node (default: 2 x EPYC 9654, 1536 GB DDR5-4800)
     storage: Storage          # local NVMe of one node
+    gpu_power_limit_w: float = 0.0   # board power limit the GPUs run under (nvidia-smi -pl),
+    #                           W: half to all of the GPU's power_w; it lowers the clock GEMMs
+    #                           hold by (limit / power_w)^(1/3). 0 = the GPU's own power_w
 
     @property
     def world(self) -> int:

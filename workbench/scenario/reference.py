@@ -112,7 +112,8 @@ def _catalog_keys(kind: str) -> str:
 def _inline(kind: str, cls: type) -> str:
     required = hw.INLINE[kind][1]
     optional = [f.name for f in dataclasses.fields(cls)
-                if f.name not in required and f.name not in ("name", "source", "profile")]
+                if f.name not in required
+                and f.name not in ("name", "source", "profile", "power_limit_w")]
     return (f"inline `{kind}` table: required {', '.join(f'`{k}`' for k in required)}; "
             f"optional {', '.join(f'`{k}`' for k in optional)}")
 

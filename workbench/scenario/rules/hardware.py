@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from workbench.errors import Problem
+from workbench.estimate.sustained import CAP_RANGE
 from workbench.scenario.rules.table import rule
 from workbench.scenario.types import Scenario
 
@@ -21,3 +22,16 @@ def _nics(s: Scenario):
     hw = s.hardware
     if hw.nodes > 1 and hw.inter_node.nics_per_node < 1:
         yield Problem("hardware.inter_node.nics_per_node", 0, "must be >= 1 when nodes > 1")
+
+
+@rule("power_limit", "hardware.gpu_power_limit_w between half and all of the GPU's power_w",
+      "hardware.gpu_power_limit_w", "hardware.gpu", layout=False)
+def _power_limit(s: Scenario):
+    # estimate/sustained.py CAP_RANGE: the clock law is checked on limits 0.5-1 of a board's
+    # maximum, and the clock cannot rise past the limit the catalog's figures were taken at
+    hw = s.hardware
+    lo, hi = (f * hw.gpu.power_w for f in CAP_RANGE)
+    if hw.gpu_power_limit_w and not lo <= hw.gpu_power_limit_w <= hi:
+        yield Problem("hardware.gpu_power_limit_w", hw.gpu_power_limit_w,
+                      f"must be between {lo:g} and {hi:g} W (half to all of {hw.gpu.name}'s "
+                      f"power_w {hw.gpu.power_w:g} W)")

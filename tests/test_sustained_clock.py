@@ -117,6 +117,17 @@ def test_the_scenario_key_reaches_the_estimate():
     assert estimate(s).time.step > free
 
 
+def test_a_capped_gpu_draws_its_cap_and_the_supply_is_sized_for_its_rating():
+    from workbench.estimate.build_checks import node_power_w
+    capped, free = (estimate(parse_scenario(_scenario(**kw))) for kw in
+                    ({"gpu_power_limit_w": 500}, {}))
+    busy = min(1.0, (capped.time.compute + capped.time.recompute) / capped.time.step)
+    assert capped.run.gpu_power_w == pytest.approx(500 * busy, rel=1e-12)
+    assert free.run.gpu_power_w == pytest.approx(
+        700 * (free.time.compute + free.time.recompute) / free.time.step, rel=1e-12)
+    assert node_power_w(capped.scenario) == node_power_w(free.scenario)
+
+
 @pytest.mark.parametrize("value, words", [
     (200, "hardware.gpu_power_limit_w: must be between 350 and 700 W"),
     (800, "hardware.gpu_power_limit_w: must be between 350 and 700 W"),

@@ -34,6 +34,12 @@ class GPU:
     # times GEMMs, memory traffic, eager ops and collectives from it instead of the datasheet.
     profile: object = field(default=None, compare=False, hash=False, repr=False)
 
+    @property
+    def running_power_w(self) -> float:
+        """The board power the GPU draws at full load: its power limit where the user set one
+        (the driver holds the board at or under it), else the datasheet's maximum."""
+        return self.power_limit_w or self.power_w
+
 
 @dataclass(frozen=True)
 class Link:

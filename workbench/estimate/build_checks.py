@@ -41,7 +41,9 @@ class Check:
 
 
 def node_power_w(s: Scenario) -> float:
-    """Rated power of one node: GPUs at board power plus the host parts."""
+    """Rated power of one node: GPUs at their datasheet board power (not a user's power cap:
+    a cap is a driver setting anyone can lift, and the supply must carry the board's rating)
+    plus the host parts."""
     return s.hardware.gpu.power_w * s.hardware.gpus_per_node + host_power_w(s)
 
 

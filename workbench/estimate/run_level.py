@@ -74,7 +74,7 @@ def estimate_run(s: Scenario, t: StepTime) -> RunEstimate:
             recompute_flops += n * ((lf.gemm - lf.expert_gemm) / 2 + lf.expert_gemm)
     hfu = (model_flops + recompute_flops) / (t.step * world * peak)
     busy = min(1.0, (t.compute + t.recompute) / t.step) if t.step else 0.0
-    gpu_w = hw.gpu.power_w * busy
+    gpu_w = hw.gpu.running_power_w * busy
     host_w = host_power_w(s)
     power = gpu_w * world + host_w * hw.nodes
     ttt = tr.tokens / tps

@@ -130,6 +130,12 @@ ENGINE = Engine(
     # src/megatron/bridge/recipes/*: "Kernel selections", impl "native" or "te"), Megatron-Core
     # megatron/core/fusions/fused_cross_entropy.py.
     loss="fused",
+    # Either way the loss is vocabulary-parallel: ``logits.float()``, exp() and the softmax in
+    # place, saved for backward and made the gradient in place, cast to bf16 there
+    # (megatron-core 0.16.1 megatron/core/fusions/fused_cross_entropy.py calculate_gradients
+    # ``grad_input.to(torch.bfloat16)``; tensor_parallel/cross_entropy.py the unfused one); the
+    # bf16 logits are a local of GPTModel.forward, gone by the backward.
+    loss_vocab_parallel=True,
     # Defaults are False (MLM arguments.py:2968 --overlap-grad-reduce, :2989 --overlap-param-gather)
     # but the published recipes set both True: MB src/megatron/bridge/recipes/common.py:83-84
     # (DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)).

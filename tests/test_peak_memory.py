@@ -128,6 +128,6 @@ def test_text_names_the_phase_at_the_peak():
     text = render_estimate(e)
     assert "phases of the worst GPU's step (allocated, GiB): forward " in text
     assert "; the peak is the loss" in text
-    d = e.memory.per_gpu.as_dict()
+    d = e.to_dict()["memory"]
     assert set(d["phases"]) == set(PHASES) and d["peak_phase"] == "loss"
-    assert d["total"] == max(d["phases"].values())
+    assert d["per_gpu"]["total"] == max(d["phases"].values())

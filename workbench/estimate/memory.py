@@ -73,8 +73,7 @@ class GPUMemory:
         return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
                 "activations": self.activations, "buffers": self.buffers, "total": self.total,
                 "reserved": self.reserved, "device": self.device,
-                "params_frozen": self.params_frozen, "paged": self.paged,
-                "phases": dict(self.phases), "peak_phase": self.peak_phase}
+                "params_frozen": self.params_frozen, "paged": self.paged}
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,7 @@ class MetricSet:
         self["workbench_planned_tokens_per_second"].set(run.tokens_per_s)
         self["workbench_planned_mfu_ratio"].set(run.mfu)
         for kind, value in mem.per_gpu.as_dict().items():
-            if isinstance(value, float):      # not the phases dict nor the peak phase's name
-                self["workbench_planned_memory_bytes"].labels(kind).set(value)
+            self["workbench_planned_memory_bytes"].labels(kind).set(value)
         self.set_planned_comm(t.volume)
         self["workbench_gpu_capacity_bytes"].set(mem.capacity)
 

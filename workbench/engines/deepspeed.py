@@ -93,6 +93,16 @@ ENGINE = Engine(
     # Megatron-DeepSpeed's GPT loss: vocab_parallel_cross_entropy(output.float(), labels)
     # (_MDS megatron/model/gpt_model.py post_language_model_processing): fp32 upcast.
     loss="upcast",
+    # ... into Megatron's vocab_parallel_cross_entropy: exp() and the softmax in place in that
+    # fp32 copy, saved and made the gradient in place (the algorithm of megatron-core 0.16.1
+    # megatron/core/tensor_parallel/cross_entropy.py, which MDS's copy shares).
+    loss_vocab_parallel=True,
+    # BF16_Optimizer (zero 1, bf16, fp32 grad_accum_dtype: deepspeed 0.19.8 runtime/engine.py
+    # L2305-2310) accumulates autograd's bf16 ``.grad`` of every parameter into its fp32 flat
+    # buffer (bf16_optimizer.py ``_update_hp_grad``) and zeroes the bf16 ones in place
+    # (``clear_lp_grads(set_to_none=False)`` from backward_prologue; immediate_grad_update
+    # defaults to False, runtime/precision_config.py L51): 2 B/param beside the fp32 4 B.
+    lp_grad_bytes_by_zero=(0.0, 2.0, 0.0, 0.0),
     # overlap_comm None -> stage == 3 (DS deepspeed/runtime/zero/config.py:383-386): False for
     # stages 0-2, True for stage 3. The record's stage-2 default is what most configs run; the
     # stage-3 value is True (documented, not representable per stage here).

@@ -72,6 +72,11 @@ ENGINE = Engine(
     # llm-foundry's causal LM: loss_fn default "fused_crossentropy" = flash-attn's
     # CrossEntropyLoss kernel (_LF llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM).
     loss="fused",
+    # FSDP1 makes each flat parameter's sharded gradient in its post-backward reduce-scatter
+    # (torch 2.13 torch/distributed/fsdp/_runtime_utils.py L847-848 _reduce_grad
+    # ``new_sharded_grad``); Composer's optimizer.zero_grad frees it between steps (set_to_none,
+    # torch/optim/optimizer.py L1024 default). NO_SHARD (zero 0) keeps DDP-like buckets.
+    grads_in_backward=(2, 3),
     # FSDP1 reduce-scatters each unit's grads asynchronously in the backward; Composer's
     # backward_prefetch default 'BACKWARD_POST' (CO composer/utils/parallelism.py:22) still
     # prefetches the next all-gather; forward_prefetch False (parallelism.py:27): "This is only

@@ -139,6 +139,11 @@ BASE = Engine(
     elementwise_traffic=1.75,
     eager_activations=True,
     loss="upcast",
+    # FSDP (zero 2/3) makes sharded gradients in the backward (torch 2.13
+    # torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py L754) and the Trainer frees them
+    # with model.zero_grad() after each step (transformers 5.25 trainer.py L1991;
+    # nn.Module.zero_grad set_to_none=True by default); DDP (zero 0) keeps its buckets.
+    grads_in_backward=(2, 3),
     logits_kept_in_backward=False,
     tp_gathers_logits=True,
     why=dict(_FSDP_WHY),
@@ -191,6 +196,9 @@ _BACKEND_FIELDS = {
         "offload": {"cpu": (1, 2, 3), "nvme": (3,)},
         # reduce_bucket_size 5e8 elements in bf16 (engines/deepspeed.py)
         "dp_bucket_bytes": 1.0e9,
+        # stage 1/2 flat partitions, stage 3's grad_partitions_flat_buffer: allocated by the
+        # optimizer for the run (deepspeed 0.19.8 runtime/zero/stage3.py L790)
+        "grads_in_backward": (),
         "why": {
             "pp_schedules": "the Trainer runs no pipeline parallelism; use pp 1",
             "optimizer_in_backward": "the Trainer has no optimizer step inside backward",

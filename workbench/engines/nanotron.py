@@ -48,6 +48,12 @@ ENGINE = Engine(
     # sharded_cross_entropy(sharded_logits, ..., dtype=torch.float) (nanotron
     # src/nanotron/models/llama.py Loss.forward): fp32 upcast of the logits.
     loss="upcast",
+    # sharded_cross_entropy(logits, target, group, dtype=torch.float): ``.to(float)``, then
+    # ``sharded_logits - logits_max`` (a second fp32 tensor), exp() and the softmax in place in
+    # it, saved and made the gradient in place (huggingface/nanotron@00708b80c88ee7c05c89502e80c3201df916d774
+    # src/nanotron/parallel/tensor_parallel/functional.py _ShardedCrossEntropy).
+    loss_vocab_parallel=True,
+    loss_shift_copy=True,
     # DDP reducer hooks overlap the gradient all-reduce with the backward (NT
     # src/nanotron/trainer.py:1156-1161; fp32-accumulation comm hook, helpers.py:444-446).
     overlap_grad_reduce=True,

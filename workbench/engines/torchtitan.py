@@ -135,6 +135,19 @@ ENGINE = Engine(
     # cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1).float(), ...) (TT
     # torchtitan/components/loss.py): the logits are upcast to fp32.
     loss="upcast",
+    # build_cross_entropy_loss: ``if job_config.training.compile: loss_fn = torch.compile(
+    # loss_fn)`` (pytorch/torchtitan@f90c845c0ef9dbaf29d4d577e926c974e1630163
+    # torchtitan/components/loss.py; later releases: compile.components containing "loss").
+    # Left off here: the record's published runs (benchmarks/memory_accuracy.py, torchtitan
+    # 2412 tables, seq 32k-262k with compile) measure the eager loss's memory (83.9 GiB
+    # reserved against 88.9 eager / 42.5 compiled estimated): they predate the loss's compile.
+    loss_compiled=False,
+    # ZeRO-2/3 are FSDP2, whose sharded gradients the backward makes and the train loop's
+    # optimizer.zero_grad() frees (set_to_none default): torch 2.13
+    # torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py L754 (foreach_reduce sets
+    # ``sharded_param.grad`` where it is None), torch/optim/optimizer.py L1024. ZeRO-0 is
+    # replicate (DDP): its reducer's buckets live for the whole run.
+    grads_in_backward=(2, 3),
     # Llama blocks of plain nn.Modules (TT torchtitan/models/llama3/model/model.py): eager
     # activations unless compile.enable.
     eager_activations=True,

@@ -70,6 +70,13 @@ ENGINE = Engine(
     eager_activations=True,
     # CEWithChunkedOutputLoss: "logits.float()" per chunk (TT torchtune/modules/loss/ce_chunked_output_loss.py)
     loss="chunked",
+    # compile: the recipes compile the loss with the model (TT torchtune/training/_compile.py
+    # compile_loss @ v0.6.1)
+    loss_compiled=True,
+    # FSDP2 (zero 3): sharded gradients made in the backward (torch 2.13
+    # torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py L754) and freed by the recipes'
+    # optimizer zero_grad (set_to_none, torch/optim/optimizer.py L1024 default)
+    grads_in_backward=(3,),
     why={
         "methods": "torchtune fine-tunes (full, lora, qlora recipes); for pre-training pick "
                    "another engine",

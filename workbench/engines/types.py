@@ -153,6 +153,25 @@ class Engine:
     # top of the gradients (DeepSpeed's reduce/all-gather buckets); 0 where the reduction works
     # in place in the gradient buffer.
     dp_bucket_bytes: float = 0.0
+    # -- the peak's moment (``estimate.peak``): ZeRO stages at which the gradients are made by
+    # the backward and freed by ``zero_grad(set_to_none=True)`` between steps (FSDP's sharded
+    # gradients), so a step of one microbatch has none before its backward; at the other stages
+    # the gradient memory lives for the whole step (Megatron's contiguous grad buffer, DDP's
+    # buckets, DeepSpeed's flat partitions).
+    grads_in_backward: tuple[int, ...] = ()
+    # The loss function runs under torch.compile with ``training.compile``: Inductor fuses the
+    # fp32 upcast, the log-softmax and the NLL, saves the 16-bit logits and a per-token
+    # log-sum-exp, and its backward writes the 16-bit gradient in one kernel.
+    loss_compiled: bool = False
+    # A vocabulary-parallel cross-entropy (Megatron's, nanotron's sharded one): the fp32 copy of
+    # the logits becomes exp() and then the softmax in place, is saved for backward and turned
+    # into the gradient in place; the 16-bit logits are not kept. ``loss_shift_copy``: its
+    # forward subtracts the max into a second fp32 tensor (nanotron) instead of in place.
+    loss_vocab_parallel: bool = False
+    loss_shift_copy: bool = False
+    # 16-bit ``.grad`` bytes per parameter the engine keeps beside the gradients of the
+    # ZeRO table, per ZeRO stage 0-3 (DeepSpeed's BF16_Optimizer at stage 1).
+    lp_grad_bytes_by_zero: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     # The engine's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (reserved
     # memory then follows estimate.buffers.reserved_bytes's one-stream ratio).
     expandable_segments: bool = False

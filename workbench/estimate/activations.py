@@ -82,9 +82,10 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     from workbench.engines import engine_of
     eng = engine_of(tr)
     # torchtune compiles its chunked loss with the model (training/_compile.py compile_loss @
-    # v0.6.1): Inductor fuses each chunk's upcast, log-softmax and NLL and keeps the per-token
-    # log-sum-exp instead of the fp32 log-probabilities
-    fused_loss = tr.compile and eng.loss == "chunked"
+    # v0.6.1), torchtitan its upcast loss (``Engine.loss_compiled``): Inductor fuses the
+    # upcast, log-softmax and NLL and keeps the per-token log-sum-exp instead of the fp32
+    # log-probabilities
+    fused_loss = tr.compile and eng.loss_compiled and eng.loss in ("upcast", "chunked")
     fused_linear = eng.loss == "fused_linear"
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,

@@ -16,7 +16,12 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
 - CP (ring attention): the K/V block being sent and the one being received (2 × 2·s/cp·kv/t).
 - EP: all-to-all send and receive buffers of the dispatched tokens (2 × k·s·b·h).
 - Loss: on the stage holding the head, while the loss runs its backward: the logits in the
-  compute dtype, and the gradient(s) the loss makes. A fused loss kernel writes one fp32
+  compute dtype, and the gradient(s) the loss makes (``loss_moments``; its forward's figure is
+  the ``forward`` phase's, ``estimate.peak``). Compiled (``Engine.loss_compiled`` with
+  ``training.compile``) the loss holds no fp32 tensor per logit and its backward writes the
+  gradient in the compute dtype; a vocabulary-parallel loss (``Engine.loss_vocab_parallel``)
+  turns its saved fp32 softmax into the gradient in place and casts that to the compute
+  dtype. A fused loss kernel writes one fp32
   gradient (4 B per logit); the fp32-upcast loss (``Engine.loss`` "upcast":
   ``F.cross_entropy(logits.float(), y)``) holds the gradient of its log-probabilities and of its
   fp32 input at once (4 + 4 B), beside the fp32 log-probabilities the head saved (activations).
@@ -64,6 +69,51 @@ def fused_linear_loss_bytes(tokens, vocab: int, hidden: int, elem: int, weight_g
     return chunk * vocab * elem + (vocab * hidden * elem if weight_grad else 0)
 
 
+def loss_per_logit(loss: str, cd: int, logits_kept: bool, compiled: bool = False,
+                   vocab_parallel: bool = False, shift_copy: bool = False) -> tuple[float, float]:
+    """(end of the loss's forward, its backward): bytes per logit the loss holds beyond what
+    it saves for backward (the fp32 log-probabilities or softmax, ``activations.head_bytes``),
+    for ``Engine.loss`` (not "fused_linear") in a compute dtype of ``cd`` bytes.
+
+    - vocabulary-parallel (Megatron-Core 0.16.1 fusions/fused_cross_entropy.py and
+      tensor_parallel/cross_entropy.py; nanotron@00708b8 tensor_parallel/functional.py
+      _ShardedCrossEntropy): forward, the 16-bit logits beside the fp32 copy that becomes the
+      saved softmax in place (nanotron's max subtraction makes a second fp32 tensor,
+      ``shift_copy``); backward, the softmax made the gradient in place plus its 16-bit cast
+      (``grad_input.to(torch.bfloat16)``; autograd's cast for the unfused one); the 16-bit
+      logits are gone by then.
+    - compiled (torchtitan / torchtune under ``training.compile``): Inductor reads the 16-bit
+      logits and saves a log-sum-exp per token; its backward writes the 16-bit gradient (one
+      chunk in 8 for torchtune's chunked loss).
+    - eager upcast: the logits and their fp32 copy in the forward; the gradients of
+      ``LOSS_GRADIENT_BYTES`` in the backward. "fused": its fp32 gradient from the forward on.
+    """
+    if vocab_parallel:
+        return cd + (4.0 if shift_copy else 0.0), float(cd)
+    chunks = 8 if loss == "chunked" else 1
+    kept = cd if logits_kept else 0
+    if compiled:
+        return float(cd), kept + cd / chunks
+    held = 4.0 / chunks if loss in ("upcast", "chunked") else LOSS_GRADIENT_BYTES[loss]
+    return cd + held, kept + LOSS_GRADIENT_BYTES[loss]
+
+
+def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
+                 logits_kept: bool = True, vocab_split: bool = True, head_trains: bool = True,
+                 compiled: bool = False, vocab_parallel: bool = False,
+                 shift_copy: bool = False) -> tuple:
+    """(forward, backward) bytes the loss holds on the stage with the head beyond its saved
+    tensors (``loss_per_logit``; Liger's fused linear loss: ``fused_linear_loss_bytes`` at
+    both moments). ``tp`` may be an array."""
+    sb = np.asarray(x.s) * x.b
+    vocab = -(-model.vocab // np.asarray(tp)) if vocab_split else np.asarray(model.vocab)
+    if loss == "fused_linear":
+        held = fused_linear_loss_bytes(sb, vocab, model.hidden, cd, head_trains)
+        return held, held
+    fwd, bwd = loss_per_logit(loss, cd, logits_kept, compiled, vocab_parallel, shift_copy)
+    return sb * vocab * fwd, sb * vocab * bwd
+
+
 def compute_dtype_bytes(precision: str) -> int:
     """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
     return 4 if precision == "fp32" else 2
@@ -72,7 +122,7 @@ def compute_dtype_bytes(precision: str) -> int:
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
                  gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
-                 vocab_split=True, head_trains=True) -> dict:
+                 vocab_split=True, head_trains=True, loss_style=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present, zero where it does not apply). Fine-tuning:
@@ -81,7 +131,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy). The
     loss: ``logits_kept`` (the compute-dtype logits alive in its backward), ``vocab_split``
     (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
-    gradient)."""
+    gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy)."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
     rb = cd + 4 if grad_bytes is None else grad_bytes
@@ -99,22 +149,14 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
-        "logits": np.where(has_head, _loss_bytes(model, x, sb, tp, loss, cd, logits_kept,
-                                                 vocab_split, head_trains), 0),
+        "logits": np.where(has_head, loss_moments(model, x, tp, loss, cd, logits_kept,
+                                                  vocab_split, head_trains,
+                                                  **(loss_style or {}))[1], 0),
         "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}
     return terms
-
-
-def _loss_bytes(model: ModelShape, x: ActivationShape, sb, tp, loss: str, cd: int,
-                logits_kept: bool, vocab_split: bool, head_trains: bool):
-    """The loss's buffer on the stage holding the head (module docstring)."""
-    vocab = -(-model.vocab // tp) if vocab_split else np.asarray(model.vocab)
-    if loss == "fused_linear":
-        return fused_linear_loss_bytes(sb, vocab, model.hidden, cd, head_trains)
-    return sb * vocab * ((x.elem if logits_kept else 0) + LOSS_GRADIENT_BYTES[loss])
 
 
 # The caching allocator's peak reserved over peak allocated, measured on one H200 (PyTorch 2.11,

@@ -22,8 +22,9 @@ from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
 from workbench.engines import engine_of
 from workbench.estimate.buffers import (
-    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, reserved_bytes,
+    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, reserved_bytes,
 )
+from workbench.estimate import peak as pk
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
@@ -380,10 +381,14 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
         kept = np.minimum(activ, 2 * layer_one + rows.has_head * col("head_act"))
         host_activations = activ - kept
         activ = kept
+    loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
+                   "vocab_split": not eng.tp_gathers_logits,
+                   "head_trains": ft.edge_trainable(tr, "head"),
+                   "loss_style": {"compiled": bool(tr.compile and eng.loss_compiled),
+                                  "vocab_parallel": eng.loss_vocab_parallel,
+                                  "shift_copy": eng.loss_shift_copy}}
     bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
-                        eng.loss, **fts.buffer_kwargs, logits_kept=eng.logits_kept_in_backward,
-                        vocab_split=not eng.tp_gathers_logits,
-                        head_trains=ft.edge_trainable(tr, "head"))
+                        eng.loss, **fts.buffer_kwargs, **loss_kwargs)
     if tr.method == "qlora":
         # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
         # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
@@ -397,20 +402,27 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
         bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * (pdense + pexpert)
     if eng.dp_bucket_bytes:
         bufs["dp_buckets"] = np.where(G.dp * G.cp > 1, eng.dp_bucket_bytes, 0.0)
+    if any(eng.lp_grad_bytes_by_zero):
+        # the engine's 16-bit .grad of every trained parameter beside the table's gradients
+        bufs["lp_grads"] = np.choose(np.clip(np.asarray(G.zero), 0, 3),
+                                     eng.lp_grad_bytes_by_zero) * (fts.trained[0]
+                                                                   + fts.trained[1])
     bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
     grads = ms.grads * 0 if tr.optimizer_in_backward else ms.grads
-    rest = ms.params + grads + ms.optimizer + activ + sum(bufs.values())
+    phases = _phases(base, rows, ms, grads, activ, bufs, x, loss_kwargs, fts.trained)
     if eng.allowance_in_total:
-        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * rest
+        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_of(phases)[0]
+        phases = {k: v + bufs["allocator_allowance"] for k, v in phases.items()}
+    peak, at = pk.peak_of(phases)
     buffers = sum(bufs.values())
     out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
            "expert_params": pexpert, "trained_dense": fts.trained[0],
            "trained_expert": fts.trained[1], "params": ms.params, "grads": grads,
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
-           "total": ms.params + grads + ms.optimizer + activ + buffers,
-           "reserved": reserved_bytes(eng, ms.params + grads + ms.optimizer + activ + buffers,
-                                      gathers=np.asarray(G.zero) == 3),
+           "total": peak, "peak_phase": at,
+           **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
+           "reserved": reserved_bytes(eng, peak, gathers=np.asarray(G.zero) == 3),
            "host": ms.host + host_activations
            + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
            "nvme": ms.nvme, "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
@@ -418,6 +430,26 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
            "offloaded_activations": np.broadcast_to(host_activations, rows.n),
            "_finetune": fts}
     return out, bufs
+
+
+def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, x,
+            loss_kwargs: dict, trained_params: tuple) -> dict:
+    """Per row: the bytes alive at each moment of the step (``peak.phase_totals``);
+    ``trained_params``: the (dense, expert) parameters that train, whose gradients ``grads``
+    holds (the head's share of them is made first in the backward)."""
+    m, tr, G, col = base.model, base.training, rows.grid, rows.col
+    eng = engine_of(tr)
+    early = pk.grads_before_backward(eng, G.zero, rows.microbatches, G.pp)
+    head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
+                            col("head_trained_same"))
+    trained = np.asarray(trained_params[0] + trained_params[1], dtype=float)
+    share = rows.has_head * head_trained / np.maximum(trained, 1)
+    loss_forward = np.where(rows.has_head, loss_moments(
+        m, x, G.tp, eng.loss, compute_dtype_bytes(tr.precision), **{
+            k: v for k, v in loss_kwargs.items() if k != "loss_style"},
+        **loss_kwargs["loss_style"])[0], 0.0)
+    return pk.phase_totals(ms.params, grads, ms.optimizer, activ, bufs, early,
+                           grads * share, rows.has_head * col("head_act"), loss_forward)
 
 
 def communicators(par, gpus_per_node: int) -> list[tuple[object, object]]:

@@ -18,7 +18,8 @@ from workbench.units import memory_text
 # What each memory figure is, and which tool reports it (the CLI, the JSON and the charts say
 # it in these words).
 MEMORY_KINDS = {
-    "total": "peak allocated (torch.cuda.max_memory_allocated; Megatron-LM logs this one)",
+    "total": "peak allocated (torch.cuda.max_memory_allocated; Megatron-LM logs this one): "
+             "the largest of the step's phases, not the sum of the categories",
     "reserved": "the caching allocator's peak reserved (torch.cuda.max_memory_reserved; "
                 "torchtitan's logged memory)",
     "device": "what nvidia-smi and DCGM show: reserved + CUDA context + NCCL buffers + "
@@ -31,7 +32,10 @@ class GPUMemory:
     """Bytes on one GPU, by category (the contract's ``memory.per_gpu`` keys). ``total`` is
     the allocator's peak allocated; ``reserved`` its peak reserved; ``device`` what nvidia-smi
     shows (reserved + CUDA context + NCCL buffers + library workspaces), which ``fits``
-    judges."""
+    judges. The categories say what each holds; they are not all alive at once: ``phases``
+    gives the bytes alive at each moment of the step (``estimate.peak``: forward, loss,
+    backward, optimizer) and ``total`` is the largest (the sum of the categories where no
+    phases are given)."""
 
     params: float
     grads: float
@@ -46,10 +50,20 @@ class GPUMemory:
     # Optimizer states in CUDA managed memory (bitsandbytes' paged optimizers): outside the
     # caching allocator, so not in ``total`` or ``reserved``; in ``device`` while resident.
     paged: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
+        if self.phases:
+            return max(self.phases.values())
         return self.params + self.grads + self.optimizer + self.activations + self.buffers
+
+    @property
+    def peak_phase(self) -> str | None:
+        """The phase of the step at the peak (the earlier one on ties), None without phases."""
+        if not self.phases:
+            return None
+        return max(self.phases, key=lambda k: (self.phases[k], -list(self.phases).index(k)))
 
     @property
     def params_trainable(self) -> float:

@@ -74,6 +74,9 @@ class Estimate:
                       "microbatches": s.microbatches},
             "memory": {
                 "per_gpu": m.per_gpu.as_dict(),
+                # bytes alive at each moment of the worst GPU's step; total is the largest
+                "phases": dict(m.per_gpu.phases),
+                "peak_phase": m.per_gpu.peak_phase,
                 "worst_pipeline_rank": m.worst.rank,
                 "capacity": m.capacity,
                 "fits": m.fits,
@@ -91,6 +94,7 @@ class Estimate:
                      "has_embedding": g.has_embedding, "has_head": g.has_head,
                      "inflight_microbatches": g.inflight_microbatches,
                      **g.memory.as_dict(), "buffers_detail": dict(g.buffers),
+                     "phases": dict(g.memory.phases),
                      "host": g.host, "nvme": g.nvme}
                     for g in m.per_stage],
                 "activation_terms_per_layer": dict(m.layer_terms),

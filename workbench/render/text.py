@@ -60,6 +60,9 @@ def render_estimate(est: Estimate, verdict=None) -> str:
         f"{'reserved':14}" + "".join(f"{g.memory.reserved / scale:>11,.2f}" for g in shown),
         f"{'device':14}" + "".join(f"{g.memory.device / scale:>11,.2f}" for g in shown),
         *(f"  {k} = {v}" for k, v in MEMORY_KINDS.items()),
+        *([f"phases of the worst GPU's step (allocated, {unit.split()[0]}): "
+           + ", ".join(f"{k} {v / scale:,.2f}" for k, v in w.phases.items())
+           + f"; the peak is the {w.peak_phase}"] if w.phases else []),
         "",
         f"worst GPU: pipeline rank {m.worst.rank}, {memory_text(w.device)} on the device "
         f"({memory_text(w.total)} allocated) of "

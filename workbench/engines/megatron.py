@@ -116,6 +116,13 @@ ENGINE = Engine(
                            archs=("blackwell",)),
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },
+    # MoE token dispatch: --moe-token-dispatcher-type alltoall, what Megatron-Bridge's MoE recipes
+    # run (MoEAlltoAllTokenDispatcher, MLM megatron/core/transformer/moe/token_dispatcher.py):
+    # permute the rank's own tokens, all-to-all over EP, all-gather in the expert-TP group
+    # (dispatch_postprocess); reduce-scatter, all-to-all, unpermute on combine. MoE training
+    # with TP requires sequence parallelism (MLM megatron/core/transformer/moe/moe_layer.py
+    # MoELayer.forward raises otherwise), so the shard is tokens / tp.
+    moe_dispatch="sequence_shard",
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
     # TE picks FusedAttention (cuDNN) over FlashAttention on sm90+: "Disabling FlashAttention to
     # give FusedAttention preference on Hopper+" (TE transformer_engine/pytorch/attention/

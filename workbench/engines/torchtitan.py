@@ -117,6 +117,13 @@ ENGINE = Engine(
     },
     # recipe_name None -> Float8LinearConfig() tensorwise ("Float8 tensorwise scaled training
     # active", TT torchtitan/components/quantization/float8.py).
+    # MoE under TP: PrepareModuleInputOutput all-gathers the MoE input over TP (Shard(1) ->
+    # Replicate) and reduce-scatters its output, the router gate runs replicated (NoParallel);
+    # ExpertTensorParallel (expert TP = tp) dispatches the replicated tokens over EP, while with
+    # expert TP 1 ReordererSequenceParallel splits the routed tokens over the TP ranks (TT
+    # torchtitan/models/llama4/infra/parallelize.py apply_moe_ep_tp; torchtitan/distributed/
+    # expert_parallel.py).
+    moe_dispatch="tp_gathered",
     fp8_default="tensorwise",
     # ScaledDotProductAttentionWrapper: sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, MATH],
     # set_priority=True) (TT torchtitan/models/attention.py:168-190); attn_type default "sdpa"

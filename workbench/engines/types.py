@@ -57,6 +57,14 @@ class Engine:
     # local expert: Megatron-Core ``--moe-grouped-gemm``, torchtitan ``torch._grouped_mm``) or
     # "loop" (a Python loop of per-expert matmuls, as eager MoE code runs them).
     expert_gemms: str = "grouped"
+    # How an MoE layer's tokens reach its experts under tensor parallelism (step_time's
+    # ``block_costs``): "sequence_shard" (Megatron-Core's ``MoEAlltoAllTokenDispatcher``: each
+    # rank routes and permutes its own sequence-parallel shard, all-to-alls it over EP, then
+    # all-gathers it inside the expert-TP group, and the reverse on combine) or "tp_gathered"
+    # (torchtitan: the MoE input is all-gathered over TP and every TP rank routes every token;
+    # with expert TP = tp each sends that whole sequence over EP, with expert TP 1 the tokens
+    # are split over the TP ranks before the all-to-all).
+    moe_dispatch: str = "tp_gathered"
     # The model code runs eager PyTorch modules (no fused kernels of its own): without
     # ``training.compile`` autograd saves what eager PyTorch saves (the SwiGLU's silu input and
     # output, the norms' fp32 copies...; ``estimate.activations`` ``pytorch_eager``); compiled,

@@ -146,14 +146,32 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
         if moe:
             mo = m.moe
-            # Tokens this GPU's experts process: k copies of its tokens (balanced routing). With
-            # MoE parallel folding the expert-TP group is et of the t ranks holding the same
-            # tokens, so each GPU takes et/t of the TP group's routed tokens.
-            routed = tokens * mo.top_k * (mo.capacity_factor or 1.0) * et / t
+            cap = mo.capacity_factor or 1.0
             local_experts = mo.experts // par.ep
+            sharded = eng.moe_dispatch == "sequence_shard"
+            if sharded:
+                # Megatron-Core's MoEAlltoAllTokenDispatcher (Engine.moe_dispatch): the rank
+                # routes its own sequence-parallel shard (MoE training with TP requires SP,
+                # moe_layer.py), sends its k copies over EP, and the expert-TP group all-gathers
+                # what its et ranks received (dispatch_postprocess).
+                own = tokens / t
+                sent = own * mo.top_k * cap
+                routed = sent * et
+            else:
+                # torchtitan: the MoE input is all-gathered over TP, the router sees every
+                # token; with expert TP = tp each TP rank sends all k copies over EP
+                # (ExpertTensorParallel), with expert TP 1 they are split over the TP ranks
+                # (ReordererSequenceParallel): et / t of them on this GPU.
+                own = tokens
+                routed = sent = tokens * mo.top_k * cap * et / t
             rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
             fe = mo.expert_ffn_hidden / et
-            g += eff.gemm_time(tokens, mo.experts, h, gpu, prec)
+            g += eff.gemm_time(own, mo.experts, h, gpu, prec)     # the router's gate
+            # Router scores: softmax in fp32 then top-k, as both engines run it (Megatron-Core
+            # router.py ``torch.softmax(logits, dim=-1, dtype=torch.float32)`` and moe_utils.py
+            # ``torch.topk``; torchtitan moe.py ``F.softmax(scores.to(torch.float32))``,
+            # ``torch.topk``): the softmax reads and writes, the top-k reads, 4 B per logit.
+            mem += 3 * 4 * own * mo.experts
             if run.expert_loop:
                 # One matmul chain per local expert from a Python loop: the host dispatches the
                 # expert's forward operations (eager_ops._EXPERT) while the GPU waits on short
@@ -174,13 +192,46 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
                 g += eff.gemm_time(tokens, (mats - 1) * sf, h, gpu, prec)
                 g += eff.gemm_time(tokens, h, sf, gpu, prec)
                 mem += mats * tokens * sf * e
-            mem += 4 * routed * h * e + mats * routed * fe * e   # permute/unpermute, activation
-            if par.ep > 1:   # dispatch + combine, forward and backward, after the counts
-                a2a = routed * h * e
-                counts = mo.experts * 8       # int64 tokens per expert, one all-to-all
-                comm["ep"] = (4 * collective_time("all_to_all", a2a, ep_span, hw)
-                              + collective_time("all_to_all", counts, ep_span, hw))
-                volume += [("ep", "all_to_all", a2a, 4), ("ep", "all_to_all", counts, 1)]
+            # Permutation, index copies that read and write each row: the rank's k copies of its
+            # tokens are gathered by expert before the all-to-all and weighted and summed back
+            # after the combine (2 + 2 passes over ``sent`` rows: Megatron ``permute`` /
+            # ``unpermute``, fused or not under --moe-permute-fusion; torchtitan the reorderer's
+            # gather and the combine's scatter-add); the rows received are sorted by local
+            # expert and unsorted before the combine (2 + 2 over ``routed``: Megatron
+            # ``sort_chunks_by_idxs`` where a rank holds more than one expert; torchtitan
+            # moe/utils.py ``_permute`` / ``_unpermute``, always). Then the activation.
+            second = local_experts > 1 or not sharded
+            mem += (4 * sent + (4 * routed if second else 0)) * h * e + mats * routed * fe * e
+            # Dispatch and combine run in every forward pass and its backward: a full (or
+            # layer) recompute runs them again; torchtitan's per-op policy saves
+            # all_to_all_single's output (deepseek_v3/infra/parallelize.py _op_sac_save_list),
+            # Megatron's selective recompute is the core attention only.
+            ep_ops = []
+            if par.ep > 1:
+                ep_ops.append(("all_to_all", sent * h * e, 2 * passes, ep_span))
+            if sharded and (par.ep > 1 or et > 1):
+                # Megatron: the tokens-per-expert counts (int64) all-gathered over the tp x ep
+                # group in preprocess; the routing probabilities (fp32) travel with the tokens
+                # (token_dispatch's second all_to_all), and in the expert-TP group the tokens
+                # and probabilities are all-gathered (dispatch_postprocess) and the outputs
+                # reduce-scattered (combine_preprocess); an all-gather's backward is a
+                # reduce-scatter and the reverse.
+                ep_ops.append(("all_gather", et * par.ep * mo.experts * 8, passes - 1,
+                               group_span(et * par.ep, 1, gpn)))
+                if par.ep > 1:
+                    ep_ops.append(("all_to_all", sent * 4, passes, ep_span))
+                if et > 1:
+                    et_span = group_span(et, 1, gpn)
+                    ep_ops += [("all_gather", routed * h * e, passes, et_span),
+                               ("reduce_scatter", routed * h * e, passes, et_span),
+                               ("all_gather", routed * 4, passes - 1, et_span),
+                               ("reduce_scatter", routed * 4, 1, et_span)]
+            elif par.ep > 1:
+                # torchtitan: the counts go by one all_to_all_single before the tokens
+                # (ExpertParallel._token_dispatch)
+                ep_ops.append(("all_to_all", mo.experts * 8, passes - 1, ep_span))
+            comm["ep"] = sum(n * collective_time(k, b, span, hw) for k, b, n, span in ep_ops)
+            volume += [("ep", k, b, n) for k, b, n, _ in ep_ops]
         else:
             f = m.ffn_hidden / t
             g += eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)

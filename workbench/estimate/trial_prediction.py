@@ -138,13 +138,14 @@ def parameter_tensors(m: ModelShape, experts: int | None = None) -> list[int]:
 
 def routed_expert_tensors(m: ModelShape, local: int) -> list[int]:
     """Element counts of ``local`` routed experts per MoE layer (an expert-parallel rank's
-    ``experts`` modules), in ``Module.parameters()`` order: each expert's bias-free w1, w2
-    (and w3 for SwiGLU), hidden x expert_ffn_hidden elements each."""
-    if m.moe is None:
+    ``experts`` modules), in ``Module.parameters()`` order: the bias-free w1, w2 (and w3 for
+    SwiGLU) of the ``local`` experts, one tensor each (trial/model.py ``Experts``, torchtitan's
+    ``GroupedExperts`` layout), local x hidden x expert_ffn_hidden elements."""
+    if m.moe is None or not local:
         return []
-    per_expert = [m.hidden * m.moe.expert_ffn_hidden] * (3 if m.mlp == "swiglu" else 2)
+    per_layer = [local * m.hidden * m.moe.expert_ffn_hidden] * (3 if m.mlp == "swiglu" else 2)
     moe_layers = sum(is_moe_layer(m, i) for i in range(m.layers))
-    return per_expert * local * moe_layers
+    return per_layer * moe_layers
 
 
 def zero_redundancy_partition(sizes: list[int], world: int) -> list[list[int]]:
@@ -258,8 +259,11 @@ def parameter_shapes(m: ModelShape, method: str = "pretrain", lora=None,
         if is_moe_layer(m, i):
             e = m.moe
             linear(i, "router", "router", h, e.experts, False)
-            for _ in range(e.experts if experts is None else experts):
-                mlp(i, "expert", e.expert_ffn_hidden, False)
+            n = e.experts if experts is None else experts
+            if n:   # trial/model.py ``Experts``: w1, w2 (and w3), one tensor for the n experts
+                f = e.expert_ffn_hidden
+                for shape in ((n, f, h), (n, h, f), (n, f, h))[:3 if m.mlp == "swiglu" else 2]:
+                    out.append(Tensor(shape, train_all, i, part="base"))
             if e.shared_experts:
                 mlp(i, "shared", e.shared_experts * e.expert_ffn_hidden, False)
         else:

@@ -25,9 +25,8 @@ class ExpertParallel:
 
     def apply(self, moe: MoE) -> None:
         """Keep this rank's experts [ep_rank x E/ep, (ep_rank + 1) x E/ep) and hook them."""
-        per = len(moe.experts) // self.ep_size
-        first = self.ep_rank * per
-        moe.experts = Experts(list(moe.experts)[first:first + per])
+        per = moe.experts.num_experts // self.ep_size
+        moe.experts = moe.experts.local(self.ep_rank * per, per)
         moe.experts.register_forward_pre_hook(self._dispatch)
         moe.experts.register_forward_hook(self._combine)
 
@@ -37,7 +36,7 @@ class ExpertParallel:
         same counts with an all-gather), from which every rank knows which local expert each
         row it receives is for; rows arrive by source rank, each source's sorted by expert."""
         tokens, weights, chosen = args
-        local = len(experts)
+        local = experts.num_experts
         flat_expert = chosen.reshape(-1)
         order = torch.argsort(flat_expert, stable=True)
         token_of = torch.arange(tokens.shape[0]).repeat_interleave(chosen.shape[1])[order]

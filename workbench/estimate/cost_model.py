@@ -37,8 +37,8 @@ from workbench.estimate.params import (
     is_moe_layer, layer_params,
 )
 from workbench.estimate.step_time import (
-    block_costs, dp_exposed, optimizer_and_offload, optimizer_bytes_moved, pcie_bytes_per_s,
-    serial_comm_time, sp_grad_reduction,
+    block_costs, dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved,
+    pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
 )
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
@@ -191,6 +191,7 @@ class Rows:
             key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, tr.recompute_every,
                    pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
+                   base.parallel.tp_comm_overlap,
                    base.parallel.expert_tp, tr.method, tr.lora)
             i = table.index.get(key)
             if i is None:
@@ -495,8 +496,10 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     trained = (mem["trained_dense"], mem["trained_expert"])
     fts = mem["_finetune"]
     grad_bytes, moved, default = _state_rates(tr, fts, G.zero)
+    og, ogather = dp_overlap(base, G.zero)
     exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
+                        overlap_grad=og, overlap_gather=ogather,
                         **({} if default else {
                             "grad_bytes": grad_bytes,
                             "gather_bytes": fts.buffer_kwargs.get("gather_bytes")}))

@@ -191,6 +191,12 @@ _BACKEND_FIELDS = {
         "offload": {"cpu": (1, 2, 3), "nvme": (3,)},
         # reduce_bucket_size 5e8 elements in bf16 (engines/deepspeed.py)
         "dp_bucket_bytes": 1.0e9,
+        # DeepSpeed's overlap_comm (defaults to stage == 3) and its parameter all-gather after
+        # the step at stages 1-2, as engines/deepspeed.py cites them
+        "switches": ("compile", "overlap_grad_reduce"),
+        "overlap_grad_reduce": False,
+        "overlap_param_gather": False,
+        "overlap_at_zero3": (True, True),
         "why": {
             "pp_schedules": "the Trainer runs no pipeline parallelism; use pp 1",
             "optimizer_in_backward": "the Trainer has no optimizer step inside backward",

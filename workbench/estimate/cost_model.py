@@ -27,7 +27,7 @@ from workbench.estimate.buffers import (
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
-from workbench.estimate.pipeline_ranks import rank_rows
+from workbench.estimate.pipeline_ranks import blocking_transfers, rank_rows
 from workbench.scenario.layouts import LayoutGrid
 from workbench.estimate.model_states import (
     bytes_per_param, model_states, optimizer_params, stage_dtype,
@@ -550,7 +550,9 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
     if overlaps:
         bubble = np.asarray(sched.bubble(pp, cpr, f_mean + comm_half / pp,
                                          b_mean + comm_half / pp, w_mean), dtype=float)
-        terms.update(pp_exposed=2 * (pp - 1) * p2p, sp_grads=worst(t["sp_grads"]),
+        # fill and drain; where the engine's sends block (DeepSpeed), every micro-batch's too
+        blocking = blocking_transfers(pp) * mbs if engine_of(tr).pp_blocking_p2p else 0
+        terms.update(pp_exposed=(2 * (pp - 1) + blocking) * p2p, sp_grads=worst(t["sp_grads"]),
                      dp_exposed=worst(t["dp_exposed"]))
         step = (mbs * worst(t["f"] + t["b"]) + bubble + terms["pp_exposed"]
                 + terms["sp_grads"] + terms["dp_exposed"])

@@ -38,6 +38,9 @@ ENGINE = Engine(
     # torchtitan-style async TP (parallel.async_tp): its TP overlap is tp_comm_overlap.
     switches=("fp8_recipe", "tp_comm_overlap", "expert_tp", "overlap_grad_reduce",
               "overlap_param_gather"),
+    # Another engine's async TP exported to Megatron-LM becomes --tp-comm-overlap, which needs
+    # sequence parallelism (validate_args above).
+    async_tp_needs_sp=True,
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
     # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
     # transformer_config.py:546. layer: --recompute-granularity full --recompute-method block
@@ -90,6 +93,8 @@ ENGINE = Engine(
                         "use bf16",
         "tp_comm_overlap_needs_sp": "validate_args: --tp-comm-overlap needs "
                                     "--sequence-parallel",
+        "async_tp_needs_sp": "validate_args: --tp-comm-overlap (what parallel.async_tp "
+                             "exports as) needs --sequence-parallel",
     },
     fp8_recipes={
         # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —

@@ -28,7 +28,8 @@ parallelism; MXFP8 off Blackwell.
 
 Engine switches (contract 1 additions), flags from the megatron engine record's ``flags``
 (workbench/engines/megatron.py), checked against arguments.py at the commit above:
-``parallel.tp_comm_overlap`` -> ``--tp-comm-overlap`` (tp > 1, with ``--sequence-parallel``);
+``parallel.tp_comm_overlap`` (or another engine's ``parallel.async_tp``) -> ``--tp-comm-overlap``
+(tp > 1, with ``--sequence-parallel``);
 ``parallel.overlap_grad_reduce`` / ``overlap_param_gather`` -> ``--overlap-grad-reduce`` /
 ``--overlap-param-gather`` (null: on, the published recipes' setting);
 ``training.fp8_recipe`` -> ``--fp8-recipe`` (:data:`FP8_RECIPE`; null: no flag, Megatron's
@@ -68,6 +69,9 @@ def _notes(s: Scenario) -> Notes:
     """What the launch does not carry over (header comments and the result's warnings)."""
     par, tr = s.parallel, s.training
     n = Notes(s, ENGINE, TARGET)
+    if par.async_tp and par.tp == 1:
+        n.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
+              "--tp-comm-overlap not exported")
     if tr.compile:
         n.add("training.compile", True, "Megatron-LM has no torch.compile argument (its fused "
               "kernels come from Transformer Engine); not exported")
@@ -123,7 +127,9 @@ def megatron_args(s: Scenario) -> list[str]:
     add("--tensor-model-parallel-size", par.tp)
     if par.sp:
         add("--sequence-parallel")
-    if par.tp_comm_overlap:   # TE userbuffers: TP collectives overlap GEMMs (tp > 1, SP)
+    # TE userbuffers: TP collectives overlap GEMMs (tp > 1, SP); another engine's async TP
+    # carries over as Megatron's own TP overlap
+    if par.tp_comm_overlap or (par.async_tp and par.tp > 1):
         add(spelling(ENGINE, "tp_comm_overlap"))
     add("--pipeline-model-parallel-size", par.pp)
     if par.pp > 1:

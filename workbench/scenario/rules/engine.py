@@ -236,12 +236,13 @@ layout_rule(
                          "pick another training.fp8_recipe"),
               value=_recipe),
     Condition("training.fp8_recipe", ("training.fp8_recipe", "training.compile", P + "tp",
-                                      P + "async_tp", E),
+                                      P + "async_tp", P + "tp_comm_overlap", E),
               lambda v: (_recipe(v) not in v.eng.fp8_recipes
                          or v.eng.fp8_recipes[_recipe(v)].compiled_tp
                          | (v.par.tp == 1)
-                         | np.logical_not(v.tr.compile | (v.s.parallel.async_tp
-                                                          & v.eng.offers("async_tp")))),
+                         | np.logical_not(v.tr.compile | (
+                             (v.s.parallel.async_tp | v.s.parallel.tp_comm_overlap)
+                             & v.eng.offers("async_tp")))),
               lambda v: why(v, "compiled_tp", f"runs {_recipe(v)} with TP only without "
                             "torch.compile"), value=_recipe))
 

@@ -171,3 +171,14 @@ def test_deepspeed_pipeline_cost_grows_with_the_micro_batch_count():
     one = m16 / (2 * 3)                  # one send: the fill and drain are 2 (pp - 1) of them
     assert d16 - m16 == pytest.approx(4 * 8 * one, rel=1e-9)     # 8 micro-batches
     assert d64 - m16 == pytest.approx(4 * 32 * one, rel=1e-9)    # 32 micro-batches
+
+
+def test_tp_comm_overlap_gathers_fp8_inputs_in_fp8():
+    s = parse_scenario(doc({"engine": "megatron", "precision": "fp8"},
+                           {"dp": 1, "tp": 8, "zero": 1, "tp_comm_overlap": True}))
+    plain = dataclasses.replace(s, parallel=dataclasses.replace(s.parallel,
+                                                                tp_comm_overlap=False))
+    gathers = [b for dim, k, b, n in block_costs(s)["dense"].volume if k == "all_gather"]
+    assert gathers == [8192 * 4096 * 1.0, 8192 * 4096 * 1.0]          # 1 byte per element
+    assert [b for dim, k, b, n in block_costs(plain)["dense"].volume
+            if k == "all_gather"] == [8192 * 4096 * 2.0, 8192 * 4096 * 2.0]

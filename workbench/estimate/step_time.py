@@ -228,6 +228,11 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
                     ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if par.sp
                    else [("all_reduce", nbytes), ("all_reduce", nbytes)])
+            if par.sp and par.tp_comm_overlap and prec == "fp8":
+                # TE userbuffers gather FP8 inputs in FP8: "AllGather buffers use fp8 when
+                # using fp8 recipe" (transformer_engine/pytorch/module/base.py initialize_ub,
+                # fp8_buf for the all-gather layers): 1 byte per element
+                ops = [(k, b / e if k == "all_gather" else b) for k, b in ops]
             per_pass = sum(collective_time(k, b, tp_span, hw) for k, b in ops)
             if par.sp and (par.async_tp or par.tp_comm_overlap):
                 # Each collective split into chunks under the GEMMs it feeds or drains

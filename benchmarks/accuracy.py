@@ -42,7 +42,8 @@ from workbench.scenario import parse_scenario  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_runs.yaml"
 _PARALLEL_KEYS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",
-                  "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp", "expert_tp")
+                  "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp",
+                  "tp_comm_overlap", "expert_tp")
 _TRAINING_KEYS = ("seq_len", "micro_batch", "global_batch", "precision", "recompute", "engine",
                   "compile", "fp8_recipe")
 _MODEL_KEYS = ("preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp",

@@ -239,22 +239,26 @@ def test_a_trial_runs_the_plain_pytorch_of_the_layout():
     assert not t.parallel.async_tp
 
 
-def test_megatron_async_tp_needs_sequence_parallel_and_the_planner_follows():
-    bad = doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
+def test_tp_comm_overlap_is_megatrons_switch_and_needs_tp_and_sequence_parallel():
+    bad = doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1, "tp_comm_overlap": True,
                                        "sequence_parallel": False})
     assert problems(bad) == [
-        "parallel.async_tp: validate_args: --tp-comm-overlap (parallel.async_tp) needs "
-        "--sequence-parallel"]
-    # nanotron's column-parallel overlap runs without SP; tp = 1 has nothing to overlap and
-    # is accepted
+        "parallel.tp_comm_overlap: validate_args: --tp-comm-overlap needs --sequence-parallel"]
+    assert problems(doc({"engine": "megatron"}, {"zero": 1, "tp_comm_overlap": True})) == [
+        "parallel.tp_comm_overlap: overlaps tensor-parallel communication: needs "
+        "parallel.tp > 1 (got tp 1); set it false"]
+    # torchtitan's overlap is async TP (parallel.async_tp); Megatron's is not
+    assert problems(doc({"engine": "torchtitan", "recompute": "op"},
+                        {"dp": 4, "tp": 2, "tp_comm_overlap": True}))[0].startswith(
+        "parallel.tp_comm_overlap: engine torchtitan does not offer it")
+    assert problems(doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1,
+                                                 "async_tp": True}))[0].startswith(
+        "parallel.async_tp: engine megatron does not offer it")
+    # nanotron's column-parallel overlap runs without SP
     parse_scenario(doc({"engine": "nanotron"}, {"dp": 4, "tp": 2, "zero": 1, "async_tp": True,
                                                 "sequence_parallel": False}))
-    parse_scenario(doc({"engine": "megatron"}, {"zero": 1, "async_tp": True}))
-    s = parse_scenario({**doc({"engine": "megatron"}), "parallel": {}}, layout_required=False)
-    t = plan(s, Constraints()).table
-    on = t["async_tp"].astype(bool)
-    assert on.any() and (t["tp"][on] > 1).all() and t["sequence_parallel"][on].all()
-    assert not on[(t["tp"] > 1) & ~t["sequence_parallel"].astype(bool)].any()
+    parse_scenario(doc({"engine": "megatron"}, {"dp": 4, "tp": 2, "zero": 1,
+                                                "tp_comm_overlap": True}))
 
 
 def test_torchtitan_layouts_are_ones_torchtitan_runs():

@@ -768,7 +768,7 @@ def test_torchtitan_mxfp8_on_blackwell_and_its_refusals():
     # mx.py "TP not yet supported with torch.compile" (async TP turns compile on): a Megatron
     # scenario that runs there is refused for torchtitan
     meg = load(LLAMA8, *b200, *DP4TP2, "training.engine=megatron", "parallel.zero=1",
-               "parallel.async_tp=true", "training.precision=fp8", "training.fp8_recipe=mxfp8")
+               "parallel.tp_comm_overlap=true", "training.precision=fp8", "training.fp8_recipe=mxfp8")
     with pytest.raises(ExportError) as e:
         to_torchtitan(meg)
     assert refused_paths(e) == ["parallel.zero", "training.fp8_recipe"]
@@ -789,7 +789,8 @@ def test_torchtitan_expert_tp_folding():
 
 
 def test_megatron_switches(tmp_path):
-    sets = ("training.engine=megatron", *DP4TP2, "parallel.zero=1", "parallel.async_tp=true",
+    sets = ("training.engine=megatron", *DP4TP2, "parallel.zero=1",
+            "parallel.tp_comm_overlap=true",
             "training.precision=fp8", "training.fp8_recipe=tensorwise")
     s, a = megatron(LLAMA8, *sets)
     check_megatron_rules(s, a)
@@ -812,7 +813,8 @@ def test_megatron_expert_tp_folding():
 
 
 def test_megatron_async_tp_needs_sequence_parallel():
-    # a megatron scenario cannot ask for it (rule async_tp_sp); a nanotron one, which runs
+    # a megatron scenario cannot ask for it (its TP overlap is parallel.tp_comm_overlap); a
+    # nanotron one, which runs
     # async TP without SP, is refused when exported to Megatron-LM
     with pytest.raises(ScenarioError, match="parallel.async_tp"):
         load(LLAMA8, "training.engine=megatron", *DP4TP2, "parallel.zero=1",

@@ -69,7 +69,8 @@ def test_megatron_upstream_llama3_8b_fp8_script():
     r = megatron.read("train.sh", text("megatron_train_llama3_8b_h100_fp8.sh"))
     d = r.document
     assert d["parallel"] == {"tp": 1, "cp": 1, "pp": 1, "dp": 8, "sequence_parallel": True,
-                             "zero": 1}
+                             "zero": 1, "overlap_grad_reduce": True,
+                             "overlap_param_gather": True}
     assert d["training"] == {"engine": "megatron", "micro_batch": 1, "global_batch": 128,
                              "seq_len": 8192, "precision": "fp8", "recompute": "none",
                              "optimizer": "adamw", "attention": "cudnn"}

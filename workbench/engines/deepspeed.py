@@ -30,7 +30,8 @@ ENGINE = Engine(
     # JSON section (DS deepspeed/compile/config.py, deepcompile);
     # fp8_recipe: Megatron-DeepSpeed --fp8-hybrid / --fp8-e4m3 with --transformer-impl
     # transformer_engine (MDS megatron/arguments.py:503-528). No async TP or expert-TP switch.
-    switches=("compile", "fp8_recipe"),
+    # overlap_grad_reduce: zero_optimization.overlap_comm (DS deepspeed/runtime/zero/config.py:138).
+    switches=("compile", "fp8_recipe", "overlap_grad_reduce"),
     # --recompute-granularity {full,selective} (MDS megatron/arguments.py:830); DeepSpeed's own
     # activation_checkpointing is whole-layer (DS deepspeed/runtime/activation_checkpointing/).
     recompute=("none", "selective", "full"),
@@ -104,8 +105,11 @@ ENGINE = Engine(
     # defaults to False, runtime/precision_config.py L51): 2 B/param beside the fp32 4 B.
     lp_grad_bytes_by_zero=(0.0, 2.0, 0.0, 0.0),
     # overlap_comm None -> stage == 3 (DS deepspeed/runtime/zero/config.py:383-386): False for
-    # stages 0-2, True for stage 3. The record's stage-2 default is what most configs run; the
-    # stage-3 value is True (documented, not representable per stage here).
+    # stages 0-2, True for stage 3 (overlap_at_zero3). Off, the reduction runs on the compute
+    # stream inside the backward ("stream = self.reduction_stream if self.overlap_comm else
+    # get_accelerator().current_stream()", deepspeed 0.19.8 deepspeed/runtime/zero/
+    # stage_1_and_2.py:1594; stage3.py:340-341 reduce_and_partition_stream = the default
+    # stream): serialised with the compute, fully exposed.
     overlap_grad_reduce=False,
     # Stages 1-2 all-gather the updated bf16 partitions inside step(), after the optimizer and
     # before the next forward (all_gather_dp_groups, DS
@@ -113,6 +117,13 @@ ENGINE = Engine(
     # in the forward (stage3_prefetch_bucket_size, 5e7 elements, DS zero/config.py:215) ->
     # overlapped there; as for overlap_comm, the record follows stages 1-2.
     overlap_param_gather=False,
+    overlap_at_zero3=(True, True),
+    # PipelineEngine's sends and receives are blocking: p2p.send / p2p.recv assert
+    # async_op == False and call dist.send / dist.recv (deepspeed 0.19.8
+    # deepspeed/runtime/pipe/p2p.py:46-84), issued by _exec_schedule one instruction at a time
+    # (pipe/engine.py:1373-1388; TrainSchedule per micro-batch: RecvActivation, SendActivation,
+    # RecvGrad, SendGrad, pipe/schedule.py): each transfer waits in line with the compute.
+    pp_blocking_p2p=True,
     # BF16_Optimizer (bf16 + ZeRO-1 + fp32 grad accumulation, DS engine.py:1994-1996) keeps
     # fp32_groups_gradients_flat = zeros_like(bf16 flat, fp32): full-size 4 B/param
     # (DS deepspeed/runtime/bf16_optimizer.py:176) = the ZeRO-1 row's 4 B -> 0 extra. The default

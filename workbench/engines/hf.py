@@ -199,6 +199,12 @@ _BACKEND_FIELDS = {
         # stage 1/2 flat partitions, stage 3's grad_partitions_flat_buffer: allocated by the
         # optimizer for the run (deepspeed 0.19.8 runtime/zero/stage3.py L790)
         "grads_in_backward": (),
+        # DeepSpeed's overlap_comm (defaults to stage == 3) and its parameter all-gather after
+        # the step at stages 1-2, as engines/deepspeed.py cites them
+        "switches": ("compile", "overlap_grad_reduce"),
+        "overlap_grad_reduce": False,
+        "overlap_param_gather": False,
+        "overlap_at_zero3": (True, True),
         "why": {
             "pp_schedules": "the Trainer runs no pipeline parallelism; use pp 1",
             "optimizer_in_backward": "the Trainer has no optimizer step inside backward",

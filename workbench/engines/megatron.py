@@ -28,12 +28,18 @@ ENGINE = Engine(
     about="NVIDIA's Megatron-Core with Transformer Engine; run directly, by NeMo and by "
           "Megatron-Bridge.",
     # fp8_recipe: --fp8-recipe (MLM megatron/core/transformer/transformer_config.py:573);
-    # async_tp: --tp-comm-overlap, TE userbuffers (MLM megatron/core/model_parallel_config.py:265);
-    # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
-    # No torch.compile switch in Megatron-LM's training arguments.
-    switches=("fp8_recipe", "async_tp", "expert_tp"),
+    # tp_comm_overlap: --tp-comm-overlap, TE userbuffers (MLM
+    # megatron/core/model_parallel_config.py:265; estimate/tp_overlap.py: how they run);
     # validate_args (MLM megatron/training/arguments.py): "Tensor parallel communication/GEMM
-    # overlap can happen only when sequence parallelism is enabled".
+    # overlap can happen only when sequence parallelism is enabled" (rule tp_comm_overlap).
+    # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
+    # overlap_grad_reduce / overlap_param_gather: --overlap-grad-reduce / --overlap-param-gather
+    # (MLM arguments.py:2968, :2989). No torch.compile switch in Megatron-LM's arguments, and no
+    # torchtitan-style async TP (parallel.async_tp): its TP overlap is tp_comm_overlap.
+    switches=("fp8_recipe", "tp_comm_overlap", "expert_tp", "overlap_grad_reduce",
+              "overlap_param_gather"),
+    # Another engine's async TP exported to Megatron-LM becomes --tp-comm-overlap, which needs
+    # sequence parallelism (validate_args above).
     async_tp_needs_sp=True,
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
     # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
@@ -85,8 +91,10 @@ ENGINE = Engine(
                         "only, not the ZeRO-2/3 gradient and parameter shards",
         "fp16_with_ep": "validate_args: expert parallelism is not supported with fp16; "
                         "use bf16",
-        "async_tp_needs_sp": "validate_args: --tp-comm-overlap (parallel.async_tp) needs "
-                             "--sequence-parallel",
+        "tp_comm_overlap_needs_sp": "validate_args: --tp-comm-overlap needs "
+                                    "--sequence-parallel",
+        "async_tp_needs_sp": "validate_args: --tp-comm-overlap (what parallel.async_tp "
+                             "exports as) needs --sequence-parallel",
     },
     fp8_recipes={
         # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —
@@ -149,6 +157,11 @@ ENGINE = Engine(
     # Defaults are False (MLM arguments.py:2968 --overlap-grad-reduce, :2989 --overlap-param-gather)
     # but the published recipes set both True: MB src/megatron/bridge/recipes/common.py:83-84
     # (DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)).
+    # Without overlap_grad_reduce the buckets are one (bucket_size None) and the reduction runs
+    # synchronously after the backward (finalize_model_grads -> finish_grad_sync: "When
+    # overlap_grad_reduce is set to False, calls synchronous communication ops"; megatron-core
+    # 0.16.1 megatron/core/distributed/distributed_data_parallel.py:66-68, :527-537): fully
+    # exposed. parallel.overlap_grad_reduce / overlap_param_gather set them per scenario.
     overlap_grad_reduce=True,
     overlap_param_gather=True,
     # bf16 -> accumulate_allreduce_grads_in_fp32 = True (MLM arguments.py:1192-1193): one fp32
@@ -166,7 +179,7 @@ ENGINE = Engine(
                      "--recompute-method block --recompute-num-layers N)",
         "fp8_recipe": "--fp8-recipe {delayed,tensorwise,mxfp8,blockwise}",
         "fp8_format": "--fp8-format {e4m3,hybrid}",
-        "async_tp": "--tp-comm-overlap",
+        "tp_comm_overlap": "--tp-comm-overlap",
         "expert_tp": "--expert-tensor-parallel-size",
         "zero": "--use-distributed-optimizer (1); --use-megatron-fsdp "
                 "--data-parallel-sharding-strategy {no_shard,optim,optim_grads,optim_grads_params}",

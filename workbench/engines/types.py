@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SWITCHES = ("compile", "fp8_recipe", "async_tp", "expert_tp")
+SWITCHES = ("compile", "fp8_recipe", "async_tp", "tp_comm_overlap", "expert_tp",
+            "overlap_grad_reduce", "overlap_param_gather")
 # Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
 # engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
 # (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).
@@ -92,8 +93,18 @@ class Engine:
     # Data-parallel gradient reduction overlapped with the backward (Megatron
     # --overlap-grad-reduce, DDP/FSDP hooks, DeepSpeed overlap_comm); parameter all-gathers
     # overlapped with the forward (Megatron --overlap-param-gather, FSDP prefetch).
+    # (Where the engine offers the switch of the same name, ``parallel.overlap_grad_reduce`` /
+    # ``parallel.overlap_param_gather`` set it; these are its defaults.)
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
+    # The (grad reduce, param gather) defaults at ZeRO-3 where they differ from the stages
+    # below (DeepSpeed: overlap_comm defaults to stage == 3, and stage 3 prefetches
+    # parameters); None: the same at every stage.
+    overlap_at_zero3: tuple[bool, bool] | None = None
+    # The pipeline's activation and gradient sends are blocking and serialised with the
+    # compute on every micro-batch (DeepSpeed's PipelineEngine: ``p2p.send`` / ``p2p.recv``
+    # with async_op False), instead of overlapping outside the fill and drain.
+    pp_blocking_p2p: bool = False
     # async_tp only runs with sequence parallelism (Megatron's validate_args refuses
     # --tp-comm-overlap without --sequence-parallel).
     async_tp_needs_sp: bool = False
@@ -194,6 +205,17 @@ class Engine:
 
     def offers(self, switch: str) -> bool:
         return switch in self.switches
+
+    def dp_overlap_at(self, zero):
+        """(gradient reduction overlapped, parameter all-gather overlapped) by default at ZeRO
+        stage ``zero`` (an int or an array of them)."""
+        if self.overlap_at_zero3 is None:
+            return self.overlap_grad_reduce, self.overlap_param_gather
+        import numpy as np
+        z3 = np.asarray(zero) == 3
+        grad, gather = (np.where(z3, a, b) for a, b in zip(
+            self.overlap_at_zero3, (self.overlap_grad_reduce, self.overlap_param_gather)))
+        return (bool(grad), bool(gather)) if np.ndim(zero) == 0 else (grad, gather)
 
     def state_dtype_at(self, zero: int) -> str:
         """The ``state_dtype`` at ZeRO stage ``zero`` (``state_dtype_by_zero`` where given)."""

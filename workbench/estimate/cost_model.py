@@ -28,7 +28,7 @@ from workbench.estimate import peak as pk
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.device_memory import communicator_bytes, device_terms
 from workbench.estimate.flops import model_flops_per_step
-from workbench.estimate.pipeline_ranks import rank_rows
+from workbench.estimate.pipeline_ranks import blocking_transfers, rank_rows
 from workbench.scenario.layouts import LayoutGrid
 from workbench.estimate.model_states import (
     bytes_per_param, model_states, optimizer_params, stage_dtype,
@@ -38,8 +38,8 @@ from workbench.estimate.params import (
     is_moe_layer, layer_params,
 )
 from workbench.estimate.step_time import (
-    block_costs, dp_exposed, optimizer_and_offload, optimizer_bytes_moved, pcie_bytes_per_s,
-    serial_comm_time, sp_grad_reduction,
+    block_costs, dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved,
+    pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
 )
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
@@ -192,6 +192,7 @@ class Rows:
             key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, tr.recompute_every,
                    pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
+                   base.parallel.tp_comm_overlap,
                    base.parallel.expert_tp, tr.method, tr.lora)
             i = table.index.get(key)
             if i is None:
@@ -527,8 +528,10 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     trained = (mem["trained_dense"], mem["trained_expert"])
     fts = mem["_finetune"]
     grad_bytes, moved, default = _state_rates(tr, fts, G.zero)
+    og, ogather = dp_overlap(base, G.zero)
     exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
+                        overlap_grad=og, overlap_gather=ogather,
                         **({} if default else {
                             "grad_bytes": grad_bytes,
                             "gather_bytes": fts.buffer_kwargs.get("gather_bytes")}))
@@ -579,7 +582,9 @@ def _per_step(base: Scenario, g: LayoutGrid, rows: Rows, gpu, mem: dict, t: dict
     if overlaps:
         bubble = np.asarray(sched.bubble(pp, cpr, f_mean + comm_half / pp,
                                          b_mean + comm_half / pp, w_mean), dtype=float)
-        terms.update(pp_exposed=2 * (pp - 1) * p2p, sp_grads=worst(t["sp_grads"]),
+        # fill and drain; where the engine's sends block (DeepSpeed), every micro-batch's too
+        blocking = blocking_transfers(pp) * mbs if engine_of(tr).pp_blocking_p2p else 0
+        terms.update(pp_exposed=(2 * (pp - 1) + blocking) * p2p, sp_grads=worst(t["sp_grads"]),
                      dp_exposed=worst(t["dp_exposed"]))
         step = (mbs * worst(t["f"] + t["b"]) + bubble + terms["pp_exposed"]
                 + terms["sp_grads"] + terms["dp_exposed"])

@@ -43,3 +43,15 @@ def rank_rows(model: ModelShape, g: LayoutGrid, every_rank: bool) -> tuple[np.nd
     once = np.ones(ranks.shape, dtype=bool)
     once[:, 1:] = ranks[:, 1:] != ranks[:, :-1]
     return np.broadcast_to(np.arange(n)[:, None], ranks.shape)[once], ranks[once]
+
+
+def blocking_transfers(pp) -> np.ndarray:
+    """Activation and gradient transfers per micro-batch on the busiest pipeline rank where
+    the engine's sends and receives are blocking (``Engine.pp_blocking_p2p``, DeepSpeed's
+    PipelineEngine): DeepSpeed's TrainSchedule gives a middle stage RecvActivation,
+    SendActivation, RecvGrad and SendGrad per micro-batch, the first and last stages two of
+    them (deepspeed 0.19.8 deepspeed/runtime/pipe/schedule.py TrainSchedule.steps); each waits
+    in line with the stage's compute (pipe/p2p.py: async_op is refused), so each is a fixed cost
+    per micro-batch, its latency included (``comm.collective_time``). None without pipelining."""
+    pp = np.asarray(pp)
+    return np.where(pp > 2, 4, np.where(pp == 2, 2, 0))

@@ -8,10 +8,11 @@ Per microbatch and pipeline rank (one GPU; all GPUs of a rank are alike):
   collectives again, plus recompute (full: the whole forward again; selective with eager
   attention: the core attention again).
 What overlaps (stated, as the engines do it): DP gradient reduction overlaps the backward of the
-last microbatch (Megatron-LM ``overlap_grad_reduce``, DDP buckets, FSDP2 reduce-scatter per
-unit); ZeRO parameter all-gathers overlap the forward (prefetch); CP ring passes overlap the
+last microbatch where the engine overlaps it (Megatron-LM ``overlap_grad_reduce``, DDP buckets,
+FSDP2 reduce-scatter per unit, DeepSpeed ``overlap_comm``; ``dp_overlap``); ZeRO parameter
+all-gathers overlap the forward where the engine prefetches them; CP ring passes overlap the
 attention blocks they feed; PP sends are exposed only in the fill and drain. TP and EP
-collectives are exposed (no async-TP / comm-overlap modelled).
+collectives are exposed, except under async TP / TE comm overlap (``tp_overlap``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
+from workbench.estimate import tp_overlap as tpo
 from workbench.estimate.attention_shapes import (
     attention_gemm_input_width, attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
@@ -277,13 +279,25 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
                     ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if par.sp
                    else [("all_reduce", nbytes), ("all_reduce", nbytes)])
+            if par.sp and par.tp_comm_overlap and prec == "fp8":
+                # TE userbuffers gather FP8 inputs in FP8: "AllGather buffers use fp8 when
+                # using fp8 recipe" (transformer_engine/pytorch/module/base.py initialize_ub,
+                # fp8_buf for the all-gather layers): 1 byte per element
+                ops = [(k, b / e if k == "all_gather" else b) for k, b in ops]
             per_pass = sum(collective_time(k, b, tp_span, hw) for k, b in ops)
-            if par.async_tp:
-                # Async TP (torchtitan micro-pipelined TP; Megatron/TE --tp-comm-overlap) splits
-                # each all-gather / reduce-scatter into chunks that run under the GEMM they
-                # feed: only what outlasts the pass's GEMMs (forward g, backward 2g) shows.
-                comm["tp"] = (max(0.0, per_pass - g) * (passes - 1)
-                              + max(0.0, per_pass - 2 * g))
+            if par.sp and (par.async_tp or par.tp_comm_overlap):
+                # Each collective split into chunks under the GEMMs it feeds or drains
+                # (tp_overlap): the chunked GEMMs' extra time, the part no chunk covers and,
+                # under TE userbuffers, the SMs the collective takes all show.
+                pairs = _tp_pairs(m, t, tokens, mats, None if moe else m.ffn_hidden / t,
+                                  [collective_time(k, b, tp_span, hw) for k, b in ops], nbytes)
+                rate = run.fp8_gemm_rate if prec == "fp8" else 1.0
+                if par.tp_comm_overlap:
+                    comm["tp"] = ((passes - 1) * tpo.userbuffers_exposed(pairs, t, gpu, prec,
+                                                                         rate, False)
+                                  + tpo.userbuffers_exposed(pairs, t, gpu, prec, rate, True))
+                else:
+                    comm["tp"] = passes * tpo.async_tp_exposed(pairs, t, gpu, prec, rate)
             else:
                 comm["tp"] = passes * per_pass
             volume += [("tp", k, b, passes) for k, b in ops]
@@ -392,6 +406,25 @@ def _comm_of(ops: list, span, hw) -> dict:
     return {"comm": (("tp", secs),), "volume": tuple(("tp", k, b, n) for k, b, n in ops)}
 
 
+def _tp_pairs(m, t: int, tokens: float, mats: int, ffn: float | None, secs: list,
+              nbytes: float) -> list:
+    """The four sequence-parallel TP collectives of a layer's pass (``block_costs``' order:
+    attention all-gather, MLP all-gather, attention reduce-scatter, MLP reduce-scatter), each
+    with the GEMMs it feeds or drains (``tp_overlap.Pair``). The attention gather feeds the
+    column-parallel projections on the gathered rows (MLA: the up-projections; its replicated
+    down-projections run on the rank's own rows before the gather); an MoE layer's MLP
+    collectives feed the router and experts, no fused GEMM (``ffn`` None)."""
+    att = attention_gemms(m, t, True)
+    first = tuple((tokens * a.rows, a.n, a.k) for a in att for _ in range(a.count)
+                  if a.name != "proj" and a.rows == 1.0)
+    proj = tuple((tokens, a.n, a.k) for a in att if a.name == "proj")
+    fc1 = ((tokens, (mats - 1) * ffn, m.hidden),) if ffn else ()
+    fc2 = ((tokens, m.hidden, ffn),) if ffn else ()
+    return [tpo.Pair("all_gather", secs[0], first), tpo.Pair("all_gather", secs[1], fc1),
+            tpo.Pair("reduce_scatter", secs[2], proj, nbytes),
+            tpo.Pair("reduce_scatter", secs[3], fc2, nbytes)]
+
+
 def group_sizes(par) -> dict[str, int]:
     """Ranks in one group of each dimension's collectives (pipeline sends pair two ranks)."""
     return {"dp": par.dp * par.cp, "tp": par.tp, "cp": par.cp, "ep": par.ep, "pp": 2}
@@ -443,14 +476,29 @@ def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1,
     return nbytes, count, secs
 
 
+def dp_overlap(s: Scenario, zero) -> tuple:
+    """(gradient reduction overlapped with the backward, parameter all-gathers overlapped with
+    the forward) for ``s`` at ZeRO stage ``zero`` (an int or an array): the scenario's
+    ``parallel.overlap_grad_reduce`` / ``overlap_param_gather`` where set, else what its engine
+    does at that stage (``Engine.dp_overlap_at``)."""
+    grad, gather = engine_of(s.training).dp_overlap_at(zero)
+    par = s.parallel
+    return (grad if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
+            gather if par.overlap_param_gather is None else par.overlap_param_gather)
+
+
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                vol=None, units=1, expert_units=None, trained=None, grad_bytes=4,
-               gather_bytes=None):
+               gather_bytes=None, overlap_grad=True, overlap_gather=True):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
-    (dp x cp / ep). Gradients hide behind the last microbatch's backward, parameter gathers
-    behind the forward (ZeRO-3: behind each microbatch's forward and backward). Under ZeRO-3
+    (dp x cp / ep). Gradients hide behind the last microbatch's backward where
+    ``overlap_grad`` (else they run after it, in full: Megatron-LM without
+    --overlap-grad-reduce, DeepSpeed without overlap_comm), parameter gathers behind the forward
+    where ``overlap_gather`` (ZeRO-3: behind each microbatch's forward and backward; else each
+    in full: Megatron's distributed optimizer without --overlap-param-gather and DeepSpeed
+    ZeRO-1/2 gather after the optimizer step); both arrays allowed (``dp_overlap``). Under ZeRO-3
     each of the stage's ``units`` FSDP units (a block each, plus the root) gathers and reduces
     its own parameters: ``units`` collectives of 1/units of the bytes each. Under EP the experts
     of each MoE layer are a unit of their own over the expert-data-parallel group (torchtitan's
@@ -504,12 +552,16 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                 rs = rs + one
             else:
                 ar = ar + one
-    ddp = np.maximum(0.0, ar - bwd)
-    zero12 = np.maximum(0.0, rs + ar - bwd) + np.maximum(0.0, ag - fwd)
+    og, ogather = np.asarray(overlap_grad, dtype=bool), np.asarray(overlap_gather, dtype=bool)
+    ddp = np.where(og, np.maximum(0.0, ar - bwd), ar)
+    zero12 = (np.where(og, np.maximum(0.0, rs + ar - bwd), rs + ar)
+              + np.where(ogather, np.maximum(0.0, ag - fwd), ag))
     gathers_bwd = np.where(par.reshards, mbs, 0)
     gathers_fwd = counts["all_gather"] - gathers_bwd
-    zero3 = (gathers_fwd * np.maximum(0.0, ag - fwd) + gathers_bwd * np.maximum(0.0, ag - bwd / 2)
-             + counts["reduce_scatter"] * np.maximum(0.0, rs - bwd / 2) + ar)
+    zero3 = (np.where(ogather, gathers_fwd * np.maximum(0.0, ag - fwd)
+                      + gathers_bwd * np.maximum(0.0, ag - bwd / 2),
+                      counts["all_gather"] * ag)
+             + counts["reduce_scatter"] * np.where(og, np.maximum(0.0, rs - bwd / 2), rs) + ar)
     return plain(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
 
 

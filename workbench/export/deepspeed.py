@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 
+from workbench.estimate.step_time import dp_overlap
 from workbench.export.common import Exported, Notes, Source, refuse_what_engine_cannot_run
 from workbench.scenario.types import Scenario
 
@@ -65,8 +66,10 @@ def deepspeed_config(s: Scenario) -> dict:
 
     zero: dict = {"stage": par.zero}
     if par.zero >= 1:
-        # overlap the gradient reduce(-scatter) with backward, as the estimator assumes
-        zero.update({"overlap_comm": True, "contiguous_gradients": True})
+        # the gradient reduce(-scatter) overlapped with backward or not, as estimated
+        # (step_time.dp_overlap: parallel.overlap_grad_reduce, else DeepSpeed's stage == 3)
+        zero.update({"overlap_comm": bool(dp_overlap(s, par.zero)[0]),
+                     "contiguous_gradients": True})
     if tr.offload != "none":
         # The estimator's offload (model_states.py): optimizer states (and the ZeRO-2/3 gradient
         # shard) to host or NVMe; ZeRO-3 parameters too. ZeRO-Offload / ZeRO-Infinity.
@@ -133,8 +136,9 @@ def _notes(s: Scenario) -> list[str]:
         n.add("training.precision", "fp8", "FP8 comes from Transformer Engine layers in the "
               "model (Megatron-DeepSpeed --fp8-hybrid --transformer-impl transformer_engine); "
               "the config trains them in bf16")
-    if par.async_tp:
-        n.add("parallel.async_tp", True, "no async tensor parallelism in DeepSpeed; not "
+    if par.async_tp or par.tp_comm_overlap:
+        key = "parallel.async_tp" if par.async_tp else "parallel.tp_comm_overlap"
+        n.add(key, True, "no tensor-parallel communication overlap in DeepSpeed; not "
               "exported")
     if par.expert_tp is not None:
         n.add("parallel.expert_tp", par.expert_tp, "no expert tensor parallelism in "

@@ -28,7 +28,10 @@ parallelism; MXFP8 off Blackwell.
 
 Engine switches (contract 1 additions), flags from the megatron engine record's ``flags``
 (workbench/engines/megatron.py), checked against arguments.py at the commit above:
-``parallel.async_tp`` -> ``--tp-comm-overlap`` (tp > 1, with ``--sequence-parallel``);
+``parallel.tp_comm_overlap`` (or another engine's ``parallel.async_tp``) -> ``--tp-comm-overlap``
+(tp > 1, with ``--sequence-parallel``);
+``parallel.overlap_grad_reduce`` / ``overlap_param_gather`` -> ``--overlap-grad-reduce`` /
+``--overlap-param-gather`` (null: on, the published recipes' setting);
 ``training.fp8_recipe`` -> ``--fp8-recipe`` (:data:`FP8_RECIPE`; null: no flag, Megatron's
 default delayed); ``parallel.expert_tp`` -> ``--expert-tensor-parallel-size``. No Megatron
 equivalent, so a header comment and a warning in the :class:`Exported` result: training.compile
@@ -38,6 +41,7 @@ a scenario estimated for another engine.
 from __future__ import annotations
 
 from workbench.estimate.params import chunk_layers
+from workbench.estimate.step_time import dp_overlap
 from workbench.export.common import (
     Expand, Exported, Notes, Source, fp8_recipe, layout_summary, model_label,
     refuse_what_engine_cannot_run, shell_command,
@@ -65,12 +69,12 @@ def _notes(s: Scenario) -> Notes:
     """What the launch does not carry over (header comments and the result's warnings)."""
     par, tr = s.parallel, s.training
     n = Notes(s, ENGINE, TARGET)
-    if tr.compile:
-        n.add("training.compile", True, "Megatron-LM has no torch.compile argument (its fused "
-              "kernels come from Transformer Engine); not exported")
     if par.async_tp and par.tp == 1:
         n.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
               "--tp-comm-overlap not exported")
+    if tr.compile:
+        n.add("training.compile", True, "Megatron-LM has no torch.compile argument (its fused "
+              "kernels come from Transformer Engine); not exported")
     if fp8_recipe(s) == "rowwise":
         n.add("training.fp8_recipe", "rowwise", "Megatron-LM has no rowwise scaling; exported "
               "--fp8-recipe blockwise (1x128 tiles), the closest")
@@ -123,8 +127,10 @@ def megatron_args(s: Scenario) -> list[str]:
     add("--tensor-model-parallel-size", par.tp)
     if par.sp:
         add("--sequence-parallel")
-    if par.async_tp and par.tp > 1:
-        add(spelling(ENGINE, "async_tp"))   # TE userbuffers: TP collectives overlap GEMMs
+    # TE userbuffers: TP collectives overlap GEMMs (tp > 1, SP); another engine's async TP
+    # carries over as Megatron's own TP overlap
+    if par.tp_comm_overlap or (par.async_tp and par.tp > 1):
+        add(spelling(ENGINE, "tp_comm_overlap"))
     add("--pipeline-model-parallel-size", par.pp)
     if par.pp > 1:
         if m.layers % (par.pp * par.chunks_per_rank):
@@ -167,9 +173,12 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--use-distributed-optimizer")
         add("--no-gradient-accumulation-fusion")
         add("--ckpt-format", "fsdp_dtensor")
-    add("--overlap-grad-reduce")   # gradient reduction overlaps backward, as estimated
-    if par.zero >= 1:
-        add("--overlap-param-gather")
+    # DP overlap as estimated (step_time.dp_overlap: the scenario's keys, else the record's)
+    grad_overlap, gather_overlap = dp_overlap(s, par.zero)
+    if grad_overlap:
+        add(spelling(ENGINE, "overlap_grad_reduce"))
+    if par.zero >= 1 and gather_overlap:   # validate_args: with the distributed optimizer
+        add(spelling(ENGINE, "overlap_param_gather"))
     if tr.offload == "cpu":
         # the engine record allows this for ZeRO-1 only; validate_args requires the precision-aware path
         add("--optimizer-cpu-offload")

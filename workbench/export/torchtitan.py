@@ -143,14 +143,15 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
         warn.add("training.fp8_recipe", recipe, f"torchtitan has no {recipe} scaling "
                  "(job_config.py Float8Linear: tensorwise, rowwise; MX); exported tensorwise")
         recipe = "tensorwise"
-    tp_overlap = par.async_tp and par.tp > 1
+    # Megatron's TE comm overlap carries over as torchtitan's own TP overlap, async TP
+    tp_overlap = (par.async_tp or par.tp_comm_overlap) and par.tp > 1
     compiled = tr.compile or tp_overlap
     etp = par.etp if par.ep > 1 else 1   # torchtitan: etp has no effect with ep = 1
     if par.async_tp and par.tp == 1:
         warn.add("parallel.async_tp", True, "no tensor parallelism to overlap (tp = 1); "
                  "enable_async_tensor_parallel stays false")
     if tp_overlap and not tr.compile:
-        warn.add("parallel.async_tp", True, "torchtitan's async TP needs torch.compile "
+        warn.add("parallel.async_tp" if par.async_tp else "parallel.tp_comm_overlap", True, "torchtitan's async TP needs torch.compile "
                  "(tensor_parallel.py maybe_enable_async_tp raises without it), so compile.enable "
                  "= true although the estimate has training.compile = false")
     if par.expert_tp is not None and par.ep == 1:

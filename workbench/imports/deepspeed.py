@@ -160,6 +160,10 @@ def _zero(c: Collector, z: Any) -> None:
     else:
         c.default("parallel.zero", 0, "DeepSpeed: zero_optimization.stage defaults to 0 "
                   "(runtime/zero/config.py)")
+    if "overlap_comm" in z:   # else DeepSpeed's default (stage == 3), the engine record's
+        overlap = c.boolean("zero_optimization.overlap_comm", z["overlap_comm"])
+        if overlap is not None:
+            c.state("parallel.overlap_grad_reduce", overlap)
     devices = {}
     for part in ("offload_optimizer", "offload_param"):
         sec = z.get(part)

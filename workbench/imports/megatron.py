@@ -55,6 +55,7 @@ VALUED = {
 }
 # flags read below, with a value (str) or without (bool)
 OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
+         "--overlap-grad-reduce": bool, "--overlap-param-gather": bool,
          "--use-distributed-optimizer": bool, "--use-megatron-fsdp": bool,
          "--data-parallel-sharding-strategy": str, "--num-distributed-optimizer-instances": int,
          "--pipeline-model-parallel-layout": str, "--num-layers-per-virtual-pipeline-stage": int,
@@ -79,7 +80,7 @@ NO_EFFECT = ("--lr", "--min-lr", "--decoupled-", "--weight-decay", "--clip-grad"
              "--max-position-embeddings", "--attention-dropout", "--hidden-dropout",
              "--apply-layernorm-1p", "--make-vocab-size-divisible-by", "--cp-comm-type",
              "--moe-token-dispatcher-type", "--moe-router-", "--moe-aux-loss", "--moe-layer-freq",
-             "--overlap-grad-reduce", "--overlap-param-gather", "--no-gradient-accumulation",
+             "--no-gradient-accumulation",
              "--grad-reduce-in-bf16", "--cross-entropy-loss-fusion", "--use-precision-aware",
              "--fp8-amax", "--fp8-param-gather", "--fp8-margin", "--transformer-impl",
              "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
@@ -259,7 +260,11 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
     # sequence parallelism: off unless given (arguments.py store_true)
     put(doc, "parallel.sequence_parallel", "--sequence-parallel" in g)
     if "--tp-comm-overlap" in g:
-        put(doc, "parallel.async_tp", True)
+        put(doc, "parallel.tp_comm_overlap", True)
+    # DP overlap: off unless given (arguments.py store_true; the engine record's default is the
+    # published recipes' on, so a command line without the flag states off)
+    put(doc, "parallel.overlap_grad_reduce", "--overlap-grad-reduce" in g)
+    put(doc, "parallel.overlap_param_gather", "--overlap-param-gather" in g)
     # ZeRO: distributed optimizer = ZeRO-1; Megatron-FSDP's sharding strategy
     zero = 1 if "--use-distributed-optimizer" in g else 0
     if "--use-megatron-fsdp" in g:

@@ -55,7 +55,13 @@ class Parallel:
     reshard_after_forward: bool | None = None   # FSDP2: free gathered parameters after forward
     #                                             (null: torchtitan's default, true unless pp > 1)
     async_tp: bool = False    # TP collectives overlapped with the matmuls that need them
-    #                           (torchtitan async TP, Megatron --tp-comm-overlap)
+    #                           (torchtitan async TP, PyTorch symmetric memory)
+    tp_comm_overlap: bool = False   # Megatron-LM --tp-comm-overlap (TE userbuffers)
+    overlap_grad_reduce: bool | None = None    # DP gradient reduction under the backward
+    #                           (Megatron --overlap-grad-reduce, DeepSpeed overlap_comm; null:
+    #                           what the engine does by default)
+    overlap_param_gather: bool | None = None   # ZeRO parameter all-gathers under the forward
+    #                           (Megatron --overlap-param-gather; null: the engine's default)
     expert_tp: int | None = None   # MoE parallel folding (Megatron-Core): the experts' own TP
     #                                degree; EP then takes its ranks from dp x cp x tp / expert_tp
 

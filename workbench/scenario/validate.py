@@ -65,6 +65,7 @@ def parse_scenario(doc: Any, *, layout_required: bool = True,
 
 PARALLEL_FIELDS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",
                     "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp",
+                    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
                     "expert_tp")
 
 
@@ -83,17 +84,26 @@ def read_parallel(c: Fields, raw: Any) -> tuple[Parallel | None, dict]:
         "cp": c.integer(d, "cp", p, dfl.cp, hi=1024),
         "ep": c.integer(d, "ep", p, dfl.ep, hi=100_000),
         "async_tp": c.boolean(d, "async_tp", p, dfl.async_tp),
+        "tp_comm_overlap": c.boolean(d, "tp_comm_overlap", p, dfl.tp_comm_overlap),
     }
     raf = d.get("reshard_after_forward")
     if raf is not None and not isinstance(raf, bool):
         c.add("parallel.reshard_after_forward", raf,
               "must be true, false, or null (null: true unless pp > 1, as torchtitan)")
         raf = None
+    overlaps = {}
+    for key in ("overlap_grad_reduce", "overlap_param_gather"):
+        v = d.get(key)
+        if v is not None and not isinstance(v, bool):
+            c.add(f"parallel.{key}", v, "must be true, false, or null (null: what the "
+                  "training.engine does by default)")
+            v = None
+        overlaps[key] = v
     sg = c.integer(d, "shard_group", p, None, hi=10_000_000)
     etp = c.integer(d, "expert_tp", p, None, hi=1024)
     if any(v is None for v in vals.values()) or any(
             k in d and d[k] is not None and v is None
             for k, v in (("shard_group", sg), ("expert_tp", etp))):
         return None, dict(d)
-    par = Parallel(shard_group=sg, reshard_after_forward=raf, expert_tp=etp, **vals)
+    par = Parallel(shard_group=sg, reshard_after_forward=raf, expert_tp=etp, **overlaps, **vals)
     return par, dataclasses.asdict(par)

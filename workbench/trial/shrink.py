@@ -64,9 +64,12 @@ def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
                   lora=s.training.lora)
     # The trial runs plain PyTorch (the engine switches are the full run's): generic engine,
     # no async TP (the trial's TP is DTensor's synchronous collectives).
-    par = dataclasses.replace(par, async_tp=False, expert_tp=None)
+    par = dataclasses.replace(par, async_tp=False, tp_comm_overlap=False, expert_tp=None,
+                              overlap_grad_reduce=None, overlap_param_gather=None)
     doc = s.to_dict()
     doc["training"] = dataclasses.asdict(tr)
-    doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False}
-    doc["parallel"].pop("expert_tp", None)
+    doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False,
+                       "tp_comm_overlap": False}
+    for key in ("expert_tp", "overlap_grad_reduce", "overlap_param_gather"):
+        doc["parallel"].pop(key, None)
     return dataclasses.replace(s, model=m, parallel=par, training=tr, document=doc)

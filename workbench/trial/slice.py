@@ -100,7 +100,7 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
         notes.append(f"recompute {tr.recompute} is not run: the slice keeps every activation")
     if tr.offload != "none":
         notes.append(f"offload {tr.offload} is not run")
-    if tr.compile or par.async_tp:
+    if tr.compile or par.async_tp or par.tp_comm_overlap:
         notes.append("torch.compile and async TP are not run (eager PyTorch)")
     # What the trial runs is PyTorch-native training: torchtitan's conventions (eager
     # elementwise kernels, FSDP2 MixedPrecisionPolicy), SDPA's flash kernel; ZeRO-1 runs as
@@ -111,7 +111,8 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
         tr, precision=precision, recompute="none", offload="none", engine=engine,
         compile=False, fp8_recipe=None, attention="flash2",
         global_batch=tr.micro_batch * par.dp * microbatches)
-    parallel = dataclasses.replace(par, async_tp=False, expert_tp=None)
+    parallel = dataclasses.replace(par, async_tp=False, tp_comm_overlap=False, expert_tp=None,
+                              overlap_grad_reduce=None, overlap_param_gather=None)
     hardware = dataclasses.replace(s.hardware, gpu=gpu, gpus_per_node=par.world, nodes=1)
     chunks = par.pp * parallel.chunks_per_rank
     dense = m.moe.dense_layers if m.moe is not None else 0
@@ -123,8 +124,10 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
                                     f"{m.layers} layers)")
         doc = s.to_dict()
         doc["training"] = {**doc.get("training", {}), **dataclasses.asdict(training)}
-        doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False}
-        doc["parallel"].pop("expert_tp", None)
+        doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False,
+                       "tp_comm_overlap": False}
+        for key in ("expert_tp", "overlap_grad_reduce", "overlap_param_gather"):
+            doc["parallel"].pop(key, None)
         return dataclasses.replace(s, model=model, parallel=parallel, training=training,
                                    hardware=hardware, document=doc)
 

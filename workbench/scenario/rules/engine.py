@@ -16,12 +16,15 @@ from workbench.scenario.types import Scenario
 
 
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
-      "parallel.expert_tp) and a training.recompute policy must be one the training.engine "
-      "offers (docs/engines.md); fp8_recipe needs precision fp8; recompute_every at most the "
-      "layers",
+      "parallel.tp_comm_overlap, parallel.expert_tp) and a training.recompute policy must be "
+      "one the training.engine offers (docs/engines.md); fp8_recipe needs precision fp8; "
+      "recompute_every at most the layers; tp_comm_overlap needs tp > 1; "
+      "parallel.overlap_grad_reduce / overlap_param_gather other than what the engine does "
+      "only where it has the switch (Megatron-LM both, DeepSpeed overlap_comm)",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
-      "training.recompute_every",
-      "parallel.async_tp", "parallel.expert_tp", layout=False)
+      "training.recompute_every", "parallel.async_tp", "parallel.tp_comm_overlap",
+      "parallel.overlap_grad_reduce", "parallel.overlap_param_gather", "parallel.expert_tp",
+      layout=False)
 def _engine_switches(s: Scenario):
     tr, par = s.training, s.parallel
     eng = engine_of(tr)
@@ -29,11 +32,25 @@ def _engine_switches(s: Scenario):
     used = {"compile": ("training.compile", tr.compile, tr.compile),
             "fp8_recipe": ("training.fp8_recipe", tr.fp8_recipe, tr.fp8_recipe is not None),
             "async_tp": ("parallel.async_tp", par.async_tp, par.async_tp),
+            "tp_comm_overlap": ("parallel.tp_comm_overlap", par.tp_comm_overlap,
+                                par.tp_comm_overlap),
             "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None)}
     for switch, (path, value, on) in used.items():
         if on and not eng.offers(switch):
             yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
                                        f"{offers}); pick another training.engine")
+    if par.tp_comm_overlap and eng.offers("tp_comm_overlap") and par.tp == 1:
+        yield Problem("parallel.tp_comm_overlap", True, "overlaps tensor-parallel "
+                      "communication: needs parallel.tp > 1 (got tp 1); set it false")
+    defaults = eng.dp_overlap_at(par.zero)
+    for i, (key, words) in enumerate((("overlap_grad_reduce", "gradient reduction is"),
+                                      ("overlap_param_gather", "parameter all-gathers are"))):
+        value = getattr(par, key)
+        if value is not None and value != defaults[i] and not eng.offers(key):
+            yield Problem(f"parallel.{key}", value,
+                          f"engine {eng.name} has no switch for it: at zero {par.zero} its "
+                          f"{words} {'' if defaults[i] else 'not '}overlapped; set it null "
+                          f"or {str(defaults[i]).lower()}")
     if tr.recompute not in eng.recompute:
         yield Problem("training.recompute", tr.recompute,
                       f"engine {eng.name} offers {', '.join(eng.recompute)}"
@@ -105,13 +122,21 @@ layout_rule(
 
 layout_rule(
     "async_tp_sp", "parallel.async_tp with tp > 1 needs parallel.sequence_parallel where the "
-    "training.engine runs async TP only with it (Megatron-LM's --tp-comm-overlap)",
+    "training.engine runs async TP only with it; parallel.tp_comm_overlap (Megatron-LM's "
+    "--tp-comm-overlap) always does",
     Condition(P + "async_tp", (P + "async_tp", P + "sequence_parallel", P + "tp", E),
               lambda v: np.logical_not(
                   v.s.parallel.async_tp & v.eng.async_tp_needs_sp
                   & (v.par.tp > 1) & np.logical_not(v.par.sequence_parallel)),
               lambda v: why(v, "async_tp_needs_sp", "overlaps TP communication only with "
-                            "parallel.sequence_parallel true")))
+                            "parallel.sequence_parallel true")),
+    Condition(P + "tp_comm_overlap", (P + "tp_comm_overlap", P + "sequence_parallel", P + "tp",
+                                      E),
+              lambda v: np.logical_not(
+                  v.s.parallel.tp_comm_overlap & (v.par.tp > 1)
+                  & np.logical_not(v.par.sequence_parallel)),
+              lambda v: why(v, "tp_comm_overlap_needs_sp", "overlaps TP communication only "
+                            "with parallel.sequence_parallel true"), value=lambda v: True))
 
 layout_rule(
     "engine_cp", "parallel.cp > 1 only where the training.engine runs ring-attention context "
@@ -211,12 +236,13 @@ layout_rule(
                          "pick another training.fp8_recipe"),
               value=_recipe),
     Condition("training.fp8_recipe", ("training.fp8_recipe", "training.compile", P + "tp",
-                                      P + "async_tp", E),
+                                      P + "async_tp", P + "tp_comm_overlap", E),
               lambda v: (_recipe(v) not in v.eng.fp8_recipes
                          or v.eng.fp8_recipes[_recipe(v)].compiled_tp
                          | (v.par.tp == 1)
-                         | np.logical_not(v.tr.compile | (v.s.parallel.async_tp
-                                                          & v.eng.offers("async_tp")))),
+                         | np.logical_not(v.tr.compile | (
+                             (v.s.parallel.async_tp | v.s.parallel.tp_comm_overlap)
+                             & v.eng.offers("async_tp")))),
               lambda v: why(v, "compiled_tp", f"runs {_recipe(v)} with TP only without "
                             "torch.compile"), value=_recipe))
 

@@ -162,3 +162,27 @@ def test_expert_parallel_share_keeps_the_experts_weights():
     part = ex.local(2, 2)
     assert part.num_experts == 2 and part.w1.shape == (2, 24, 16) and part.w3 is not None
     torch.testing.assert_close(part.w2, ex.w2[2:4])
+
+
+def test_megatron_moe_layers_have_no_mlp_gather_under_sp_but_shared_experts_keep_it():
+    """Megatron-Core's MoE layer routes the rank's sequence shard itself: its TP collectives
+    are the attention's all-gather and reduce-scatter only, unless shared experts (a
+    sequence-parallel MLP) need the pair; dense layers and torchtitan keep all four."""
+    def tp_kinds(s, block="moe"):
+        return [v[1] for v in block_costs(s)[block].volume if v[0] == "tp"]
+    four = ["all_gather", "all_gather", "reduce_scatter", "reduce_scatter"]
+    megatron = _moe("megatron", tp=4, ep=2)
+    assert tp_kinds(megatron) == ["all_gather", "reduce_scatter"]
+    assert tp_kinds(_moe("torchtitan", tp=4, ep=2)) == four
+    shared = parse_scenario({**_megatron_doc(), "model": {
+        "preset": "mixtral-8x7b", "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 14336,
+                                          "shared_experts": 1}}})
+    assert tp_kinds(shared) == four
+
+
+def _megatron_doc() -> dict:
+    """The scenario document of ``_moe``'s Megatron Mixtral (tp 4, ep 2)."""
+    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+            "parallel": {"dp": 4, "tp": 4, "ep": 2, "zero": 1, "sequence_parallel": True},
+            "training": {"engine": "megatron", "seq_len": SEQ, "micro_batch": 1,
+                         "global_batch": 64, "precision": "bf16", "recompute": "selective"}}

@@ -279,6 +279,13 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
                     ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if par.sp
                    else [("all_reduce", nbytes), ("all_reduce", nbytes)])
+            # Megatron-Core's MoE layer under SP has no MLP all-gather / reduce-scatter: its
+            # dispatcher routes the rank's own sequence shard (above); only shared experts, a
+            # sequence-parallel MLP (moe/shared_experts.py SharedExpertMLP(MLP)), keep the pair
+            mlp_pair = not (moe and par.sp and eng.moe_dispatch == "sequence_shard"
+                            and not m.moe.shared_experts)
+            keep = (0, 1, 2, 3) if mlp_pair else (0, 2)     # indices into the SP ops
+            ops = [ops[i] for i in keep] if par.sp else ops
             if par.sp and par.tp_comm_overlap and prec == "fp8":
                 # TE userbuffers gather FP8 inputs in FP8: "AllGather buffers use fp8 when
                 # using fp8 recipe" (transformer_engine/pytorch/module/base.py initialize_ub,
@@ -289,8 +296,10 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
                 # Each collective split into chunks under the GEMMs it feeds or drains
                 # (tp_overlap): the chunked GEMMs' extra time, the part no chunk covers and,
                 # under TE userbuffers, the SMs the collective takes all show.
-                pairs = _tp_pairs(m, t, tokens, mats, None if moe else m.ffn_hidden / t,
-                                  [collective_time(k, b, tp_span, hw) for k, b in ops], nbytes)
+                secs = dict(zip(keep, (collective_time(k, b, tp_span, hw) for k, b in ops)))
+                pairs = [p for i, p in enumerate(_tp_pairs(
+                    m, t, tokens, mats, None if moe else m.ffn_hidden / t,
+                    [secs.get(i, 0.0) for i in range(4)], nbytes)) if i in keep]
                 rate = run.fp8_gemm_rate if prec == "fp8" else 1.0
                 if par.tp_comm_overlap:
                     comm["tp"] = ((passes - 1) * tpo.userbuffers_exposed(pairs, t, gpu, prec,

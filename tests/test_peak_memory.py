@@ -9,7 +9,9 @@ from tests.conftest import scenario_doc
 from workbench.engines import engine_of
 from workbench.estimate import estimate
 from workbench.estimate.buffers import loss_per_logit
-from workbench.estimate.peak import PHASES, grads_before_backward, phase_totals
+from workbench.estimate.peak import (
+    PHASES, at_peak, grads_before_backward, phase_parts, phase_totals,
+)
 from workbench.render.text import render_estimate
 from workbench.scenario import parse_scenario
 
@@ -36,17 +38,25 @@ def test_phases_by_hand():
     bufs = {"logits": np.array([10.0]), "fsdp_unsharded_grads": np.array([3.0]),
             "fsdp_unsharded_params": np.array([2.0]), "engine_grad_buffer": np.array([1.0])}
     one = np.array([1.0])
-    late = phase_totals(100 * one, 40 * one, 80 * one, 50 * one, bufs, np.array([False]),
-                        4 * one, 5 * one, 6 * one)
+    late_parts = phase_parts(100 * one, 40 * one, 80 * one, 50 * one, bufs,
+                             np.array([False]), 4 * one, 5 * one, 6 * one)
+    late = phase_totals(late_parts)
     assert {k: float(v[0]) for k, v in late.items()} == {
         "forward": 100 + 80 + 1 + 50 + 2 + 6,            # no gradient yet
         "loss": 100 + 80 + 1 + 50 + 2 + 10,
         "backward": 100 + 80 + 1 + 2 + 3 + max(50 - 5 + 4, 40),
         "optimizer": 100 + 80 + 1 + 40}
-    early = phase_totals(100 * one, 40 * one, 80 * one, 50 * one, bufs, np.array([True]),
-                         4 * one, 5 * one, 6 * one)
+    early = phase_totals(phase_parts(100 * one, 40 * one, 80 * one, 50 * one, bufs,
+                                     np.array([True]), 4 * one, 5 * one, 6 * one))
     assert float(early["loss"][0]) == 100 + 80 + 1 + 40 + 50 + 2 + 10
     assert float(early["backward"][0]) == 100 + 80 + 1 + 40 + 2 + 3 + 45
+    # what lives at the peak, by category: the loss phase (index 1) holds no gradient yet
+    parts = {k: float(v[0]) for k, v in at_peak(late_parts, np.array([1])).items()}
+    assert parts == {"params": 100, "grads": 0, "optimizer": 80, "activations": 50,
+                     "buffers": 1 + 2 + 10}
+    backward = {k: float(v[0]) for k, v in at_peak(late_parts, np.array([2])).items()}
+    assert backward == {"params": 100, "grads": 4, "optimizer": 80, "activations": 45,
+                        "buffers": 1 + 2 + 3}
 
 
 def test_gradients_live_before_backward_unless_fsdp_makes_them_in_one_microbatch():

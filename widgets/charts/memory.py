@@ -1,5 +1,6 @@
 """Per-GPU memory by component for every pipeline rank, against the GPU's capacity: the
-stacked bars are the peak allocated (``total``; plus, hatched on top of the optimizer states,
+stacked bars are what is alive at the peak allocated (``total``, the largest phase of the step:
+``GPUMemory.alive_at_peak``; plus, hatched on top of the optimizer states,
 bitsandbytes' paged optimizer states, which live outside the allocator), the weights split into
 frozen and trainable for LoRA/QLoRA (``params_frozen``), a marker over each bar the allocator's peak
 reserved and one the device's figure (reserved + CUDA context + NCCL + workspaces: what
@@ -18,14 +19,14 @@ from workbench.units import GiB as GIB, memory_text
 # optimizers: device memory outside the caching allocator) only where the estimate has some.
 # A bar with nothing to draw gets no data, so the legend names only what is drawn.
 COMPONENTS = (
-    ("parameters", "#4c78a8", lambda g, split: 0.0 if split else g.params),
+    ("parameters", "#4c78a8", lambda g, split: 0.0 if split else g.alive_at_peak("params")),
     ("weights (frozen)", "#9ecae9", lambda g, split: g.params_frozen),
     ("weights (trainable)", "#4c78a8", lambda g, split: g.params_trainable if split else 0.0),
-    ("gradients", "#f58518", lambda g, split: g.grads),
-    ("optimizer states", "#54a24b", lambda g, split: g.optimizer),
+    ("gradients", "#f58518", lambda g, split: g.alive_at_peak("grads")),
+    ("optimizer states", "#54a24b", lambda g, split: g.alive_at_peak("optimizer")),
     ("optimizer (paged)", "#a1d99b", lambda g, split: g.paged),
-    ("activations", "#e45756", lambda g, split: g.activations),
-    ("buffers", "#b279a2", lambda g, split: g.buffers),
+    ("activations", "#e45756", lambda g, split: g.alive_at_peak("activations")),
+    ("buffers", "#b279a2", lambda g, split: g.alive_at_peak("buffers")),
 )
 
 
@@ -44,6 +45,9 @@ HOVER = "%{x}<br>%{fullData.name}: %{y:,.2f} GiB<extra></extra>"
 # which figure a monitoring tool reports (the chart says it under the title)
 TOOLS = ("nvidia-smi / DCGM report the device figure;<br>torch.cuda.max_memory_allocated the "
          "bars' total; torch.cuda.max_memory_reserved the reserved one")
+# the moment of the step the bars show (``estimate.peak.PHASES``), in words
+PHASE_WORDS = {"forward": "the end of the forward", "loss": "the loss's backward",
+               "backward": "the backward", "optimizer": "the optimizer step"}
 
 
 class MemoryChart:
@@ -119,6 +123,9 @@ class MemoryChart:
             self.widget.layout.title = (
                 f"Memory per GPU: {memory_text(m.per_gpu.device)} on the device of "
                 f"{memory_text(m.capacity)}, {fits}<br><sub>{memory_text(m.per_gpu.total)} "
-                f"allocated, {memory_text(m.per_gpu.reserved)} reserved"
+                f"allocated"
+                + (f" at its peak, {PHASE_WORDS[m.per_gpu.peak_phase]} (the bars: what lives "
+                   "then)" if m.per_gpu.peak_phase else "")
+                + f", {memory_text(m.per_gpu.reserved)} reserved"
                 + (f", {memory_text(m.per_gpu.paged)} paged (hatched)" if m.per_gpu.paged > 0
                    else "") + f"; {TOOLS}</sub>")

@@ -29,7 +29,8 @@ from workbench.scenario.types import (
 ZERO_STAGES = (0, 1, 2, 3)
 # the document paths of each engine switch (``Engine.switches``)
 SWITCH_PATHS = {"compile": "training.compile", "fp8_recipe": "training.fp8_recipe",
-                "async_tp": "parallel.async_tp", "expert_tp": "parallel.expert_tp"}
+                "async_tp": "parallel.async_tp", "tp_comm_overlap": "parallel.tp_comm_overlap",
+                "expert_tp": "parallel.expert_tp"}
 
 
 # what a person calls each choice
@@ -127,6 +128,7 @@ class TrainingPanel(Panel):
         self.compile = check("torch.compile")
         self.fp8_recipe = dropdown("FP8 recipe", [("engine default", None)])
         self.async_tp = check("Async TP (overlap TP comm)")
+        self.tp_comm_overlap = check("TP comm overlap (TE userbuffers)")
         self.expert_tp = dropdown("Expert TP", [("same as tp", None)])
         # each switch's row (the widget and its message), hidden when the engine lacks it
         self.rows = {
@@ -134,6 +136,8 @@ class TrainingPanel(Panel):
             "fp8_recipe": self.bind("training.fp8_recipe", self.fp8_recipe),
             "async_tp": self.bind("parallel.async_tp", self.async_tp,
                                   to_doc=lambda v: v or None),
+            "tp_comm_overlap": self.bind("parallel.tp_comm_overlap", self.tp_comm_overlap,
+                                         to_doc=lambda v: v or None),
             "expert_tp": self.bind("parallel.expert_tp", self.expert_tp),
         }
         # the adapters' fields, shown for LoRA / QLoRA (quantisation for QLoRA only)
@@ -297,6 +301,7 @@ class TrainingPanel(Panel):
         shown = {"compile": eng.offers("compile"),
                  "fp8_recipe": eng.offers("fp8_recipe") and fp8,
                  "async_tp": eng.offers("async_tp"),
+                 "tp_comm_overlap": eng.offers("tp_comm_overlap"),
                  "expert_tp": eng.offers("expert_tp") and moe}
         # a switch the document sets stays visible (with the validator's message) until reset
         for switch, path in SWITCH_PATHS.items():
@@ -304,8 +309,9 @@ class TrainingPanel(Panel):
             self.rows[switch].layout.display = "" if shown[switch] or on else "none"
         self.switches.layout.display = "" if any(
             r.layout.display == "" for r in self.rows.values()) else "none"
-        self.async_tp.disabled = (self.current("parallel.tp", 1) or 1) == 1 \
-            and not self.current("parallel.async_tp")
+        for switch in ("async_tp", "tp_comm_overlap"):    # TP overlaps need TP
+            getattr(self, switch).disabled = (self.current("parallel.tp", 1) or 1) == 1 \
+                and not self.current(SWITCH_PATHS[switch])
         # the refresh sets only values the document has: show "default" for a null field
         for path, widget in (("training.fp8_recipe", self.fp8_recipe),
                              ("parallel.expert_tp", self.expert_tp)):
@@ -313,8 +319,9 @@ class TrainingPanel(Panel):
                 select(widget, None)
         if not self.current("training.compile"):
             self.compile.value = False
-        if not self.current("parallel.async_tp"):
-            self.async_tp.value = False
+        for switch in ("async_tp", "tp_comm_overlap"):
+            if not self.current(SWITCH_PATHS[switch]):
+                getattr(self, switch).value = False
 
     def _fine_tuning_refresh(self, eng) -> None:
         """The methods and optimizers the rule table allows with this engine; the adapters'

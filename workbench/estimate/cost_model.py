@@ -410,10 +410,12 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
                                                                    + fts.trained[1])
     bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
     grads = ms.grads * 0 if tr.optimizer_in_backward else ms.grads
-    phases = _phases(base, rows, ms, grads, activ, bufs, x, loss_kwargs, fts.trained)
+    parts = _phases(base, rows, ms, grads, activ, bufs, x, loss_kwargs, fts.trained)
     if eng.allowance_in_total:
-        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_of(phases)[0]
-        phases = {k: v + bufs["allocator_allowance"] for k, v in phases.items()}
+        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_of(pk.phase_totals(parts))[0]
+        for moment in parts.values():
+            moment["buffers"] = moment["buffers"] + bufs["allocator_allowance"]
+    phases = pk.phase_totals(parts)
     peak, at = pk.peak_of(phases)
     buffers = sum(bufs.values())
     out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
@@ -423,6 +425,8 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": peak, "peak_phase": at,
            **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
+           **{f"at_peak_{c}": np.broadcast_to(v, rows.n)
+              for c, v in pk.at_peak(parts, at).items()},
            "reserved": reserved_bytes(eng, peak, gathers=np.asarray(G.zero) == 3),
            "host": ms.host + host_activations
            + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
@@ -435,7 +439,7 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
 
 def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, x,
             loss_kwargs: dict, trained_params: tuple) -> dict:
-    """Per row: the bytes alive at each moment of the step (``peak.phase_totals``);
+    """Per row: the bytes alive at each moment of the step by category (``peak.phase_parts``);
     ``trained_params``: the (dense, expert) parameters that train, whose gradients ``grads``
     holds (the head's share of them is made first in the backward)."""
     m, tr, G, col = base.model, base.training, rows.grid, rows.col
@@ -449,7 +453,7 @@ def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, x,
         m, x, G.tp, eng.loss, compute_dtype_bytes(tr.precision), **{
             k: v for k, v in loss_kwargs.items() if k != "loss_style"},
         **loss_kwargs["loss_style"])[0], 0.0)
-    return pk.phase_totals(ms.params, grads, ms.optimizer, activ, bufs, early,
+    return pk.phase_parts(ms.params, grads, ms.optimizer, activ, bufs, early,
                            grads * share, rows.has_head * col("head_act"), loss_forward)
 
 

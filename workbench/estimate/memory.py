@@ -51,6 +51,14 @@ class GPUMemory:
     # caching allocator, so not in ``total`` or ``reserved``; in ``device`` while resident.
     paged: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    # What is alive at the peak phase, by category (``estimate.peak.at_peak``; their sum is
+    # ``total``); empty where no phases are given.
+    at_peak: dict[str, float] = field(default_factory=dict)
+
+    def alive_at_peak(self, category: str) -> float:
+        """Bytes of ``category`` (params, grads, optimizer, activations, buffers) alive at the
+        peak: the whole category where the estimate has no phases."""
+        return self.at_peak.get(category, getattr(self, category))
 
     @property
     def total(self) -> float:

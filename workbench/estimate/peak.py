@@ -42,27 +42,52 @@ def grads_before_backward(engine, zero, microbatches, pp):
     return ~made | (np.asarray(microbatches) > 1) | (np.asarray(pp) > 1)
 
 
-def phase_totals(params, grads, optimizer, activations, bufs: dict, early, head_grads,
-                 head_activations, loss_forward) -> dict:
-    """Bytes alive at each of ``PHASES`` (module docstring). ``early``: gradients alive before
-    the backward (``grads_before_backward``); ``head_grads``: the gradients the head's backward
+CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
+
+
+def phase_parts(params, grads, optimizer, activations, bufs: dict, early, head_grads,
+                head_activations, loss_forward) -> dict:
+    """Bytes alive at each of ``PHASES`` (module docstring), by category (``CATEGORIES``; the
+    loss's and the engine's buffers under "buffers"). ``early``: gradients alive before the
+    backward (``grads_before_backward``); ``head_grads``: the gradients the head's backward
     makes (alive at the first block's backward when not ``early``); ``head_activations``: what
     the head saved for one microbatch (freed by then); ``loss_forward``: the loss's forward
     bytes beyond its saved tensors."""
     def total(names) -> np.ndarray:
         return sum((bufs[k] for k in names if k in bufs), np.zeros(np.shape(params)))
     transient = total(k for k in bufs if k not in LOSS_ONLY + BACKWARD_ONLY + WHOLE_STEP)
-    states = params + optimizer + total(WHOLE_STEP)
+    whole = total(WHOLE_STEP)
     before = np.where(early, grads, 0.0)
     made = grads - before
-    start = activations - head_activations + np.where(early, 0.0, head_grads)
+    head_made = np.where(early, 0.0, head_grads)
+    start = activations - head_activations + head_made
+    # the backward's larger end: its first block (activations but the head's) or its last
+    # (every gradient made)
+    at_start = start >= made
+    zero = np.zeros(np.shape(params))
+
+    def moment(g, a, b) -> dict:
+        return {"params": params, "grads": g, "optimizer": optimizer, "activations": a,
+                "buffers": b}
     return {
-        "forward": states + before + activations + transient + loss_forward,
-        "loss": states + before + activations + transient + total(LOSS_ONLY),
-        "backward": states + before + transient + total(BACKWARD_ONLY)
-        + np.maximum(start, made),
-        "optimizer": states + grads,
+        "forward": moment(before, activations, whole + transient + loss_forward),
+        "loss": moment(before, activations, whole + transient + total(LOSS_ONLY)),
+        "backward": moment(before + np.where(at_start, head_made, made),
+                           np.where(at_start, activations - head_activations, zero),
+                           whole + transient + total(BACKWARD_ONLY)),
+        "optimizer": moment(grads, zero, whole),
     }
+
+
+def phase_totals(parts: dict) -> dict:
+    """Each phase's bytes: the sum of its categories (``phase_parts``)."""
+    return {p: sum(parts[p][c] for c in CATEGORIES) for p in PHASES}
+
+
+def at_peak(parts: dict, at) -> dict:
+    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``)."""
+    return {c: np.choose(np.asarray(at), [np.broadcast_to(parts[p][c], np.shape(at))
+                                          for p in PHASES]) for c in CATEGORIES}
 
 
 def peak_of(phases: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -77,6 +77,8 @@ class Estimate:
                 # bytes alive at each moment of the worst GPU's step; total is the largest
                 "phases": dict(m.per_gpu.phases),
                 "peak_phase": m.per_gpu.peak_phase,
+                # what is alive at that moment, by category (its sum is per_gpu.total)
+                "at_peak": dict(m.per_gpu.at_peak),
                 "worst_pipeline_rank": m.worst.rank,
                 "capacity": m.capacity,
                 "fits": m.fits,
@@ -94,7 +96,7 @@ class Estimate:
                      "has_embedding": g.has_embedding, "has_head": g.has_head,
                      "inflight_microbatches": g.inflight_microbatches,
                      **g.memory.as_dict(), "buffers_detail": dict(g.buffers),
-                     "phases": dict(g.memory.phases),
+                     "phases": dict(g.memory.phases), "at_peak": dict(g.memory.at_peak),
                      "host": g.host, "nvme": g.nvme}
                     for g in m.per_stage],
                 "activation_terms_per_layer": dict(m.layer_terms),

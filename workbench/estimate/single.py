@@ -7,7 +7,7 @@ from workbench.estimate.cost_model import Evaluation, evaluate
 from workbench.scenario.layouts import LayoutGrid
 from workbench.estimate.memory import GPUMemory, MemoryEstimate, StageMemory, memory_warnings
 from workbench.estimate.params import is_moe_layer
-from workbench.estimate.peak import PHASES
+from workbench.estimate.peak import CATEGORIES, PHASES
 from workbench.estimate.step_time import DIMS, StageTime, StepTime
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
@@ -32,7 +32,8 @@ def memory_of(s: Scenario, ev: Evaluation) -> MemoryEstimate:
                                                      "activations", "buffers", "reserved",
                                                      "device", "params_frozen",
                                                      "paged")),
-                        phases={k: float(rk[f"phase_{k}"][i]) for k in PHASES})
+                        phases={k: float(rk[f"phase_{k}"][i]) for k in PHASES},
+                        at_peak={c: float(rk[f"at_peak_{c}"][i]) for c in CATEGORIES})
         bufs = {k: float(v[i]) for k, v in ev.buffers.items() if v[i]}
         stages.append(StageMemory(
             rank=i, layers=int(rk["layers"][i]), has_embedding=bool(rk["has_embedding"][i]),

@@ -18,6 +18,7 @@ FIELDS = {
     "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
     "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,
     "engine": ENGINE_NAMES, "compile": (True, False), "async_tp": (True, False),
+    "tp_comm_overlap": (True, False),
     "fp8_recipe": FP8_RECIPES,
 }
 

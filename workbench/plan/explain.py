@@ -38,7 +38,8 @@ def _layout_words(lay: dict) -> str:
     words.append(f"mb={t['micro_batch']}")
     if t.get("engine", "generic") != "generic":
         words.append(t["engine"])
-    words += switch_words({**t, "async_tp": p.get("async_tp")})
+    words += switch_words({**t, "async_tp": p.get("async_tp"),
+                           "tp_comm_overlap": p.get("tp_comm_overlap")})
     if t.get("optimizer", "adamw") != "adamw":
         words.append(t["optimizer"])
     if t["recompute"] != "none":
@@ -114,6 +115,8 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
 _SWITCH_REASON = {
     "compile": "Inductor fuses the eager norms, activations and RoPE",
     "async_tp": "TP all-gathers and reduce-scatters run under the GEMMs they feed",
+    "tp_comm_overlap": "Transformer Engine's userbuffers run the TP all-gathers and "
+                       "reduce-scatters in chunks beside the GEMMs, on SMs of their own",
 }
 
 
@@ -130,12 +133,15 @@ def switch_lines(best) -> list[str]:
     flips = {"compile": lambda x: dataclasses.replace(x, training=dataclasses.replace(
                  x.training, compile=not x.training.compile)),
              "async_tp": lambda x: dataclasses.replace(x, parallel=dataclasses.replace(
-                 x.parallel, async_tp=not x.parallel.async_tp))}
+                 x.parallel, async_tp=not x.parallel.async_tp)),
+             "tp_comm_overlap": lambda x: dataclasses.replace(x, parallel=dataclasses.replace(
+                 x.parallel, tp_comm_overlap=not x.parallel.tp_comm_overlap))}
     for name, flip in flips.items():
-        if not eng.offers(name) or (name == "async_tp" and s.parallel.tp == 1):
+        if not eng.offers(name) or (name != "compile" and s.parallel.tp == 1) or (
+                name == "tp_comm_overlap" and not s.parallel.sp):
             continue
         other = estimate(flip(s))
-        on = s.training.compile if name == "compile" else s.parallel.async_tp
+        on = s.training.compile if name == "compile" else getattr(s.parallel, name)
         gain = (other.time.step - best.time.step) * (1 if on else -1)
         out.append(f"switch {name} {'on' if on else 'off'}: with it on the step is "
                    f"{abs(gain):.3f} s ({abs(gain) / max(best.time.step, other.time.step):.1%})"

@@ -14,7 +14,7 @@ from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
 PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
-                 "virtual_stages", "async_tp")
+                 "virtual_stages", "async_tp", "tp_comm_overlap")
 TRAINING_KEYS = ("micro_batch", "recompute", "offload", "engine", "compile", "fp8_recipe",
                  "optimizer")
 

@@ -6,8 +6,10 @@ with selective or full recompute, or with optimizer offload, only when it does n
 every cheaper setting of those two (the same layout with less recompute and less offload is
 never slower). Sequence parallelism is searched both ways when TP > 1.
 
-The engine's switches: ``compile`` and ``async_tp`` never cost memory and never slow a layout
-in the cost model (they only remove elementwise traffic or exposed TP time), so where the
+The engine's switches: ``compile`` and the TP overlap (``async_tp``: torchtitan's
+micro-pipelined TP; ``tp_comm_overlap``: Megatron's TE userbuffers) cost no memory in the cost
+model and only remove elementwise traffic or exposed TP time (the overlaps' chunked GEMMs and
+the SMs userbuffers take are charged, and on every layout tried they still win), so where the
 engine offers them they are searched on, unless ``--fix`` pins them; ``PlanResult.switches``
 says what each one bought on the best layout. FP8 recipes trade GEMM rate against scaling
 passes and are all searched. ``Constraints.engines`` searches several engines.
@@ -41,12 +43,16 @@ class Cancelled(Exception):
 def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
     # async TP stays on without SP only where the engine runs it so (rule async_tp_sp)
     atp = s.parallel.async_tp and (sp or not engine_of(s.training).async_tp_needs_sp)
-    par = dataclasses.replace(s.parallel, sequence_parallel=sp, async_tp=atp)
+    # TE userbuffers overlap only under SP (rule tp_comm_overlap)
+    par = dataclasses.replace(s.parallel, sequence_parallel=sp, async_tp=atp,
+                              tp_comm_overlap=s.parallel.tp_comm_overlap and sp)
     tr = dataclasses.replace(s.training, recompute=recompute, offload=offload)
     return dataclasses.replace(s, parallel=par, training=tr)
 
 
-SWITCH_COLUMNS = ("engine", "compile", "async_tp", "fp8_recipe", "optimizer")
+SWITCH_COLUMNS = ("engine", "compile", "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer")
+# The TP overlaps: no-ops (and exported as off) without TP
+TP_OVERLAPS = ("async_tp", "tp_comm_overlap")
 
 
 def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
@@ -61,6 +67,7 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
         optimizers = [o for o in (c.optimizers or (s.training.optimizer,)) if o in built]
         comp = fixed.get("compile", eng.offers("compile"))
         atp = fixed.get("async_tp", eng.offers("async_tp"))
+        tco = fixed.get("tp_comm_overlap", eng.offers("tp_comm_overlap"))
         recipes = [None]
         if s.training.precision == "fp8" and eng.offers("fp8_recipe"):
             recipes = [fixed["fp8_recipe"]] if "fp8_recipe" in fixed else list(eng.fp8_recipes)
@@ -69,6 +76,7 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
                 tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
                     "compile"), fp8_recipe=recipe, optimizer=optimizer)
                 par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
+                                          tp_comm_overlap=tco and eng.offers("tp_comm_overlap"),
                                           expert_tp=s.parallel.expert_tp if eng.offers(
                                               "expert_tp") else None)
                 out.append(dataclasses.replace(s, training=tr, parallel=par))
@@ -195,9 +203,9 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                                   "mfu", "bubble"):
                             cols[k].append(np.asarray(out[k], dtype=float))
                         cols["host_fits"].append(np.asarray(out["host_fits"], dtype=bool))
-                        # async TP is a no-op (and exported as none) without TP
-                        cols["async_tp"].append(np.asarray(
-                            base.parallel.async_tp & (r[1, ok] > 1), dtype=object))
+                        for k in TP_OVERLAPS:      # no-ops (exported as off) without TP
+                            cols[k].append(np.asarray(
+                                getattr(base.parallel, k) & (r[1, ok] > 1), dtype=object))
                     fit[(i, j)] = f_here
     return done
 

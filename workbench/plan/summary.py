@@ -36,6 +36,7 @@ COLUMN_LABELS = {
     "engine": "engine",
     "compile": "torch.compile",
     "async_tp": "async TP",
+    "tp_comm_overlap": "TP comm overlap",
     "fp8_recipe": "FP8 recipe",
     "optimizer": "optimizer",
     "step": "step time (s)",
@@ -53,7 +54,7 @@ COLUMN_LABELS = {
 # a little between them: the bubble shrinks as the stages grow).
 _LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "shard_group", "micro_batch",
                 "sequence_parallel", "pp_schedule", "recompute", "offload", "engine", "compile",
-                "async_tp", "fp8_recipe", "optimizer")
+                "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer")
 
 
 def _plain(v):
@@ -156,12 +157,14 @@ def describe_layout(row: dict) -> str:
 
 
 def switch_words(layout: dict) -> list[str]:
-    """The engine switches a layout turns on, as shown to people: compile, async TP, fp8 <recipe>.
+    """The engine switches a layout turns on, as shown to people: compile, async TP, TP comm
+    overlap, fp8 <recipe>.
 
-    ``layout`` is a plan-table row or any mapping with ``compile``, ``async_tp`` and
-    ``fp8_recipe``; switches that are off (or absent) are left out.
+    ``layout`` is a plan-table row or any mapping with ``compile``, ``async_tp``,
+    ``tp_comm_overlap`` and ``fp8_recipe``; switches that are off (or absent) are left out.
     """
-    words = [w for w, key in (("compile", "compile"), ("async TP", "async_tp")) if layout.get(key)]
+    words = [w for w, key in (("compile", "compile"), ("async TP", "async_tp"),
+                              ("TP comm overlap", "tp_comm_overlap")) if layout.get(key)]
     if layout.get("fp8_recipe"):
         words.append(f"fp8 {layout['fp8_recipe']}")
     return words

@@ -14,9 +14,9 @@ Megatron-Bridge / NeMo recipes, which is how the record runs it.
 Citations: MLM = NVIDIA/Megatron-LM @ core_v0.19.0 = 5be9626709af2722333bf54797c954c09edeada3;
 TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
 MB = NVIDIA-NeMo/Megatron-Bridge @ 067f987df03b8355b03192d88d70f1709fedf51a.
-A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import Engine, Fp8Recipe
+from workbench.engines.types import CastBytes, Engine, Fp8Recipe
 
 _MLM = "NVIDIA/Megatron-LM@5be9626709af2722333bf54797c954c09edeada3"
 _TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
@@ -89,34 +89,46 @@ ENGINE = Engine(
                              "--sequence-parallel",
     },
     fp8_recipes={
+        # Casts (bytes per element, ``CastBytes``): a single-read TE cast reads 2 B and writes
+        # the rowwise and columnwise FP8 copies in one kernel, 1 + 1 B (TE
+        # docs/features/low_precision_training/performance_considerations/
+        # performance_considerations.rst, "Quantization fusions" 1); the weight is cast once per
+        # forward with its transpose (nothing left for the backward). Fused: the norm writes
+        # its output quantized (TE transformer_engine/pytorch/module/layernorm_linear.py
+        # ``with_quantized_norm``), the activation writes FC2's input quantized
+        # (layernorm_mlp.py ``activation_func(fc1_out, fc2_input_quantizer)``): 0 extra bytes.
         # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —
         # "recipes that differ only in how scaling factors are computed (e.g. DelayedScaling vs
         # CurrentScaling) collapse to the same kernel" -> 1.0. Cast: TE
         # docs/features/low_precision_training/fp8_current_scaling/fp8_current_scaling.rst
         # "requires reading the tensor twice" (amax read 2 B + cast read 2 B + fp8 rowwise and
-        # columnwise writes 1 + 1 B = 6 B) -> 1.5 passes.
-        "tensorwise": Fp8Recipe(1.0, 1.5, f"{_TE} docs/features/low_precision_training/"
-                                          "fp8_current_scaling/fp8_current_scaling.rst"),
+        # columnwise writes 1 + 1 B = 6), fused or not: the amax needs the whole tensor first.
+        "tensorwise": Fp8Recipe(1.0, CastBytes(6, 6, 0, 6, 6, 6),
+                                f"{_TE} docs/features/low_precision_training/"
+                                "fp8_current_scaling/fp8_current_scaling.rst"),
         # TE DelayedScaling (Megatron's default, transformer_config.py:573): same GEMM kernel (1.0,
         # speedups.rst above); amax comes from the history and is taken inside the cast, "other
-        # recipes typically require only a single memory read" (fp8_current_scaling.rst), and TE
-        # writes rowwise+columnwise in one kernel (performance_considerations.rst, "Quantization
-        # fusions" 1): read 2 B + write 1 + 1 B = 4 B -> 1.0 pass.
-        "delayed": Fp8Recipe(1.0, 1.0, f"{_TE} docs/features/low_precision_training/"
-                                       "performance_considerations/performance_considerations.rst"),
+        # recipes typically require only a single memory read" (fp8_current_scaling.rst):
+        # 2 + 1 + 1 = 4 B, 0 where fused into the norm / activation.
+        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+                             f"{_TE} docs/features/low_precision_training/"
+                             "performance_considerations/performance_considerations.rst"),
         # TE MXFP8Blockscaling (Blackwell). GEMM: TE
         # docs/examples/gemm_profiling/gemm_profiling.rst, pre-quantized B300 per-layer GEMM time
         # FP8Current 6.812 ms vs MXFP8 7.161 ms -> 6.812 / 7.161 = 0.95. Cast: one read,
-        # rowwise+columnwise MX written in one kernel (performance_considerations.rst fusion 1):
-        # 2 + 1 + 1 B = 4 B -> 1.0 pass.
+        # rowwise+columnwise MX written in one kernel (block scales are local): 4 B, fused 0.
         # Blackwell only: TE transformer_engine/pytorch/fp8.py check_mxfp8_support "Device
         # compute capability 10.0 or higher required for MXFP8 execution".
-        "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
-                                      "transformer_engine/pytorch/fp8.py check_mxfp8_support",
+        "mxfp8": Fp8Recipe(0.95, CastBytes(4, 4, 0, 4, 0, 0),
+                           f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
+                           "transformer_engine/pytorch/fp8.py check_mxfp8_support",
                            archs=("blackwell",)),
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
+    # TE's LayerNormLinear (linear_qkv) and LayerNormMLP-style fused norm + fc1 (Megatron's
+    # TELayerNormColumnParallelLinear) quantize in the norm and the activation kernels.
+    fp8_cast_fusion="te",
     # TE picks FusedAttention (cuDNN) over FlashAttention on sm90+: "Disabling FlashAttention to
     # give FusedAttention preference on Hopper+" (TE transformer_engine/pytorch/attention/
     # dot_product_attention/utils.py:1648); Megatron leaves it to TE: attention_backend = auto

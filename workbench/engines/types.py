@@ -18,13 +18,32 @@ FP8_RECIPES = ("tensorwise", "rowwise", "delayed", "mxfp8")
 
 
 @dataclass(frozen=True)
+class CastBytes:
+    """HBM bytes per element that casting one 16-bit GEMM operand to its low-precision form
+    moves (every kernel's reads and writes: the amax reduction, the cast, any transpose), by
+    the operand's role in a linear's three GEMMs and the pass that runs the kernels, as
+    torchao's roofline counts them (``get_tensor_memory_traffic_ovhd_s``: the input and
+    grad-output casts write both layouts the forward and backward GEMMs read, once per pass;
+    the weight's kernels are split between the passes).
+    ``*_fused``: the same cast where it fuses into the kernel that produces the tensor
+    (``fuse_with_prev``: the producer writes the low-precision copy instead of re-reading it)."""
+
+    input: float               # forward: the linear's input
+    weight_fwd: float          # forward: the weight's cast(s) for the output GEMM
+    weight_bwd: float          # backward: the weight's cast(s) for the input-gradient GEMM
+    grad_output: float         # backward: the output gradient
+    input_fused: float
+    grad_output_fused: float
+
+
+@dataclass(frozen=True)
 class Fp8Recipe:
     """How one FP8 recipe runs: the GEMM rate relative to the tensorwise FP8 GEMM rate the
-    kernel table measures, and the extra memory-bound bytes per GEMM input element (scaling:
-    an amax reduction and the cast; rowwise and MX scales are per row / per 32-block)."""
+    kernel table measures, and the bytes its casts move (``CastBytes``; rowwise and MX scales
+    are per row / per 32-block)."""
 
     gemm_rate: float            # x the measured tensorwise FP8 GEMM throughput
-    cast_passes: float          # extra reads+writes of each 16-bit GEMM input, per pass
+    casts: CastBytes
     source: str
     # GPU architectures (``hardware.gpu.arch``) whose tensor cores run the recipe; empty: every
     # GPU with FP8 tensor cores (the rule ``fp8`` already asks for those).
@@ -32,6 +51,11 @@ class Fp8Recipe:
     # The recipe runs with tensor parallelism under torch.compile (False: the engine refuses
     # that combination).
     compiled_tp: bool = True
+    # Under tensor parallelism with sequence parallelism the input of a column-parallel linear
+    # is cast on the rank's sequence shard before the all-gather, and the output gradient of a
+    # row-parallel one before the backward all-gather (torchao's Float8ColwiseParallel /
+    # PrepareFloat8ModuleInput / Float8RowwiseParallel); False: cast after the gather.
+    casts_before_gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +71,15 @@ class Engine:
     recompute_default: str = "selective"   # training.recompute when the scenario leaves it out
     fp8_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)   # recipe -> how it runs
     fp8_default: str | None = None      # the recipe used when training.fp8_recipe is null
+    # Which FP8 casts fuse into the kernel producing the tensor: "none"; "compile" (every input
+    # and output-gradient cast, under training.compile: Inductor fuses the amax and cast with
+    # the producer, torchao's roofline ``enable_fusion_modeling``); "te" (Transformer Engine's
+    # LayerNormLinear / LayerNormMLP: the norm writes the quantized output, the activation
+    # writes the FC2 input quantized, its backward the FC1 output gradient).
+    fp8_cast_fusion: str = "none"
+    # q/k/v and gate/up are separate linears, each casting its own copy of the shared input
+    # (torchtitan's wq/wk/wv, w1/w3) rather than one fused linear (Megatron's linear_qkv, fc1).
+    fp8_separate_projections: bool = False
     attention: str = "flash2"   # the attention kernel the engine calls by default
     # Memory-bound elementwise work (norms, activation functions, RoPE, residual adds): fused
     # kernels read and write each tensor once; an eager PyTorch module runs one kernel per

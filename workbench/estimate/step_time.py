@@ -26,8 +26,9 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
+from workbench.estimate import fp8_casts
 from workbench.estimate.attention_shapes import (
-    attention_gemm_input_width, attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
+    attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
@@ -187,10 +188,13 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             g += eff.gemm_time(tokens, h, f, gpu, prec)
             mem += (mats + 1) * tokens * f * e     # activation: read gate/up, write product
         mem *= run.elementwise_traffic
-        if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit (x the recipe's passes)
-            mem += (3 * tokens * (attention_gemm_input_width(m, t) + h + m.ffn_hidden / t)
-                    * (e + 1)
-                    * run.fp8_cast_passes)
+        casts = fp8_casts.CastTraffic(0.0, 0.0)
+        if prec == "fp8":   # the recipe's casts of every linear's operands, by pass
+            ops = fp8_casts.layer_operands(
+                m, run.fp8, run.fp8_cast_fusion, run.fp8_separate_projections, tokens, t,
+                par.sp, moe, **(dict(routed=routed, local_experts=local_experts,
+                                     expert_ffn=fe) if moe else {}))
+            casts = fp8_casts.cast_traffic(ops, run.fp8.casts)
             g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
         causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
@@ -198,8 +202,9 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention, kernel_shape)
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
-        mem_t = eff.memory_time(mem, gpu, kernels=12)
-        mem_b = eff.memory_time(2 * mem, gpu, kernels=16)
+        # the casts as their passes run them: a recomputed forward (mem_t) casts again
+        mem_t = eff.memory_time(mem + casts.fwd, gpu, kernels=12)
+        mem_b = eff.memory_time(2 * mem + casts.bwd, gpu, kernels=16)
         recompute = 0.0
         if tr.recompute == "full":
             recompute = g + a_f + mem_t

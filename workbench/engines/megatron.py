@@ -31,7 +31,11 @@ ENGINE = Engine(
     # async_tp: --tp-comm-overlap, TE userbuffers (MLM megatron/core/model_parallel_config.py:265);
     # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
     # No torch.compile switch in Megatron-LM's training arguments.
-    switches=("fp8_recipe", "async_tp", "expert_tp"),
+    # fp8_param_gather: --fp8-param-gather (TransformerConfig.fp8_param "keep the parameters in
+    # fp8 ... primarily the weights of GEMMs"); fp8_attention: --fp8-dot-product-attention
+    # (TransformerConfig.fp8_dot_product_attention) — megatron-core 0.16
+    # megatron/core/transformer/transformer_config.py.
+    switches=("fp8_recipe", "async_tp", "expert_tp", "fp8_param_gather", "fp8_attention"),
     # validate_args (MLM megatron/training/arguments.py): "Tensor parallel communication/GEMM
     # overlap can happen only when sequence parallelism is enabled".
     async_tp_needs_sp=True,
@@ -162,6 +166,8 @@ ENGINE = Engine(
                      "--recompute-method block --recompute-num-layers N)",
         "fp8_recipe": "--fp8-recipe {delayed,tensorwise,mxfp8,blockwise}",
         "fp8_format": "--fp8-format {e4m3,hybrid}",
+        "fp8_param_gather": "--fp8-param-gather",
+        "fp8_attention": "--fp8-dot-product-attention",
         "async_tp": "--tp-comm-overlap",
         "expert_tp": "--expert-tensor-parallel-size",
         "zero": "--use-distributed-optimizer (1); --use-megatron-fsdp "

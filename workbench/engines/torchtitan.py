@@ -31,7 +31,9 @@ ENGINE = Engine(
     # compile.enable, parallelism.enable_async_tensor_parallel (needs compile),
     # quantize.linear.float8.recipe_name, parallelism.expert_tensor_parallel_degree
     # (TT torchtitan/config/job_config.py classes Compile, Parallelism, Float8Linear).
-    switches=("compile", "fp8_recipe", "async_tp", "expert_tp"),
+    # quantize.linear.float8.enable_fsdp_float8_all_gather (fp8_param_gather: TT docs/float8.md
+    # "cast Float8Linear.weight from high precision to float8 before FSDP all-gather").
+    switches=("compile", "fp8_recipe", "async_tp", "expert_tp", "fp8_param_gather"),
     # activation_checkpoint.mode Literal["selective", "full", "memory_budget", "none"], default
     # "selective" with selective_ac_option "2"; "op" = per-op SAC (TT job_config.py
     # class ActivationCheckpoint). No Korthikanti (core-attention) selective mode.
@@ -136,6 +138,10 @@ ENGINE = Engine(
     # torchtitan/models/llama3/model/model.py Attention, FeedForward).
     fp8_cast_fusion="compile",
     fp8_separate_projections=True,
+    # FSDP float8 all-gather is tensorwise only: TT docs/float8.md passes
+    # --float8.enable_fsdp_float8_all_gather with the tensorwise recipe, and rowwise gathers in
+    # bf16 ("For rowwise recipes, we use regular TP and all-gather happens in high precision").
+    fp8_param_gather_recipes=("tensorwise",),
     # ScaledDotProductAttentionWrapper: sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, MATH],
     # set_priority=True) (TT torchtitan/models/attention.py:168-190); attn_type default "sdpa"
     # (TT torchtitan/models/llama3/model/args.py:45).
@@ -178,6 +184,7 @@ ENGINE = Engine(
                       "mxfp8: model.converters [\"quantize.linear.mx\"] + "
                       "quantize.linear.mx.recipe_name mxfp8_cublas",
         "compile": "compile.enable",
+        "fp8_param_gather": "quantize.linear.float8.enable_fsdp_float8_all_gather",
         "async_tp": "parallelism.enable_async_tensor_parallel",
         "expert_tp": "parallelism.expert_tensor_parallel_degree",
         "zero": "parallelism.data_parallel_shard_degree (3), "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SWITCHES = ("compile", "fp8_recipe", "async_tp", "expert_tp")
+SWITCHES = ("compile", "fp8_recipe", "async_tp", "expert_tp", "fp8_param_gather", "fp8_attention")
 # Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
 # engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
 # (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).
@@ -80,6 +80,9 @@ class Engine:
     # q/k/v and gate/up are separate linears, each casting its own copy of the shared input
     # (torchtitan's wq/wk/wv, w1/w3) rather than one fused linear (Megatron's linear_qkv, fc1).
     fp8_separate_projections: bool = False
+    # FP8 recipes whose linear weights the data-parallel all-gather can carry in FP8
+    # (training.fp8_param_gather); empty: every recipe the engine offers.
+    fp8_param_gather_recipes: tuple[str, ...] = ()
     attention: str = "flash2"   # the attention kernel the engine calls by default
     # Memory-bound elementwise work (norms, activation functions, RoPE, residual adds): fused
     # kernels read and write each tensor once; an eager PyTorch module runs one kernel per

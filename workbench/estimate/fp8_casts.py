@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.catalog.types import ModelShape
 from workbench.engines.types import CastBytes, Fp8Recipe
 from workbench.estimate.attention_shapes import attention_gemms
@@ -139,3 +141,31 @@ def cast_traffic(ops: list[Operand], casts: CastBytes) -> CastTraffic:
         else:
             bwd += op.elements * (casts.grad_output_fused if op.fused else casts.grad_output)
     return CastTraffic(fwd, bwd)
+
+
+def linear_weights(m: ModelShape, moe: bool, tp, local_experts=1, etp=1):
+    """Elements of one layer's linear weights on one GPU (TP-sharded: column and row
+    projections split over ``tp``, routed experts over ``etp``; replicated MLA
+    down-projections whole); arrays allowed. What an FP8 parameter all-gather carries in
+    1 byte (torchao's ``Float8Linear.weight``; Megatron's ``fp8_param``: "primarily the
+    weights of GEMMs")."""
+    from workbench.estimate.finetune import projections
+    total = 0.0
+    for p in projections(m, moe, local_experts):
+        split = 1 if p.style == "replicated" else (etp if p.expert else tp)
+        total = total + p.count * p.k * p.n / np.asarray(split, dtype=float)
+    return total
+
+
+def fp8_gather_bytes(m: ModelShape, stored, dense_layers, moe_layers, held, cd: float, grid):
+    """Bytes per parameter the data-parallel all-gather moves (and the gathered buffer holds)
+    when the blocks' linear weights travel in FP8 (1 byte) and the rest — norms, router,
+    embedding, output head — in ``stored`` bytes per parameter (None: the compute dtype
+    ``cd``); a grid of layouts (``grid``: tp, ep, etp) allowed."""
+    base = cd if stored is None else stored
+    local = (m.moe.experts // np.asarray(grid.ep)) if m.moe is not None else 1
+    lin = dense_layers * linear_weights(m, False, grid.tp)
+    if m.moe is not None:
+        lin = lin + moe_layers * linear_weights(m, True, grid.tp, local, grid.etp)
+    held = np.maximum(held, 1)
+    return base - np.minimum(lin, held) * (cd - 1) / held

@@ -200,6 +200,12 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         attn_fwd = lf.attention / t * causal
         a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention, kernel_shape)
         a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention, kernel_shape)
+        if prec == "fp8" and tr.fp8_attention and gpu.profile is None and gpu.fp8_tflops > 0:
+            # TE's FP8 DotProductAttention runs cuDNN's FP8 fused attention: Q K^T and P V
+            # (forward and backward) read FP8 operands on the FP8 tensor cores. No published
+            # measurement of that kernel is in the catalog, so it runs at the bf16 kernel's
+            # fraction of the FP8 peak (an upper bound: the softmax does not speed up).
+            a_f, a_b = (a * gpu.bf16_tflops / gpu.fp8_tflops for a in (a_f, a_b))
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
         # the casts as their passes run them: a recomputed forward (mem_t) casts again

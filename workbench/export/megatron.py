@@ -230,6 +230,9 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--fp8-format", "hybrid")   # E4M3 forward, E5M2 gradients (Transformer Engine)
         if fp8_recipe(s):   # null under generic: no flag, Megatron's default (delayed)
             add(spelling(ENGINE, "fp8_recipe"), FP8_RECIPE[fp8_recipe(s)])
+        for switch in ("fp8_param_gather", "fp8_attention"):   # training.<switch>: true
+            if getattr(tr, switch):
+                add(spelling(ENGINE, switch))
 
     # --- recompute (_add_training_args): selective's default module is core_attn, which is
     # Korthikanti et al.'s selective recompute, the estimator's

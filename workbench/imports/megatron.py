@@ -59,6 +59,7 @@ OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
          "--data-parallel-sharding-strategy": str, "--num-distributed-optimizer-instances": int,
          "--pipeline-model-parallel-layout": str, "--num-layers-per-virtual-pipeline-stage": int,
          "--bf16": bool, "--fp16": bool, "--fp8-format": str, "--fp8-recipe": str,
+         "--fp8-param-gather": bool, "--fp8-dot-product-attention": bool,
          "--recompute-granularity": str, "--recompute-method": str,
          "--recompute-num-layers": int, "--optimizer": str, "--optimizer-cpu-offload": bool,
          "--attention-backend": str, "--swiglu": bool, "--normalization": str,
@@ -81,7 +82,7 @@ NO_EFFECT = ("--lr", "--min-lr", "--decoupled-", "--weight-decay", "--clip-grad"
              "--moe-token-dispatcher-type", "--moe-router-", "--moe-aux-loss", "--moe-layer-freq",
              "--overlap-grad-reduce", "--overlap-param-gather", "--no-gradient-accumulation",
              "--grad-reduce-in-bf16", "--cross-entropy-loss-fusion", "--use-precision-aware",
-             "--fp8-amax", "--fp8-param-gather", "--fp8-margin", "--transformer-impl",
+             "--fp8-amax", "--fp8-margin", "--transformer-impl",
              "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
              "--master-port", "--rdzv", "--max-restarts",
              "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-", "--v-head-dim",
@@ -291,6 +292,10 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
     # precision
     if "--fp8-format" in g:
         put(doc, "training.precision", "fp8")
+        for flag, key in (("--fp8-param-gather", "fp8_param_gather"),
+                          ("--fp8-dot-product-attention", "fp8_attention")):
+            if flag in g:     # Megatron's store_true switches (arguments.py)
+                put(doc, f"training.{key}", True)
         recipe = g.get("--fp8-recipe")
         if recipe is not None:
             if recipe in FP8:

@@ -139,6 +139,11 @@ class Training:
     engine: str = "generic"   # the software that runs the layout (workbench/engines/)
     compile: bool = False     # torch.compile of the model (engines that offer it)
     fp8_recipe: str | None = None   # FP8 scaling recipe (null: the engine's default)
+    fp8_param_gather: bool = False  # FSDP / distributed-optimizer all-gather of the linear
+    #                                 weights in FP8 (torchao enable_fsdp_float8_all_gather,
+    #                                 Megatron --fp8-param-gather)
+    fp8_attention: bool = False     # attention kernel in FP8 (Transformer Engine FP8
+    #                                 DotProductAttention, Megatron --fp8-dot-product-attention)
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
     method: str = "pretrain"  # pretrain, full (fine-tuning: every weight trains), lora, qlora

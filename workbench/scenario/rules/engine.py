@@ -15,11 +15,13 @@ from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule
 from workbench.scenario.types import Scenario
 
 
-@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
+@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
+      "training.fp8_param_gather, training.fp8_attention, parallel.async_tp, "
       "parallel.expert_tp) and a training.recompute policy must be one the training.engine "
-      "offers (docs/engines.md); fp8_recipe needs precision fp8; recompute_every at most the "
-      "layers",
+      "offers (docs/engines.md); the fp8 switches need precision fp8 (fp8_param_gather: a "
+      "recipe the engine gathers in FP8); recompute_every at most the layers",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
+      "training.fp8_param_gather", "training.fp8_attention",
       "training.recompute_every",
       "parallel.async_tp", "parallel.expert_tp", layout=False)
 def _engine_switches(s: Scenario):
@@ -29,7 +31,10 @@ def _engine_switches(s: Scenario):
     used = {"compile": ("training.compile", tr.compile, tr.compile),
             "fp8_recipe": ("training.fp8_recipe", tr.fp8_recipe, tr.fp8_recipe is not None),
             "async_tp": ("parallel.async_tp", par.async_tp, par.async_tp),
-            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None)}
+            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None),
+            "fp8_param_gather": ("training.fp8_param_gather", tr.fp8_param_gather,
+                                 tr.fp8_param_gather),
+            "fp8_attention": ("training.fp8_attention", tr.fp8_attention, tr.fp8_attention)}
     for switch, (path, value, on) in used.items():
         if on and not eng.offers(switch):
             yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
@@ -45,6 +50,16 @@ def _engine_switches(s: Scenario):
         yield Problem("training.recompute_every", tr.recompute_every,
                       f"checkpoints every k-th block: at most the model's {s.model.layers} "
                       "layers")
+    for key in ("fp8_param_gather", "fp8_attention"):
+        if getattr(tr, key) and eng.offers(key) and tr.precision != "fp8":
+            yield Problem(f"training.{key}", True,
+                          f"needs training.precision fp8 (got {tr.precision})")
+    recipe = tr.fp8_recipe or eng.fp8_default
+    if (tr.fp8_param_gather and eng.offers("fp8_param_gather") and tr.precision == "fp8"
+            and eng.fp8_param_gather_recipes and recipe not in eng.fp8_param_gather_recipes):
+        yield Problem("training.fp8_param_gather", True,
+                      f"engine {eng.name} gathers FP8 parameters with fp8_recipe "
+                      f"{', '.join(eng.fp8_param_gather_recipes)} only (got {recipe})")
     if tr.fp8_recipe is not None and eng.offers("fp8_recipe"):
         if tr.precision != "fp8":
             yield Problem("training.fp8_recipe", tr.fp8_recipe,

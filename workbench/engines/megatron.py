@@ -16,7 +16,7 @@ TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
 MB = NVIDIA-NeMo/Megatron-Bridge @ 067f987df03b8355b03192d88d70f1709fedf51a.
 FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import CastBytes, Engine, Fp8Recipe
+from workbench.engines.types import NVFP4_TE, CastBytes, Engine, Fp8Recipe
 
 _MLM = "NVIDIA/Megatron-LM@5be9626709af2722333bf54797c954c09edeada3"
 _TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
@@ -130,6 +130,14 @@ ENGINE = Engine(
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
+    # --fp4-format e2m1 --fp4-recipe nvfp4: TE's NVFP4BlockScaling in every transformer layer
+    # (megatron-core 0.16 megatron/core/transformer/transformer_config.py:510-518;
+    # megatron/core/fp4_utils.py:97-99 get_fp4_recipe -> transformer_engine.common.recipe.
+    # NVFP4BlockScaling(); :120-148 get_fp4_context wraps each layer in fp8_autocast with it,
+    # except the first/last layers under --first-last-layers-bf16, which Megatron-Bridge's
+    # performance recipes leave off: MB src/megatron/bridge/training/mixed_precision.py
+    # bf16_with_nvfp4_mixed). The output layer and the embedding are not TE modules: bf16.
+    fp4_recipes={"nvfp4": NVFP4_TE},
     # TE's LayerNormLinear (linear_qkv) and LayerNormMLP-style fused norm + fc1 (Megatron's
     # TELayerNormColumnParallelLinear) quantize in the norm and the activation kernels.
     fp8_cast_fusion="te",

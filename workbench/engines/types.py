@@ -58,6 +58,34 @@ class Fp8Recipe:
     casts_before_gather: bool = False
 
 
+# Transformer Engine's NVFP4BlockScaling as it runs every linear of the blocks (TE =
+# NVIDIA/TransformerEngine@000b637ede9c221d01067e5cdf4f0953da3ab7cd): the forward (fprop),
+# input-gradient (dgrad) and weight-gradient (wgrad) GEMMs all read NVFP4 operands — the recipe
+# quantizes the input, the weight and the output gradient (transformer_engine/common/recipe/
+# __init__.py NVFP4BlockScaling ``fp4_quant_fwd_inp`` / ``fp4_quant_fwd_weight`` /
+# ``fp4_quant_bwd_grad``) and keeps attention out of it ("Not applying quantization to
+# attention for now": ``fp8_dpa = False``). GEMM rate 1.0: the FP4 ceiling
+# (``estimate.efficiency.GEMM_CEILING``) is itself an NVFP4 block-scaled GEMM measurement.
+# Casts, bytes per element (``CastBytes``): the per-tensor FP32 scale needs the tensor's amax
+# before any block is scaled (docs/features/low_precision_training/nvfp4/nvfp4.rst:
+# "s_global = (fp8_max * fp4_max) / global_amax"), so every cast reads the 16-bit tensor twice
+# (amax 2 B — TE's hadamard_transform_amax takes the plain and the Hadamard-transformed amax in
+# the same read — then the cast 2 B), as FP8 current scaling does, and writes the rowwise and
+# the columnwise copies, each 0.5 B of E2M1 plus one E4M3 scale per 16 elements (1/16 B):
+# 2 + 2 + 2 x 0.5625 = 5.125 B. The columnwise copies of the input and the output gradient
+# (what wgrad reads) go through the 16x16 random Hadamard transform inside that kernel, the
+# output gradient with stochastic rounding; the weight takes one 16x16-block (2D) scaling whose
+# transpose is the columnwise copy, so nothing is left for the backward. Fused or not: the
+# amax needs the whole tensor first (as for FP8 current scaling).
+NVFP4_TE = Fp8Recipe(1.0, CastBytes(5.125, 5.125, 0, 5.125, 5.125, 5.125),
+                     "NVIDIA/TransformerEngine@000b637e transformer_engine/common/recipe/"
+                     "__init__.py NVFP4BlockScaling; docs/features/low_precision_training/"
+                     "nvfp4/nvfp4.rst; arXiv:2509.25149")   # on FP4 tensor cores: rule fp4
+# What an NVFP4 element costs in HBM: 4 bits of E2M1 and an E4M3 block scale per 16 elements
+# (nvfp4.rst "Data Format"): a saved quantized GEMM input, one copy of a quantized weight.
+NVFP4_BYTES = 0.5 + 1 / 16
+
+
 @dataclass(frozen=True)
 class Engine:
     """One training engine's offer and conventions (see the module docstring of each)."""
@@ -71,6 +99,10 @@ class Engine:
     recompute_default: str = "selective"   # training.recompute when the scenario leaves it out
     fp8_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)   # recipe -> how it runs
     fp8_default: str | None = None      # the recipe used when training.fp8_recipe is null
+    # FP4 precisions (``training.precision``, scenario.types.FP4_PRECISIONS) the engine trains
+    # with -> how the recipe runs (its GEMM rate against the FP4 ceiling, its casts); empty:
+    # the engine has no FP4 recipe (the rule engine_numerics refuses the precision).
+    fp4_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)
     # Which FP8 casts fuse into the kernel producing the tensor: "none"; "compile" (every input
     # and output-gradient cast, under training.compile: Inductor fuses the amax and cast with
     # the producer, torchao's roofline ``enable_fusion_modeling``); "te" (Transformer Engine's

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.catalog.types import ModelShape
+from workbench.engines.types import NVFP4_BYTES
 from workbench.estimate.activations import ActivationShape
 from workbench.estimate.arrays import plain
 from workbench.estimate.attention_shapes import qkv_widths
@@ -62,6 +63,9 @@ def fused_linear_loss_bytes(tokens, vocab: int, hidden: int, elem: int, weight_g
     inc = -(-vocab // hidden)
     chunk = np.minimum(2.0 ** np.ceil(np.log2(np.maximum(np.ceil(bt / inc), 1))), bt)
     return chunk * vocab * elem + (vocab * hidden * elem if weight_grad else 0)
+
+
+QUANTIZED_WEIGHT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
 def compute_dtype_bytes(precision: str) -> int:
@@ -101,7 +105,9 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
         "logits": np.where(has_head, _loss_bytes(model, x, sb, tp, loss, cd, logits_kept,
                                                  vocab_split, head_trains), 0),
-        "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
+        # the quantized weights of the unit TE caches across the microbatches of a step, rowwise
+        # and columnwise: FP8 1 B each, NVFP4 (16x16-block scaled) NVFP4_BYTES each
+        "fp8_weights": np.asarray(2 * unit * QUANTIZED_WEIGHT_BYTES.get(precision, 0)),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}

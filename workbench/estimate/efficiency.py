@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 
 from workbench.catalog.types import GPU
+from workbench.engines.types import NVFP4_BYTES
 from workbench.estimate.arrays import plain
 
 # GEMM form fitted on the 76 bf16 shapes of the H200 table longer than 0.2 ms (shorter ones
@@ -42,11 +43,16 @@ GEMM_K0 = 566.0
 #   Ampere (A100) bf16 0.851: azure-cublaslt-a100-sxm-80gb-fp16-* (2048-16384 cubes).
 #   Blackwell (B200) bf16 0.704: torchao-b200-bf16-* (2048-8192 cubes); fp8 0.90: the best
 #     shape of a search, mamf-b200-fp8 (3432.5 at K 3072) — an upper bound, the only record.
+#   Blackwell (B200) nvfp4 0.564: torchao-b200-nvfp4-* (NVFP4 block-scaled scaled_mm, 2048-8192
+#     cubes, the same run as the bf16 rows: 0.238 0.462 0.564 0.667 0.638 of 9,000). Azure's
+#     cuBLASLt FP4 cubes on a GB200 (azure-cublaslt-gb200-fp4-*, 10 PFLOP/s part) give 0.762:
+#     the B200 figure is the one measured on the catalog's part. Any other GPU with FP4 tensor
+#     cores takes it (no measurement: an assumption).
 # Ada, CDNA3 and an inline GPU without ``arch`` take Hopper's (no measurement: an assumption).
 GEMM_CEILING = {
     "hopper": {"bf16": 0.855, "fp8": 0.705},
     "ampere": {"bf16": 0.851, "fp8": 0.851},
-    "blackwell": {"bf16": 0.704, "fp8": 0.90},
+    "blackwell": {"bf16": 0.704, "fp8": 0.90, "nvfp4": 0.564},
     "NVIDIA H200 SXM 141GB": {"bf16": 0.708, "fp8": 0.658},
 }
 # Fused attention, (c, a) forward and backward: efficiency c x S / (S + a) of the bf16 peak,
@@ -106,16 +112,35 @@ def _arch(gpu: GPU) -> str:
 def matmul_efficiency(gpu: GPU, precision: str) -> float:
     """The large-GEMM ceiling of this GPU and precision (fraction of the dense peak)."""
     table = GEMM_CEILING.get(gpu.name) or GEMM_CEILING[_arch(gpu)]
+    if precision == "nvfp4":   # only Blackwell has FP4 tensor cores (and a measurement)
+        return table.get("nvfp4", GEMM_CEILING["blackwell"]["nvfp4"])
     return table["fp8"] if precision == "fp8" else table["bf16"]
+
+
+def edge_precision(precision: str) -> str:
+    """The precision of the GEMMs outside the blocks' linears — the MoE router, the output
+    head, LoRA adapters — under training ``precision``. NVFP4: bf16; Megatron-Core quantizes
+    only inside the transformer layers' TE modules (megatron/core/fp4_utils.py
+    get_fp4_context per layer), its output layer and router are plain bf16 GEMMs, and the NVFP4
+    paper (arXiv:2509.25149) keeps the embeddings and the output head in BF16. FP8 keeps the estimate's convention
+    (those GEMMs at the FP8 rate)."""
+    return "bf16" if precision == "nvfp4" else precision
 
 
 def peak_flops(gpu: GPU, precision: str) -> float:
     """Dense peak FLOP/s for the precision GEMMs run in (fp32 trains on TF32 tensor cores)."""
+    if precision == "nvfp4":
+        return gpu.fp4_tflops * 1e12
     if precision == "fp8":
         return gpu.fp8_tflops * 1e12
     if precision == "fp32":
         return (gpu.tf32_tflops or gpu.fp32_tflops or gpu.bf16_tflops / 2) * 1e12
     return gpu.bf16_tflops * 1e12
+
+
+# Bytes per element of a GEMM's inputs: fp8 1; nvfp4 the E2M1 nibble and its E4M3 scale per 16
+# elements (engines.types.NVFP4_BYTES); fp32 4; 16-bit 2.
+GEMM_INPUT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES, "fp32": 4}
 
 
 def on_hardware(hw) -> GPU:
@@ -135,8 +160,8 @@ def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: flo
     if gpu.profile is not None:
         return count * gpu.profile.gemm(m, n, k, precision)
     work = 2.0 * m * n * (k + GEMM_K0)
-    elem = 1 if precision == "fp8" else (4 if precision == "fp32" else 2)
-    nbytes = elem * (m * k + k * n) + 2 * m * n   # fp8 inputs, 16-bit output
+    elem = GEMM_INPUT_BYTES.get(precision, 2)
+    nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
     compute = work / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
     return count * (max(compute, memory) + KERNEL_OVERHEAD_S)

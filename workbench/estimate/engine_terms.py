@@ -6,7 +6,8 @@ formulas multiply or add (``step_time.block_costs``):
   ``training.compile`` (Inductor fuses the elementwise chains into one kernel each).
 - ``fp8_gemm_rate`` / ``fp8``: the FP8 recipe's GEMM rate against the tensorwise GEMMs the
   kernel table measures, and the recipe (its cast bytes, ``estimate.fp8_casts``;
-  ``Engine.fp8_recipes``; the generic engine's: ``fp8_casts.GENERIC_RECIPE``);
+  ``Engine.fp8_recipes``; the generic engine's: ``fp8_casts.GENERIC_RECIPE``; under an FP4
+  precision the engine's ``Engine.fp4_recipes`` entry);
   ``fp8_cast_fusion`` / ``fp8_separate_projections``: which casts fuse as the engine runs
   ("compile" only under ``training.compile``) and whether q/k/v and gate/up cast their shared
   input each.
@@ -25,7 +26,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from workbench.engines import Fp8Recipe, engine_of
+from workbench.engines.types import NVFP4_TE
 from workbench.estimate.fp8_casts import GENERIC_RECIPE
+from workbench.scenario.types import FP4_PRECISIONS
 
 ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 
@@ -67,6 +70,8 @@ def conventions(s) -> RunConventions:
     recipe = GENERIC_RECIPE
     if tr.precision == "fp8" and eng.fp8_recipes:
         recipe = eng.fp8_recipes.get(tr.fp8_recipe or eng.fp8_default or "", GENERIC_RECIPE)
+    elif tr.precision in FP4_PRECISIONS:   # the engine's FP4 recipe (the rules refuse others)
+        recipe = eng.fp4_recipes.get(tr.precision, NVFP4_TE)
     fusion = eng.fp8_cast_fusion
     if fusion == "compile" and not tr.compile:
         fusion = "none"

@@ -31,6 +31,7 @@ from workbench.estimate.attention_shapes import (
     attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
 from workbench.estimate.buffers import compute_dtype_bytes
+from workbench.scenario.types import FP4_PRECISIONS
 from workbench.estimate.comm import collective_time, group_span
 from workbench.engines import engine_of
 from workbench.estimate.engine_terms import conventions
@@ -113,6 +114,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     add on a calibrated machine, ``efficiency.wrapper_time``, the cost model adds per rank)."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     gpu, prec = eff.on_hardware(hw), tr.precision
+    # the GEMMs outside the blocks' linears (router, output head, adapters): bf16 under NVFP4
+    edge = eff.edge_precision(prec)
     t, cp = par.tp, par.cp
     e = compute_dtype_bytes(prec)
     tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
@@ -154,7 +157,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             local_experts = mo.experts // par.ep
             rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
             fe = mo.expert_ffn_hidden / et
-            g += eff.gemm_time(tokens, mo.experts, h, gpu, prec)
+            g += eff.gemm_time(tokens, mo.experts, h, gpu, edge)
             if run.expert_loop:
                 # One matmul chain per local expert from a Python loop: the host dispatches the
                 # expert's forward operations (eager_ops._EXPERT) while the GPU waits on short
@@ -189,7 +192,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             mem += (mats + 1) * tokens * f * e     # activation: read gate/up, write product
         mem *= run.elementwise_traffic
         casts = fp8_casts.CastTraffic(0.0, 0.0)
-        if prec == "fp8":   # the recipe's casts of every linear's operands, by pass
+        if prec in ("fp8", *FP4_PRECISIONS):   # the recipe's casts of every linear's operands
             ops = fp8_casts.layer_operands(
                 m, run.fp8, run.fp8_cast_fusion, run.fp8_separate_projections, tokens, t,
                 par.sp, moe, **(dict(routed=routed, local_experts=local_experts,
@@ -262,7 +265,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
-    g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
+    g = eff.gemm_time(tokens, m.vocab / t, h, gpu, edge)
     # the loss runs over every vocabulary column where the head gathers them (Engine field)
     logits = tokens * m.vocab / (1 if eng.tp_gathers_logits else t)
     loss_f, loss_b = LOSS_BYTES[run.loss]
@@ -302,7 +305,7 @@ def _adapter_costs(s: Scenario, moe: bool, tokens: float, gpu) -> AdapterCost:
     each pass reads the stored weight and writes its compute-dtype copy
     (bitsandbytes ``dequantize_4bit``)."""
     m, par, tr = s.model, s.parallel, s.training
-    prec, r = tr.precision, tr.lora.rank
+    prec, r = eff.edge_precision(tr.precision), tr.lora.rank   # adapters are not TE linears
     local = m.moe.experts // par.ep if moe else 1
     fwd = dgrad = wgrad = 0.0
     for p in ft.adapted(tr, m, moe, local):

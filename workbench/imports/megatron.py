@@ -60,6 +60,7 @@ OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
          "--pipeline-model-parallel-layout": str, "--num-layers-per-virtual-pipeline-stage": int,
          "--bf16": bool, "--fp16": bool, "--fp8-format": str, "--fp8-recipe": str,
          "--fp8-param-gather": bool, "--fp8-dot-product-attention": bool,
+         "--fp4-format": str, "--fp4-recipe": str,
          "--recompute-granularity": str, "--recompute-method": str,
          "--recompute-num-layers": int, "--optimizer": str, "--optimizer-cpu-offload": bool,
          "--attention-backend": str, "--swiglu": bool, "--normalization": str,
@@ -303,6 +304,19 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
             else:
                 r.problems.append(Problem(f"{r.source}:--fp8-recipe", recipe,
                                           "expected " + ", ".join(FP8)))
+    elif "--fp4-format" in g:
+        # --fp4-format e2m1 (the only choice) with --fp4-recipe nvfp4 (the default) or custom
+        # (a user quantizer factory: nothing the estimate can cost) — megatron-core 0.16
+        # megatron/core/transformer/transformer_config.py:510-518
+        recipe = g.get("--fp4-recipe") or "nvfp4"
+        if g["--fp4-format"] != "e2m1":
+            r.problems.append(Problem(f"{r.source}:--fp4-format", g["--fp4-format"],
+                                      "expected e2m1"))
+        elif recipe != "nvfp4":
+            r.problems.append(Problem(f"{r.source}:--fp4-recipe", recipe,
+                                      "expected nvfp4 (custom quantizers are not costed)"))
+        else:
+            put(doc, "training.precision", "nvfp4")
     elif "--bf16" in g and "--fp16" in g:
         r.problems.append(Problem(f"{r.source}:--bf16", None, "given with --fp16; expected "
                                   "one precision"))

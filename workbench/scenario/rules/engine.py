@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engines import engine_of
+from workbench.engines import ENGINES, engine_of
 from workbench.errors import Problem
 from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule, rule, why
-from workbench.scenario.types import Scenario
+from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario
 
 
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
@@ -206,11 +206,23 @@ def _recipe(v: Layouts):
 
 layout_rule(
     "engine_numerics", "training.precision and training.optimizer are ones the training.engine "
-    "builds; the FP8 recipe runs on the GPU's architecture (hardware.gpu.arch; MXFP8: "
-    "Blackwell) and, where the engine limits it, not with TP under torch.compile",
+    "builds (nvfp4: an engine with an FP4 recipe, megatron or generic); the FP8 recipe runs "
+    "on the GPU's architecture (hardware.gpu.arch; MXFP8: Blackwell) and, where "
+    "the engine limits it, not with TP under torch.compile",
     Condition("training.precision", ("training.precision", E),
               lambda v: v.eng.precisions is None or v.tr.precision in v.eng.precisions,
               lambda v: why(v, "precisions", "trains in " + ", ".join(v.eng.precisions or ()))),
+    Condition("training.precision", ("training.precision", E),
+              # (an engine whose precisions leave it out already said so above)
+              lambda v: (v.tr.precision not in FP4_PRECISIONS
+                         or v.tr.precision in v.eng.fp4_recipes
+                         or v.tr.precision not in (v.eng.precisions or PRECISIONS)),
+              lambda v: (f"engine {v.eng.name} has no {v.tr.precision} recipe (FP4 training: "
+                         + ", ".join(n for n, e in ENGINES.items() if v.tr.precision in
+                                     e.fp4_recipes)
+                         + "); use one of " + ", ".join(
+                             p for p in (v.eng.precisions or PRECISIONS)
+                             if p not in FP4_PRECISIONS))),
     Condition("training.optimizer", ("training.optimizer", E),
               lambda v: v.tr.optimizer in (v.eng.optimizers or CLASSIC_OPTIMIZERS),
               lambda v: why(v, "optimizers", "builds " + ", ".join(

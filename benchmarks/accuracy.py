@@ -45,7 +45,7 @@ _PARALLEL_KEYS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", 
                   "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp",
                   "tp_comm_overlap", "expert_tp")
 _TRAINING_KEYS = ("seq_len", "micro_batch", "global_batch", "precision", "recompute", "engine",
-                  "compile", "fp8_recipe")
+                  "compile", "fp8_recipe", "fp8_param_gather", "fp8_attention")
 _MODEL_KEYS = ("preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp",
                "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout", "q_lora_rank",
                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -80,7 +80,7 @@ def to_scenario(rec: dict) -> dict:
             or rec["training"].get("flash_attention") is False):
         tr["attention"] = "eager"
     tr.setdefault("micro_batch", 1)
-    if tr.get("precision") not in ("fp32", "fp16", "bf16", "fp8"):
+    if tr.get("precision") not in ("fp32", "fp16", "bf16", "fp8", "nvfp4"):
         tr["precision"] = "bf16"
     return {"hardware": hw, "model": model, "parallel": par, "training": tr}
 
@@ -177,8 +177,11 @@ def pair_kind(a: dict, b: dict) -> str:
 
 
 def peak_tflops(sc) -> float:
-    """The dense peak a run's MFU is counted against (FP8 runs: the FP8 peak)."""
+    """The dense peak a run's MFU is counted against (FP8 runs: the FP8 peak; NVFP4: the FP4
+    peak)."""
     g = sc.hardware.gpu
+    if sc.training.precision == "nvfp4":
+        return g.fp4_tflops
     return g.fp8_tflops if sc.training.precision == "fp8" else g.bf16_tflops
 
 

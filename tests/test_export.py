@@ -351,13 +351,18 @@ def test_torchtitan_zero2_is_fsdp2_without_resharding_after_forward():
 
 
 def test_torchtitan_fp8_and_cpu_offload():
-    conf = titan(LLAMA8, "training.precision=fp8", "training.offload=cpu")
+    conf = titan(LLAMA8, "training.precision=fp8", "training.offload=cpu",
+                 "training.engine=torchtitan", "training.recompute=full",
+                 "training.fp8_param_gather=true")
     assert conf["model"]["converters"] == ["quantize.linear.float8"]
     f8 = conf["quantize"]["linear"]["float8"]
     # tensorwise is recipe_name unset: torchtitan v0.2.2 float8.py asserts that recipe_name is
     # not combined with enable_fsdp_float8_all_gather
     assert "recipe_name" not in f8 and f8["enable_fsdp_float8_all_gather"] is True
     assert conf["training"]["enable_cpu_offload"] is True
+    # without training.fp8_param_gather the weights are gathered in bf16, as estimated
+    f8 = titan(LLAMA8, "training.precision=fp8")["quantize"]["linear"]["float8"]
+    assert "enable_fsdp_float8_all_gather" not in f8
 
 
 @pytest.mark.parametrize("name,sets,path", [

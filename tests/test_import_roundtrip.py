@@ -57,11 +57,13 @@ def layouts(draw, engine: str, moe: bool = False) -> dict:
                 "micro_batch": micro,
                 "global_batch": micro * dp * min_microbatches(sched, pp) * draw(
                     st.integers(1, 3)),
-                "precision": draw(st.sampled_from(["bf16", "fp32", "fp16", "fp8"])),
+                "precision": draw(st.sampled_from(["bf16", "fp32", "fp16", "fp8", "nvfp4"])),
                 "recompute": draw(st.sampled_from(["none", "selective", "full", "op"])),
                 "compile": draw(st.booleans()),
                 "offload": draw(st.sampled_from(["none", "none", "cpu"])) if zero else "none"}
-    return {"hardware": {"gpu": "h100-sxm", "gpus_per_node": gpn, "nodes": world // gpn},
+    # NVFP4 needs FP4 tensor cores (rule fp4): a B200
+    gpu = "b200" if training["precision"] == "nvfp4" else "h100-sxm"
+    return {"hardware": {"gpu": gpu, "gpus_per_node": gpn, "nodes": world // gpn},
             "model": {"preset": model}, "parallel": par, "training": training}
 
 
@@ -130,6 +132,23 @@ def test_megatron(data):
     assert (tr["micro_batch"], tr["global_batch"], tr["seq_len"], tr["precision"],
             tr["recompute"]) == (s.training.micro_batch, s.training.global_batch,
                                  s.training.seq_len, s.training.precision, recompute)
+
+
+def test_megatron_nvfp4_round_trip():
+    """training.precision nvfp4 is written as --bf16 --fp4-format e2m1 --fp4-recipe nvfp4 and
+    read back as nvfp4 (not every random draw reaches it)."""
+    doc = {"hardware": {"gpu": "b200", "gpus_per_node": 8, "nodes": 1},
+           "model": {"preset": "llama3-8b"},
+           "parallel": {"dp": 4, "tp": 2, "pp": 1, "cp": 1, "zero": 1,
+                        "sequence_parallel": True},
+           "training": {"engine": "megatron", "seq_len": 4096, "micro_batch": 1,
+                        "global_batch": 64, "precision": "nvfp4", "recompute": "selective"}}
+    s, text = exported(doc, "megatron")
+    assert "--fp4-format e2m1" in text and "--fp4-recipe nvfp4" in text
+    assert "--fp8-format" not in text
+    r = megatron.read("run.sh", text)
+    assert r.problems == []
+    assert r.document["training"]["precision"] == "nvfp4"
 
 
 @given(st.data())

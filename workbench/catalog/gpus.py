@@ -207,6 +207,10 @@ GPUS: dict[str, GPU] = {
         hbm_gb_per_s=7700,
         bf16_tflops=2250,
         fp8_tflops=4500,
+        # FP4: HGX B200 datasheet (https://www.nvidia.com/en-us/data-center/hgx/, per GPU)
+        # "FP4 Tensor Core 18 PFLOPS" with sparsity -> dense 9,000; the Blackwell Architecture
+        # Technical Brief v2.1 Table 3 prints HGX B200 FP4 as 9/18 PFLOPS (dense/sparse).
+        fp4_tflops=9000,
         power_w=1000,
         fp32_tflops=75,
         tf32_tflops=1100,
@@ -262,6 +266,10 @@ GPUS: dict[str, GPU] = {
         hbm_gb_per_s=1792,
         bf16_tflops=209.5,
         fp8_tflops=419,
+        # FP4: RTX Blackwell GPU Architecture whitepaper (2025) Table 3 'GeForce RTX 5090',
+        # "Peak FP4 Tensor TFLOPS with FP32 Accumulate (FP4 AI TOPS)" 1676/3352 (dense/sparse;
+        # NVIDIA's "3352 AI TOPS" is the sparse figure) -> dense 1,676.
+        fp4_tflops=1676,
         power_w=575,
         fp32_tflops=104.8,
         tf32_tflops=104.8,

@@ -21,6 +21,7 @@ class GPU:
     power_w: float            # maximum board power (TDP / TGP), W
     fp32_tflops: float = 0.0  # non-tensor FP32 peak (used for fp32 trials); 0 = unknown
     tf32_tflops: float = 0.0  # dense TF32 tensor-core peak; 0 = unknown
+    fp4_tflops: float = 0.0   # dense FP4 (NVFP4) tensor-core peak; 0 where the part has none
     pcie_gen: int = 5         # host interface generation
     pcie_lanes: int = 16      # host interface width
     form_factor: str = "sxm"  # sxm | pcie | consumer

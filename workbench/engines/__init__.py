@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from workbench.engines import deepspeed, fsdp, generic, hf, megatron, nanotron, torchtitan, torchtune
-from workbench.engines.types import FP8_RECIPES, SWITCHES, Engine, Fp8Recipe
+from workbench.engines.types import FP8_RECIPES, SWITCHES, CastBytes, Engine, Fp8Recipe
 
 ENGINES: dict[str, Engine] = {m.ENGINE.name: m.ENGINE for m in (
     generic, megatron, torchtitan, deepspeed, fsdp, nanotron, torchtune, hf)}
@@ -17,4 +17,4 @@ def engine_of(training) -> Engine:
     return ENGINES[training.engine]
 
 
-__all__ = ["ENGINES", "ENGINE_NAMES", "engine_of", "FP8_RECIPES", "SWITCHES", "Engine", "Fp8Recipe"]
+__all__ = ["ENGINES", "ENGINE_NAMES", "engine_of", "FP8_RECIPES", "SWITCHES", "CastBytes", "Engine", "Fp8Recipe"]

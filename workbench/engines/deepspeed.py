@@ -12,9 +12,9 @@ Megatron-DeepSpeed fuses RMSNorm (apex) but runs SwiGLU and RoPE eagerly.
 Citations: DS = deepspeedai/DeepSpeed @ edaa7221267243c7be7fb49c5d5f5c4fb97b4641;
 MDS = deepspeedai/Megatron-DeepSpeed @ 4efb479d5317ce9b86096b9d8e3e8030b0b5263b;
 PT = pytorch/pytorch @ 21c3369eded41cbad40b61858013c3312afc6dbb.
-A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import Engine, Fp8Recipe
+from workbench.engines.types import CastBytes, Engine, Fp8Recipe
 
 _DS = "deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 _MDS = "deepspeedai/Megatron-DeepSpeed@4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
@@ -69,9 +69,11 @@ ENGINE = Engine(
         # --fp8-amax-compute-algo, MDS arguments.py:520-526): same GEMM kernel as tensorwise
         # (TE docs/features/low_precision_training/speedups.rst) -> 1.0; single read, amax fused in
         # the cast (TE fp8_current_scaling.rst "other recipes ... only a single memory read"):
-        # 2 + 1 + 1 B = 4 B -> 1.0 pass.
-        "delayed": Fp8Recipe(1.0, 1.0, f"{_MDS} megatron/arguments.py; {_TE} "
-                                       "docs/features/low_precision_training/"),
+        # 2 + 1 + 1 B = 4 B per element (the weight once per forward, with its transpose);
+        # which TE modules MDS builds was not read, so no cast is taken as fused.
+        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+                             f"{_MDS} megatron/arguments.py; {_TE} "
+                             "docs/features/low_precision_training/"),
     },
     fp8_default="delayed",  # the only recipe TE is configured with in MDS
     # DeepSpeed has no attention kernel of its own. HF models default to attn_implementation

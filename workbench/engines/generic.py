@@ -2,7 +2,7 @@
 elementwise kernels, every data-parallel collective overlapped as the best engines do it,
 gradients sharded exactly as ZeRO says, no switches. Its estimates are the reference the
 others are compared with, and they stay as they were (tests/data/estimate_golden.json)."""
-from workbench.engines.types import OPTIMIZERS, Engine
+from workbench.engines.types import NVFP4_TE, OPTIMIZERS, Engine
 
 ENGINE = Engine(
     name="generic",
@@ -13,6 +13,8 @@ ENGINE = Engine(
     zero=(0, 1, 2, 3),
     attention="flash2",
     allowance_in_total=True,
+    # Its FP8 is Transformer Engine's (estimate.fp8_casts.GENERIC_RECIPE); so is its FP4.
+    fp4_recipes={"nvfp4": NVFP4_TE},
     # every method and optimizer the scenario can name, each costed by its mechanism
     methods=("pretrain", "full", "lora", "qlora"),
     optimizers=OPTIMIZERS,

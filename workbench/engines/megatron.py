@@ -14,9 +14,9 @@ Megatron-Bridge / NeMo recipes, which is how the record runs it.
 Citations: MLM = NVIDIA/Megatron-LM @ core_v0.19.0 = 5be9626709af2722333bf54797c954c09edeada3;
 TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
 MB = NVIDIA-NeMo/Megatron-Bridge @ 067f987df03b8355b03192d88d70f1709fedf51a.
-A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import Engine, Fp8Recipe
+from workbench.engines.types import NVFP4_TE, CastBytes, Engine, Fp8Recipe
 
 _MLM = "NVIDIA/Megatron-LM@5be9626709af2722333bf54797c954c09edeada3"
 _TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
@@ -30,6 +30,10 @@ ENGINE = Engine(
     # fp8_recipe: --fp8-recipe (MLM megatron/core/transformer/transformer_config.py:573);
     # tp_comm_overlap: --tp-comm-overlap, TE userbuffers (MLM
     # megatron/core/model_parallel_config.py:265; estimate/tp_overlap.py: how they run);
+    # fp8_param_gather: --fp8-param-gather (TransformerConfig.fp8_param "keep the parameters in
+    # fp8 ... primarily the weights of GEMMs"); fp8_attention: --fp8-dot-product-attention
+    # (TransformerConfig.fp8_dot_product_attention) — megatron-core 0.16
+    # megatron/core/transformer/transformer_config.py.
     # validate_args (MLM megatron/training/arguments.py): "Tensor parallel communication/GEMM
     # overlap can happen only when sequence parallelism is enabled" (rule tp_comm_overlap).
     # expert_tp: --expert-tensor-parallel-size (MLM megatron/core/model_parallel_config.py:130).
@@ -37,7 +41,7 @@ ENGINE = Engine(
     # (MLM arguments.py:2968, :2989). No torch.compile switch in Megatron-LM's arguments, and no
     # torchtitan-style async TP (parallel.async_tp): its TP overlap is tp_comm_overlap.
     switches=("fp8_recipe", "tp_comm_overlap", "expert_tp", "overlap_grad_reduce",
-              "overlap_param_gather"),
+              "overlap_param_gather", "fp8_param_gather", "fp8_attention"),
     # Another engine's async TP exported to Megatron-LM becomes --tp-comm-overlap, which needs
     # sequence parallelism (validate_args above).
     async_tp_needs_sp=True,
@@ -97,30 +101,39 @@ ENGINE = Engine(
                              "exports as) needs --sequence-parallel",
     },
     fp8_recipes={
+        # Casts (bytes per element, ``CastBytes``): a single-read TE cast reads 2 B and writes
+        # the rowwise and columnwise FP8 copies in one kernel, 1 + 1 B (TE
+        # docs/features/low_precision_training/performance_considerations/
+        # performance_considerations.rst, "Quantization fusions" 1); the weight is cast once per
+        # forward with its transpose (nothing left for the backward). Fused: the norm writes
+        # its output quantized (TE transformer_engine/pytorch/module/layernorm_linear.py
+        # ``with_quantized_norm``), the activation writes FC2's input quantized
+        # (layernorm_mlp.py ``activation_func(fc1_out, fc2_input_quantizer)``): 0 extra bytes.
         # TE Float8CurrentScaling. GEMM: TE docs/features/low_precision_training/speedups.rst —
         # "recipes that differ only in how scaling factors are computed (e.g. DelayedScaling vs
         # CurrentScaling) collapse to the same kernel" -> 1.0. Cast: TE
         # docs/features/low_precision_training/fp8_current_scaling/fp8_current_scaling.rst
         # "requires reading the tensor twice" (amax read 2 B + cast read 2 B + fp8 rowwise and
-        # columnwise writes 1 + 1 B = 6 B) -> 1.5 passes.
-        "tensorwise": Fp8Recipe(1.0, 1.5, f"{_TE} docs/features/low_precision_training/"
-                                          "fp8_current_scaling/fp8_current_scaling.rst"),
+        # columnwise writes 1 + 1 B = 6), fused or not: the amax needs the whole tensor first.
+        "tensorwise": Fp8Recipe(1.0, CastBytes(6, 6, 0, 6, 6, 6),
+                                f"{_TE} docs/features/low_precision_training/"
+                                "fp8_current_scaling/fp8_current_scaling.rst"),
         # TE DelayedScaling (Megatron's default, transformer_config.py:573): same GEMM kernel (1.0,
         # speedups.rst above); amax comes from the history and is taken inside the cast, "other
-        # recipes typically require only a single memory read" (fp8_current_scaling.rst), and TE
-        # writes rowwise+columnwise in one kernel (performance_considerations.rst, "Quantization
-        # fusions" 1): read 2 B + write 1 + 1 B = 4 B -> 1.0 pass.
-        "delayed": Fp8Recipe(1.0, 1.0, f"{_TE} docs/features/low_precision_training/"
-                                       "performance_considerations/performance_considerations.rst"),
+        # recipes typically require only a single memory read" (fp8_current_scaling.rst):
+        # 2 + 1 + 1 = 4 B, 0 where fused into the norm / activation.
+        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+                             f"{_TE} docs/features/low_precision_training/"
+                             "performance_considerations/performance_considerations.rst"),
         # TE MXFP8Blockscaling (Blackwell). GEMM: TE
         # docs/examples/gemm_profiling/gemm_profiling.rst, pre-quantized B300 per-layer GEMM time
         # FP8Current 6.812 ms vs MXFP8 7.161 ms -> 6.812 / 7.161 = 0.95. Cast: one read,
-        # rowwise+columnwise MX written in one kernel (performance_considerations.rst fusion 1):
-        # 2 + 1 + 1 B = 4 B -> 1.0 pass.
+        # rowwise+columnwise MX written in one kernel (block scales are local): 4 B, fused 0.
         # Blackwell only: TE transformer_engine/pytorch/fp8.py check_mxfp8_support "Device
         # compute capability 10.0 or higher required for MXFP8 execution".
-        "mxfp8": Fp8Recipe(0.95, 1.0, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
-                                      "transformer_engine/pytorch/fp8.py check_mxfp8_support",
+        "mxfp8": Fp8Recipe(0.95, CastBytes(4, 4, 0, 4, 0, 0),
+                           f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
+                           "transformer_engine/pytorch/fp8.py check_mxfp8_support",
                            archs=("blackwell",)),
         # "blockwise" (also offered, transformer_config.py:573) is not in FP8_RECIPES.
     },
@@ -132,6 +145,17 @@ ENGINE = Engine(
     # MoELayer.forward raises otherwise), so the shard is tokens / tp.
     moe_dispatch="sequence_shard",
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
+    # --fp4-format e2m1 --fp4-recipe nvfp4: TE's NVFP4BlockScaling in every transformer layer
+    # (megatron-core 0.16 megatron/core/transformer/transformer_config.py:510-518;
+    # megatron/core/fp4_utils.py:97-99 get_fp4_recipe -> transformer_engine.common.recipe.
+    # NVFP4BlockScaling(); :120-148 get_fp4_context wraps each layer in fp8_autocast with it,
+    # except the first/last layers under --first-last-layers-bf16, which Megatron-Bridge's
+    # performance recipes leave off: MB src/megatron/bridge/training/mixed_precision.py
+    # bf16_with_nvfp4_mixed). The output layer and the embedding are not TE modules: bf16.
+    fp4_recipes={"nvfp4": NVFP4_TE},
+    # TE's LayerNormLinear (linear_qkv) and LayerNormMLP-style fused norm + fc1 (Megatron's
+    # TELayerNormColumnParallelLinear) quantize in the norm and the activation kernels.
+    fp8_cast_fusion="te",
     # TE picks FusedAttention (cuDNN) over FlashAttention on sm90+: "Disabling FlashAttention to
     # give FusedAttention preference on Hopper+" (TE transformer_engine/pytorch/attention/
     # dot_product_attention/utils.py:1648); Megatron leaves it to TE: attention_backend = auto
@@ -180,6 +204,8 @@ ENGINE = Engine(
         "fp8_recipe": "--fp8-recipe {delayed,tensorwise,mxfp8,blockwise}",
         "fp8_format": "--fp8-format {e4m3,hybrid}",
         "tp_comm_overlap": "--tp-comm-overlap",
+        "fp8_param_gather": "--fp8-param-gather",
+        "fp8_attention": "--fp8-dot-product-attention",
         "expert_tp": "--expert-tensor-parallel-size",
         "zero": "--use-distributed-optimizer (1); --use-megatron-fsdp "
                 "--data-parallel-sharding-strategy {no_shard,optim,optim_grads,optim_grads_params}",

@@ -12,14 +12,16 @@ modelled.
 Citations: TT = pytorch/torchtitan @ v0.2.2 = 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce;
 AO = pytorch/ao @ 36027d82d1ad9949597ea16002ff4940374b1b94;
 TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b.
-A "cast pass" is one 16-bit read plus one 16-bit write of a GEMM input (4 B per element).
+FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import Engine, Fp8Recipe
+from workbench.engines.types import CastBytes, Engine, Fp8Recipe
 
 _TT = "pytorch/torchtitan@73a0e6979dd10b6b1904098eb3c8f62c18ab87ce"
 _AO = "pytorch/ao@36027d82d1ad9949597ea16002ff4940374b1b94"
 _TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
-_ROOF = f"{_AO} torchao/testing/training/roofline_utils.py get_tensor_memory_traffic_ovhd_s"
+# the roofline as read at pytorch/ao@0598012907d6f6e88734088a65f788c38d294a65
+_ROOF = ("pytorch/ao@0598012907d6f6e88734088a65f788c38d294a65 torchao/testing/training/"
+         "roofline_utils.py get_tensor_memory_traffic_ovhd_s")
 
 ENGINE = Engine(
     name="torchtitan",
@@ -29,7 +31,9 @@ ENGINE = Engine(
     # compile.enable, parallelism.enable_async_tensor_parallel (needs compile),
     # quantize.linear.float8.recipe_name, parallelism.expert_tensor_parallel_degree
     # (TT torchtitan/config/job_config.py classes Compile, Parallelism, Float8Linear).
-    switches=("compile", "fp8_recipe", "async_tp", "expert_tp"),
+    # quantize.linear.float8.enable_fsdp_float8_all_gather (fp8_param_gather: TT docs/float8.md
+    # "cast Float8Linear.weight from high precision to float8 before FSDP all-gather").
+    switches=("compile", "fp8_recipe", "async_tp", "expert_tp", "fp8_param_gather"),
     # activation_checkpoint.mode Literal["selective", "full", "memory_budget", "none"], default
     # "selective" with selective_ac_option "2"; "op" = per-op SAC (TT job_config.py
     # class ActivationCheckpoint). No Korthikanti (core-attention) selective mode.
@@ -92,26 +96,36 @@ ENGINE = Engine(
                        "(components/quantization/mx.py; async TP turns compile on)",
     },
     fp8_recipes={
-        # GEMM: cuBLAS tensorwise _scaled_mm, the reference -> 1.0. Cast (AO roofline, eager,
-        # not fused with the previous op): input/grad_output amax read 2 B + cast read 2 B +
-        # fp8 dim0 and dim1 writes 1 + 1 B = 6 B -> 1.5 passes (weight: 8 B -> 2.0).
-        "tensorwise": Fp8Recipe(1.0, 1.5, _ROOF),
+        # Casts: torchao's roofline, bytes per element of every kernel (_ROOF; the amax reads
+        # 2 B, a cast reads 2 B and writes 1 B per layout; "fused": fuse_with_prev drops the
+        # first read). GEMM: cuBLAS tensorwise _scaled_mm, the reference -> 1.0.
+        # tensorwise: input / grad_output: amax 2 + cast 2 + fp8 dim0 and dim1 1 + 1 = 6 (fused
+        # 4); weight: amax 2 + fwd cast 3 | bwd cast 3. Under TP torchtitan applies torchao's
+        # float8 TP classes to tensorwise only (TT torchtitan/models/llama3/infra/parallelize.py
+        # "enable_float8_tensorwise_tp = enable_float8_linear and not float8_is_rowwise"), which
+        # cast before the all-gather (AO torchao/float8/float8_tensor_parallel.py
+        # PrepareFloat8ModuleInput: "the float8 cast happens before the all-gather").
+        "tensorwise": Fp8Recipe(1.0, CastBytes(6, 5, 3, 6, 4, 4), _ROOF,
+                                casts_before_gather=True),
         # GEMM: rowwise _scaled_mm (CUTLASS) on H100 — "Most shapes are within 90-100% of
         # tensor-wise efficiency, but there's a long tail going down to 50%"
         # (pytorch/pytorch#147971, https://github.com/pytorch/pytorch/issues/147971) -> 0.9.
-        # Cast (AO roofline): input kernel 1 reads 2 B, writes fp8 1 B + bf16 transpose 2 B,
-        # kernel 2 reads 2 B writes 1 B = 8 B -> 2.0 passes (weight: 10 B -> 2.5).
-        "rowwise": Fp8Recipe(0.9, 2.0, "pytorch/pytorch#147971; " + _ROOF),
+        # Casts (roofline rowwise): input / grad_output kernel 1 reads 2 B, writes fp8 1 B + bf16
+        # transpose 2 B, kernel 2 reads 2 B writes 1 B = 8 (fused 6); weight fwd 3, bwd
+        # transpose 4 + cast 3 = 7. TP gathers in bf16, cast after the gather (parallelize.py).
+        "rowwise": Fp8Recipe(0.9, CastBytes(8, 3, 7, 8, 6, 6),
+                             "pytorch/pytorch#147971; " + _ROOF),
         # model.converters = ["quantize.linear.mx"], recipe mxfp8_cublas (Blackwell). GEMM: cuBLAS
         # MXFP8; TE's pre-quantized B300 table gives tensorwise 6.812 ms vs MXFP8 7.161 ms per layer
-        # -> 0.95 (TE docs/examples/gemm_profiling/gemm_profiling.rst). Cast (AO roofline,
-        # mxfp8_cublas): dim0 cast 2 + 1 B, dim1 cast 2 + 1 B = 6 B -> 1.5 passes.
+        # -> 0.95 (TE docs/examples/gemm_profiling/gemm_profiling.rst). Casts (roofline
+        # mxfp8_cublas): dim0 cast 2 + 1, dim1 cast 2 + 1 = 6 (fused 4); weight 3 | 3.
         # Blackwell only, and not with TP under torch.compile: TT
         # torchtitan/components/quantization/mx.py asserts has_cuda_capability(10, 0) "MXFP8 is
         # only supported on SM100 or architectures" and "TP not yet supported with
         # torch.compile for mxfp8".
-        "mxfp8": Fp8Recipe(0.95, 1.5, f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
-                                      + _ROOF + "; TT components/quantization/mx.py",
+        "mxfp8": Fp8Recipe(0.95, CastBytes(6, 3, 3, 6, 4, 4),
+                           f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
+                           + _ROOF + "; TT components/quantization/mx.py",
                            archs=("blackwell",), compiled_tp=False),
         # "rowwise_with_gw_hp" (also offered) is not in FP8_RECIPES; torchao has no delayed scaling.
     },
@@ -125,6 +139,16 @@ ENGINE = Engine(
     # expert_parallel.py).
     moe_dispatch="tp_gathered",
     fp8_default="tensorwise",
+    # torch.compile fuses the casts into their producers ("--training.compile (required for
+    # competitive performance): use torch.compile to fuse the float8 scaling/casting kernels",
+    # TT docs/float8.md); the Llama model has separate wq/wk/wv and w1/w3 linears (TT
+    # torchtitan/models/llama3/model/model.py Attention, FeedForward).
+    fp8_cast_fusion="compile",
+    fp8_separate_projections=True,
+    # FSDP float8 all-gather is tensorwise only: TT docs/float8.md passes
+    # --float8.enable_fsdp_float8_all_gather with the tensorwise recipe, and rowwise gathers in
+    # bf16 ("For rowwise recipes, we use regular TP and all-gather happens in high precision").
+    fp8_param_gather_recipes=("tensorwise",),
     # ScaledDotProductAttentionWrapper: sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, MATH],
     # set_priority=True) (TT torchtitan/models/attention.py:168-190); attn_type default "sdpa"
     # (TT torchtitan/models/llama3/model/args.py:45).
@@ -180,6 +204,7 @@ ENGINE = Engine(
                       "mxfp8: model.converters [\"quantize.linear.mx\"] + "
                       "quantize.linear.mx.recipe_name mxfp8_cublas",
         "compile": "compile.enable",
+        "fp8_param_gather": "quantize.linear.float8.enable_fsdp_float8_all_gather",
         "async_tp": "parallelism.enable_async_tensor_parallel",
         "expert_tp": "parallelism.expert_tensor_parallel_degree",
         "zero": "parallelism.data_parallel_shard_degree (3), "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SWITCHES = ("compile", "fp8_recipe", "async_tp", "tp_comm_overlap", "expert_tp",
-            "overlap_grad_reduce", "overlap_param_gather")
+            "overlap_grad_reduce", "overlap_param_gather", "fp8_param_gather", "fp8_attention")
 # Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
 # engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
 # (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).
@@ -19,13 +19,32 @@ FP8_RECIPES = ("tensorwise", "rowwise", "delayed", "mxfp8")
 
 
 @dataclass(frozen=True)
+class CastBytes:
+    """HBM bytes per element that casting one 16-bit GEMM operand to its low-precision form
+    moves (every kernel's reads and writes: the amax reduction, the cast, any transpose), by
+    the operand's role in a linear's three GEMMs and the pass that runs the kernels, as
+    torchao's roofline counts them (``get_tensor_memory_traffic_ovhd_s``: the input and
+    grad-output casts write both layouts the forward and backward GEMMs read, once per pass;
+    the weight's kernels are split between the passes).
+    ``*_fused``: the same cast where it fuses into the kernel that produces the tensor
+    (``fuse_with_prev``: the producer writes the low-precision copy instead of re-reading it)."""
+
+    input: float               # forward: the linear's input
+    weight_fwd: float          # forward: the weight's cast(s) for the output GEMM
+    weight_bwd: float          # backward: the weight's cast(s) for the input-gradient GEMM
+    grad_output: float         # backward: the output gradient
+    input_fused: float
+    grad_output_fused: float
+
+
+@dataclass(frozen=True)
 class Fp8Recipe:
     """How one FP8 recipe runs: the GEMM rate relative to the tensorwise FP8 GEMM rate the
-    kernel table measures, and the extra memory-bound bytes per GEMM input element (scaling:
-    an amax reduction and the cast; rowwise and MX scales are per row / per 32-block)."""
+    kernel table measures, and the bytes its casts move (``CastBytes``; rowwise and MX scales
+    are per row / per 32-block)."""
 
     gemm_rate: float            # x the measured tensorwise FP8 GEMM throughput
-    cast_passes: float          # extra reads+writes of each 16-bit GEMM input, per pass
+    casts: CastBytes
     source: str
     # GPU architectures (``hardware.gpu.arch``) whose tensor cores run the recipe; empty: every
     # GPU with FP8 tensor cores (the rule ``fp8`` already asks for those).
@@ -33,6 +52,39 @@ class Fp8Recipe:
     # The recipe runs with tensor parallelism under torch.compile (False: the engine refuses
     # that combination).
     compiled_tp: bool = True
+    # Under tensor parallelism with sequence parallelism the input of a column-parallel linear
+    # is cast on the rank's sequence shard before the all-gather, and the output gradient of a
+    # row-parallel one before the backward all-gather (torchao's Float8ColwiseParallel /
+    # PrepareFloat8ModuleInput / Float8RowwiseParallel); False: cast after the gather.
+    casts_before_gather: bool = False
+
+
+# Transformer Engine's NVFP4BlockScaling as it runs every linear of the blocks (TE =
+# NVIDIA/TransformerEngine@000b637ede9c221d01067e5cdf4f0953da3ab7cd): the forward (fprop),
+# input-gradient (dgrad) and weight-gradient (wgrad) GEMMs all read NVFP4 operands — the recipe
+# quantizes the input, the weight and the output gradient (transformer_engine/common/recipe/
+# __init__.py NVFP4BlockScaling ``fp4_quant_fwd_inp`` / ``fp4_quant_fwd_weight`` /
+# ``fp4_quant_bwd_grad``) and keeps attention out of it ("Not applying quantization to
+# attention for now": ``fp8_dpa = False``). GEMM rate 1.0: the FP4 ceiling
+# (``estimate.efficiency.GEMM_CEILING``) is itself an NVFP4 block-scaled GEMM measurement.
+# Casts, bytes per element (``CastBytes``): the per-tensor FP32 scale needs the tensor's amax
+# before any block is scaled (docs/features/low_precision_training/nvfp4/nvfp4.rst:
+# "s_global = (fp8_max * fp4_max) / global_amax"), so every cast reads the 16-bit tensor twice
+# (amax 2 B — TE's hadamard_transform_amax takes the plain and the Hadamard-transformed amax in
+# the same read — then the cast 2 B), as FP8 current scaling does, and writes the rowwise and
+# the columnwise copies, each 0.5 B of E2M1 plus one E4M3 scale per 16 elements (1/16 B):
+# 2 + 2 + 2 x 0.5625 = 5.125 B. The columnwise copies of the input and the output gradient
+# (what wgrad reads) go through the 16x16 random Hadamard transform inside that kernel, the
+# output gradient with stochastic rounding; the weight takes one 16x16-block (2D) scaling whose
+# transpose is the columnwise copy, so nothing is left for the backward. Fused or not: the
+# amax needs the whole tensor first (as for FP8 current scaling).
+NVFP4_TE = Fp8Recipe(1.0, CastBytes(5.125, 5.125, 0, 5.125, 5.125, 5.125),
+                     "NVIDIA/TransformerEngine@000b637e transformer_engine/common/recipe/"
+                     "__init__.py NVFP4BlockScaling; docs/features/low_precision_training/"
+                     "nvfp4/nvfp4.rst; arXiv:2509.25149")   # on FP4 tensor cores: rule fp4
+# What an NVFP4 element costs in HBM: 4 bits of E2M1 and an E4M3 block scale per 16 elements
+# (nvfp4.rst "Data Format"): a saved quantized GEMM input, one copy of a quantized weight.
+NVFP4_BYTES = 0.5 + 1 / 16
 
 
 @dataclass(frozen=True)
@@ -48,6 +100,22 @@ class Engine:
     recompute_default: str = "selective"   # training.recompute when the scenario leaves it out
     fp8_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)   # recipe -> how it runs
     fp8_default: str | None = None      # the recipe used when training.fp8_recipe is null
+    # FP4 precisions (``training.precision``, scenario.types.FP4_PRECISIONS) the engine trains
+    # with -> how the recipe runs (its GEMM rate against the FP4 ceiling, its casts); empty:
+    # the engine has no FP4 recipe (the rule engine_numerics refuses the precision).
+    fp4_recipes: dict[str, Fp8Recipe] = field(default_factory=dict)
+    # Which FP8 casts fuse into the kernel producing the tensor: "none"; "compile" (every input
+    # and output-gradient cast, under training.compile: Inductor fuses the amax and cast with
+    # the producer, torchao's roofline ``enable_fusion_modeling``); "te" (Transformer Engine's
+    # LayerNormLinear / LayerNormMLP: the norm writes the quantized output, the activation
+    # writes the FC2 input quantized, its backward the FC1 output gradient).
+    fp8_cast_fusion: str = "none"
+    # q/k/v and gate/up are separate linears, each casting its own copy of the shared input
+    # (torchtitan's wq/wk/wv, w1/w3) rather than one fused linear (Megatron's linear_qkv, fc1).
+    fp8_separate_projections: bool = False
+    # FP8 recipes whose linear weights the data-parallel all-gather can carry in FP8
+    # (training.fp8_param_gather); empty: every recipe the engine offers.
+    fp8_param_gather_recipes: tuple[str, ...] = ()
     attention: str = "flash2"   # the attention kernel the engine calls by default
     # Memory-bound elementwise work (norms, activation functions, RoPE, residual adds): fused
     # kernels read and write each tensor once; an eager PyTorch module runs one kernel per

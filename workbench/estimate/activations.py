@@ -11,7 +11,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   2f-wide gate+up input and the f-wide product), RMSNorm, no dropout (modern pre-training),
   FlashAttention (Dao 2022: saves the output and the fp32 log-sum-exp instead of the s² scores),
   MoE (Megatron-Core MoE: tokens dispatched top_k times; per expert token count = k·tokens·
-  capacity_factor/E on average), FP8 (GEMM inputs saved as 1-byte FP8, Transformer Engine).
+  capacity_factor/E on average), FP8 (GEMM inputs saved as 1-byte FP8, Transformer Engine),
+  NVFP4 (the blocks' GEMM inputs as 4-bit E2M1 with a 1-byte scale per 16, ``GEMM_IN``).
 - Tensor parallelism (Table 2): tensors inside the TP region divide by t; with sequence
   parallelism the rest divides by t too (Megatron saves the *sharded* GEMM inputs and
   all-gathers again in backward). ``pytorch_eager=True`` counts instead what eager PyTorch keeps
@@ -32,7 +33,17 @@ from dataclasses import dataclass
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.attention_shapes import qkv_widths
-from workbench.scenario.types import Parallel, Training
+from workbench.engines.types import NVFP4_BYTES
+from workbench.scenario.types import FP4_PRECISIONS, Parallel, Training
+
+# Bytes of a saved GEMM input by training precision, where it is not the compute dtype:
+# Transformer Engine's linears save the quantized input their weight-gradient GEMM reads — FP8
+# 1 B; NVFP4 the columnwise (Hadamard-transformed) E2M1 copy with its E4M3 block scales,
+# NVFP4_BYTES (transformer_engine/pytorch/module/linear.py saves ``inputmat`` with
+# columnwise usage for wgrad; recipe/__init__.py NVFP4BlockScaling "RHT is currently only
+# applied to column-wise usage so that it can be used for wgrad GEMM"). The output head is no
+# TE module under NVFP4 (engines/megatron.py): its input stays in the compute dtype.
+GEMM_IN = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
 @dataclass(frozen=True)
@@ -45,11 +56,12 @@ class ActivationShape:
     t: int            # tensor-parallel degree
     sp: bool          # sequence parallelism
     elem: int         # bytes of a saved activation (2 for 16-bit, 4 for fp32)
-    gemm_in: int      # bytes of a saved GEMM input (1 for fp8)
+    gemm_in: float    # bytes of a saved GEMM input (1 for fp8, 0.5625 for nvfp4)
     flash: bool
     recompute: str
     pytorch_eager: bool = False
     recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
+    head_in: float = 0.0          # bytes of the output head's saved input (0: ``gemm_in``)
     # LoRA / QLoRA (estimate/finetune.py): linear inputs nothing keeps ("qkv", "proj", "fc1",
     # "fc2", "router", "head"), and the adapters, each saving an r-wide hidden per token
     dropped: frozenset = frozenset()
@@ -89,7 +101,8 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     fused_linear = eng.loss == "fused_linear"
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
-        elem=elem, gemm_in=1 if tr.precision == "fp8" else elem, flash=tr.flash,
+        elem=elem, gemm_in=GEMM_IN.get(tr.precision, elem), flash=tr.flash,
+        head_in=elem if tr.precision in FP4_PRECISIONS else GEMM_IN.get(tr.precision, elem),
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
         logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
         eng.recompute_from_first, fused_swiglu=eng.fused_swiglu, fused_linear_loss=fused_linear,
@@ -384,6 +397,6 @@ def head_bytes(model: ModelShape, x: ActivationShape) -> float:
     targets = sb * 8 if x.pytorch_eager else 0
     if x.fused_linear_loss:
         return norm["input"] + norm["stats"] + sb * model.hidden / rg * x.elem + sb * 4 + targets
-    head_in = sb * model.hidden / rg * x.gemm_in * _norm_fed(x, False, "head")
+    head_in = sb * model.hidden / rg * (x.head_in or x.gemm_in) * _norm_fed(x, False, "head")
     logprobs = sb * vocab_local * 4 if x.logprobs_saved else sb * 4
     return norm["input"] + norm["stats"] + head_in + logprobs + targets

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.catalog.types import ModelShape
+from workbench.engines.types import NVFP4_BYTES
 from workbench.estimate.activations import ActivationShape
 from workbench.estimate.arrays import plain
 from workbench.estimate.attention_shapes import qkv_widths
@@ -114,6 +115,10 @@ def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
     return sb * vocab * fwd, sb * vocab * bwd
 
 
+# bytes per element of the quantized weight copies TE caches (FP8 1 B; NVFP4 with its scales)
+QUANTIZED_WEIGHT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
+
+
 def compute_dtype_bytes(precision: str) -> int:
     """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
     return 4 if precision == "fp32" else 2
@@ -152,7 +157,9 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "logits": np.where(has_head, loss_moments(model, x, tp, loss, cd, logits_kept,
                                                   vocab_split, head_trains,
                                                   **(loss_style or {}))[1], 0),
-        "fp8_weights": np.asarray(2 * unit * 1 if precision == "fp8" else 0),
+        # the quantized weights of the unit TE caches across the microbatches of a step, rowwise
+        # and columnwise: FP8 1 B each, NVFP4 (16x16-block scaled) NVFP4_BYTES each
+        "fp8_weights": np.asarray(2 * unit * QUANTIZED_WEIGHT_BYTES.get(precision, 0)),
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}

@@ -20,6 +20,7 @@ from workbench.estimate import activations as act
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
+from workbench.estimate import fp8_casts
 from workbench.engines import engine_of
 from workbench.estimate.buffers import (
     ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, reserved_bytes,
@@ -193,7 +194,7 @@ class Rows:
                    pytorch_eager,
                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
                    base.parallel.tp_comm_overlap,
-                   base.parallel.expert_tp, tr.method, tr.lora)
+                   base.parallel.expert_tp, tr.method, tr.lora, tr.fp8_attention)
             i = table.index.get(key)
             if i is None:
                 i = table.add(key, _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
@@ -388,8 +389,13 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
                    "loss_style": {"compiled": bool(tr.compile and eng.loss_compiled),
                                   "vocab_parallel": eng.loss_vocab_parallel,
                                   "shift_copy": eng.loss_shift_copy}}
+    gathered = dict(fts.buffer_kwargs)
+    if tr.precision == "fp8" and tr.fp8_param_gather:   # the gathered linear weights in FP8
+        gathered["gather_bytes"] = fp8_casts.fp8_gather_bytes(
+            m, gathered.get("gather_bytes"), nd, nm, pdense + pexpert,
+            compute_dtype_bytes(tr.precision), G)
     bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
-                        eng.loss, **fts.buffer_kwargs, **loss_kwargs)
+                        eng.loss, **gathered, **loss_kwargs)
     if tr.method == "qlora":
         # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
         # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
@@ -533,12 +539,15 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     fts = mem["_finetune"]
     grad_bytes, moved, default = _state_rates(tr, fts, G.zero)
     og, ogather = dp_overlap(base, G.zero)
+    gather = None if default else fts.buffer_kwargs.get("gather_bytes")
+    if tr.precision == "fp8" and tr.fp8_param_gather:   # the linear weights gathered in FP8
+        gather = fp8_casts.fp8_gather_bytes(m, gather, rows.dense, rows.moe, pdense + pexpert,
+                                            compute_dtype_bytes(tr.precision), G)
     exp_dp = dp_exposed(G, hw, tr.precision, mbs, pdense, pexpert, fwd, bwd, vol,
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
                         overlap_grad=og, overlap_gather=ogather,
-                        **({} if default else {
-                            "grad_bytes": grad_bytes,
-                            "gather_bytes": fts.buffer_kwargs.get("gather_bytes")}))
+                        **({} if default else {"grad_bytes": grad_bytes}),
+                        gather_bytes=gather)
     classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),

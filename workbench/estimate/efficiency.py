@@ -27,6 +27,7 @@ import numpy as np
 
 from workbench.catalog.gpus import GPUS as CATALOG_GPUS
 from workbench.catalog.types import GPU
+from workbench.engines.types import NVFP4_BYTES
 from workbench.estimate import sustained
 from workbench.estimate.arrays import plain
 
@@ -94,7 +95,7 @@ def matmul_efficiency(gpu: GPU, precision: str) -> float:
     under the power limit it runs at (``sustained.ceiling``)."""
     # the GEMM family is the arch's own (CDNA3 has its measurement), not attention's fallback
     family = _KERNEL_FAMILY.get(gpu.arch, gpu.arch)
-    return sustained.ceiling(gpu, family, "fp8" if precision == "fp8" else "bf16")
+    return sustained.ceiling(gpu, family, precision if precision in ("fp8", "nvfp4") else "bf16")
 
 
 # The sustained large-GEMM ceiling at each part's own power limit, fraction of its dense
@@ -104,20 +105,38 @@ def matmul_efficiency(gpu: GPU, precision: str) -> float:
 # says which and why). Printed by benchmarks/kernel_model.py.
 GEMM_CEILING = {
     **{g.name: {p: sustained.stock_ceiling(g, _KERNEL_FAMILY.get(g.arch, g.arch), p)
-                for p in ("bf16", "fp8")}
+                for p in ("bf16", "fp8") + (("nvfp4",) if g.fp4_tflops else ())}
        for g in CATALOG_GPUS.values()},
     **{fam: {p: sustained.stock_ceiling(GPU("inline", 1, 1, 1, 0, 1, arch=fam), fam, p)
-             for p in ("bf16", "fp8")} for fam in ("hopper", "ampere", "blackwell", "cdna3")},
+             for p in ("bf16", "fp8") + (("nvfp4",) if fam == "blackwell" else ())}
+       for fam in ("hopper", "ampere", "blackwell", "cdna3")},
 }
+
+
+def edge_precision(precision: str) -> str:
+    """The precision of the GEMMs outside the blocks' linears — the MoE router, the output
+    head, LoRA adapters — under training ``precision``. NVFP4: bf16; Megatron-Core quantizes
+    only inside the transformer layers' TE modules (megatron/core/fp4_utils.py
+    get_fp4_context per layer), its output layer and router are plain bf16 GEMMs, and the NVFP4
+    paper (arXiv:2509.25149) keeps the embeddings and the output head in BF16. FP8 keeps the estimate's convention
+    (those GEMMs at the FP8 rate)."""
+    return "bf16" if precision == "nvfp4" else precision
 
 
 def peak_flops(gpu: GPU, precision: str) -> float:
     """Dense peak FLOP/s for the precision GEMMs run in (fp32 trains on TF32 tensor cores)."""
+    if precision == "nvfp4":
+        return gpu.fp4_tflops * 1e12
     if precision == "fp8":
         return gpu.fp8_tflops * 1e12
     if precision == "fp32":
         return (gpu.tf32_tflops or gpu.fp32_tflops or gpu.bf16_tflops / 2) * 1e12
     return gpu.bf16_tflops * 1e12
+
+
+# Bytes per element of a GEMM's inputs: fp8 1; nvfp4 the E2M1 nibble and its E4M3 scale per 16
+# elements (engines.types.NVFP4_BYTES); fp32 4; 16-bit 2.
+GEMM_INPUT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES, "fp32": 4}
 
 
 def on_hardware(hw) -> GPU:
@@ -137,8 +156,8 @@ def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: flo
     if gpu.profile is not None:
         return count * gpu.profile.gemm(m, n, k, precision)
     work = 2.0 * m * n * (k + GEMM_K0)
-    elem = 1 if precision == "fp8" else (4 if precision == "fp32" else 2)
-    nbytes = elem * (m * k + k * n) + 2 * m * n   # fp8 inputs, 16-bit output
+    elem = GEMM_INPUT_BYTES.get(precision, 2)
+    nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
     compute = work / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
     return count * (max(compute, memory) + KERNEL_OVERHEAD_S)

@@ -4,8 +4,13 @@ formulas multiply or add (``step_time.block_costs``):
 - ``elementwise_traffic``: HBM traffic of the memory-bound work relative to fused kernels — the
   engine's eager figure (``Engine.elementwise_traffic``, derived in its module) or 1 under
   ``training.compile`` (Inductor fuses the elementwise chains into one kernel each).
-- ``fp8_gemm_rate`` / ``fp8_cast_passes``: the FP8 recipe's GEMM rate against the tensorwise
-  GEMMs the kernel table measures, and its scaling/cast passes (``Engine.fp8_recipes``).
+- ``fp8_gemm_rate`` / ``fp8``: the FP8 recipe's GEMM rate against the tensorwise GEMMs the
+  kernel table measures, and the recipe (its cast bytes, ``estimate.fp8_casts``;
+  ``Engine.fp8_recipes``; the generic engine's: ``fp8_casts.GENERIC_RECIPE``; under an FP4
+  precision the engine's ``Engine.fp4_recipes`` entry);
+  ``fp8_cast_fusion`` / ``fp8_separate_projections``: which casts fuse as the engine runs
+  ("compile" only under ``training.compile``) and whether q/k/v and gate/up cast their shared
+  input each.
 - ``loss``: how the loss over the vocabulary runs (``Engine.loss``: fp32 upcast or fused).
 - ``expert_loop``: the routed experts run as a Python loop of per-expert matmuls (eager MoE
   code), not as grouped GEMMs (``Engine.expert_gemms``).
@@ -21,7 +26,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from workbench.engines import engine_of
+from workbench.engines import Fp8Recipe, engine_of
+from workbench.engines.types import NVFP4_TE
+from workbench.estimate.fp8_casts import GENERIC_RECIPE
+from workbench.scenario.types import FP4_PRECISIONS
 
 ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 
@@ -30,9 +38,11 @@ ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 class RunConventions:
     elementwise_traffic: float = 1.0
     fp8_gemm_rate: float = 1.0
-    fp8_cast_passes: float = 1.0
+    fp8: Fp8Recipe = GENERIC_RECIPE
     expert_loop: bool = False
     loss: str = "fused"
+    fp8_cast_fusion: str = "none"
+    fp8_separate_projections: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -81,9 +91,13 @@ def conventions(s) -> RunConventions:
         return RunConventions()
     eng = engine_of(tr)
     traffic = 1.0 if tr.compile else eng.elementwise_traffic
-    rate = passes = 1.0
+    recipe = GENERIC_RECIPE
     if tr.precision == "fp8" and eng.fp8_recipes:
-        recipe = eng.fp8_recipes.get(tr.fp8_recipe or eng.fp8_default or "")
-        if recipe is not None:
-            rate, passes = recipe.gemm_rate, recipe.cast_passes
-    return RunConventions(traffic, rate, passes, eng.expert_gemms == "loop", eng.loss)
+        recipe = eng.fp8_recipes.get(tr.fp8_recipe or eng.fp8_default or "", GENERIC_RECIPE)
+    elif tr.precision in FP4_PRECISIONS:   # the engine's FP4 recipe (the rules refuse others)
+        recipe = eng.fp4_recipes.get(tr.precision, NVFP4_TE)
+    fusion = eng.fp8_cast_fusion
+    if fusion == "compile" and not tr.compile:
+        fusion = "none"
+    return RunConventions(traffic, recipe.gemm_rate, recipe, eng.expert_gemms == "loop",
+                          eng.loss, fusion, eng.fp8_separate_projections)

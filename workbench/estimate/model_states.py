@@ -95,7 +95,9 @@ def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str 
         w, g, elem, master = 4, 4, 4, 0
     elif precision == "fp16":
         w, g, elem, master = 2, 2, 4, 4 + 4
-    else:  # bf16, fp8
+    else:  # bf16, fp8, nvfp4: TE quantizes on the fly from the bf16 weights (nothing of its
+        # own in the states; megatron-core 0.16 TransformerConfig.fp4_param, which would keep
+        # FP4 weights, is off in Megatron-Bridge's NVFP4 runs), fp32 main grads and masters
         w, g, elem, master = 2, 4, 4, 4
     return BytesPerParam(w, g, master + moment_bytes(optimizer, elem, factored))
 

@@ -27,11 +27,13 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import finetune as ft
+from workbench.estimate import fp8_casts
 from workbench.estimate import tp_overlap as tpo
 from workbench.estimate.attention_shapes import (
-    attention_gemm_input_width, attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
+    attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
 from workbench.estimate.buffers import compute_dtype_bytes
+from workbench.scenario.types import FP4_PRECISIONS
 from workbench.estimate.comm import collective_time, group_span
 from workbench.engines import engine_of
 from workbench.estimate.engine_terms import conventions
@@ -114,6 +116,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     add on a calibrated machine, ``efficiency.wrapper_time``, the cost model adds per rank)."""
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
     gpu, prec = eff.on_hardware(hw), tr.precision
+    # the GEMMs outside the blocks' linears (router, output head, adapters): bf16 under NVFP4
+    edge = eff.edge_precision(prec)
     t, cp = par.tp, par.cp
     e = compute_dtype_bytes(prec)
     tokens = tr.seq_len * tr.micro_batch / cp           # tokens on this GPU per microbatch
@@ -168,7 +172,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
                 routed = sent = tokens * mo.top_k * cap * et / t
             rows = routed * par.ep / mo.experts     # tokens per local expert (balanced)
             fe = mo.expert_ffn_hidden / et
-            g += eff.gemm_time(own, mo.experts, h, gpu, prec)     # the router's gate
+            g += eff.gemm_time(own, mo.experts, h, gpu, edge)    # the router's gate
             # Router scores: softmax in fp32 then top-k, as both engines run it (Megatron-Core
             # router.py ``torch.softmax(logits, dim=-1, dtype=torch.float32)`` and moe_utils.py
             # ``torch.topk``; torchtitan moe.py ``F.softmax(scores.to(torch.float32))``,
@@ -240,19 +244,29 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             g += eff.gemm_time(tokens, h, f, gpu, prec)
             mem += (mats + 1) * tokens * f * e     # activation: read gate/up, write product
         mem *= run.elementwise_traffic
-        if prec == "fp8":   # casting GEMM inputs: read 16-bit, write 8-bit (x the recipe's passes)
-            mem += (3 * tokens * (attention_gemm_input_width(m, t) + h + m.ffn_hidden / t)
-                    * (e + 1)
-                    * run.fp8_cast_passes)
+        casts = fp8_casts.CastTraffic(0.0, 0.0)
+        if prec in ("fp8", *FP4_PRECISIONS):   # the recipe's casts of every linear's operands
+            ops = fp8_casts.layer_operands(
+                m, run.fp8, run.fp8_cast_fusion, run.fp8_separate_projections, tokens, t,
+                par.sp, moe, **(dict(routed=routed, local_experts=local_experts,
+                                     expert_ffn=fe) if moe else {}))
+            casts = fp8_casts.cast_traffic(ops, run.fp8.casts)
             g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
         causal = 0.5 if tr.flash else 1.0
         attn_fwd = lf.attention / t * causal
         a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention, kernel_shape)
         a_b = eff.attention_time(2.5 * attn_fwd, gpu, "bwd", tr.attention, kernel_shape)
+        if prec == "fp8" and tr.fp8_attention and gpu.profile is None and gpu.fp8_tflops > 0:
+            # TE's FP8 DotProductAttention runs cuDNN's FP8 fused attention: Q K^T and P V
+            # (forward and backward) read FP8 operands on the FP8 tensor cores. No published
+            # measurement of that kernel is in the catalog, so it runs at the bf16 kernel's
+            # fraction of the FP8 peak (an upper bound: the softmax does not speed up).
+            a_f, a_b = (a * gpu.bf16_tflops / gpu.fp8_tflops for a in (a_f, a_b))
         if not tr.flash:   # eager softmax: scores written and read in 16 bits
             mem += 3 * (m.heads / t) * tokens * tr.seq_len * e
-        mem_t = eff.memory_time(mem, gpu, kernels=12)
-        mem_b = eff.memory_time(2 * mem, gpu, kernels=16)
+        # the casts as their passes run them: a recomputed forward (mem_t) casts again
+        mem_t = eff.memory_time(mem + casts.fwd, gpu, kernels=12)
+        mem_b = eff.memory_time(2 * mem + casts.bwd, gpu, kernels=16)
         recompute = 0.0
         if tr.recompute == "full":
             recompute = g + a_f + mem_t
@@ -325,7 +339,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
         return BlockCost(fwd=g + a_f + mem_t, bwd=2 * g + a_b + mem_b, wgrad=g,
                          recompute=recompute, comm=tuple(comm.items()), volume=tuple(volume))
 
-    g = eff.gemm_time(tokens, m.vocab / t, h, gpu, prec)
+    g = eff.gemm_time(tokens, m.vocab / t, h, gpu, edge)
     # the loss runs over every vocabulary column where the head gathers them (Engine field)
     logits = tokens * m.vocab / (1 if eng.tp_gathers_logits else t)
     loss_f, loss_b = LOSS_BYTES[run.loss]
@@ -365,7 +379,7 @@ def _adapter_costs(s: Scenario, moe: bool, tokens: float, gpu) -> AdapterCost:
     each pass reads the stored weight and writes its compute-dtype copy
     (bitsandbytes ``dequantize_4bit``)."""
     m, par, tr = s.model, s.parallel, s.training
-    prec, r = tr.precision, tr.lora.rank
+    prec, r = eff.edge_precision(tr.precision), tr.lora.rank   # adapters are not TE linears
     local = m.moe.experts // par.ep if moe else 1
     fwd = dgrad = wgrad = 0.0
     for p in ft.adapted(tr, m, moe, local):

@@ -67,6 +67,14 @@ MAMF = {
     "mi300x": {"bf16": 0.5171, "fp8": 0.4593},
     "a100-pcie-80gb": {"bf16": 0.9135},
 }
+# Burst ceilings (the clock at boost) where a part has no sustained figure of that precision:
+#   B200 nvfp4 0.564: torchao-b200-nvfp4-* (NVFP4 block-scaled scaled_mm, 2048-8192 cubes, the
+#     median through the GEMM form of 0.238 0.462 0.564 0.667 0.638 of 9,000 TFLOP/s; the same
+#     short torchao run as its bf16 rows). Azure's cuBLASLt FP4 cubes on a GB200 (azure-cublaslt-
+#     gb200-fp4-*, a 10 PFLOP/s part) give 0.762. Held to the clock the power limit leaves as
+#     the part's own burst-to-sustained ratio says (MSMF / MAMF, bf16: B200 0.829), an
+#     assumption that FP4 GEMMs draw like bf16 ones at that clock.
+BURST_ONLY = {"b200": {"nvfp4": 0.564}}
 # Sustained ceilings measured on typical layer shapes through the GEMM form:
 #   H200 SXM bf16 0.708, fp8 0.658: the team's H200 table (benchmarks/data/h200-reference/
 #     kernels.jsonl: randn inputs, shapes run back to back for ~20 s, so the clock is the
@@ -125,6 +133,8 @@ def catalog_key(gpu: GPU) -> str | None:
 
 
 def _measured(key: str, precision: str) -> float | None:
+    if precision in BURST_ONLY.get(key, {}):
+        return BURST_ONLY[key][precision] * MSMF[key]["bf16"] / MAMF[key]["bf16"]
     if key in TABLE:
         return TABLE[key].get(precision)
     if key in MSMF and precision in MSMF[key]:
@@ -156,14 +166,15 @@ def _peak(gpu: GPU, precision: str) -> float:
 
 def stock_ceiling(gpu: GPU, arch: str, precision: str) -> float:
     """The sustained GEMM ceiling of ``gpu`` at its own board power limit (``power_w``), by
-    ``precision`` (``bf16`` or ``fp8``); ``arch`` is the kernel family an inline GPU falls
+    ``precision`` (``bf16``, ``fp8`` or ``nvfp4``); ``arch`` is the kernel family an inline GPU falls
     back to."""
     key = catalog_key(gpu)
     if key in SAME_DIE:
         return _same_die(key, precision)
     got = _measured(key, precision) if key else None
     if got is None:
-        fam = FAMILY.get(arch, H200)
+        # FP4 tensor cores are Blackwell's: a part that has them takes the B200's figure
+        fam = FAMILY["blackwell"] if precision == "nvfp4" else FAMILY.get(arch, H200)
         got = _measured(fam, precision) or _measured(fam, "bf16")
     return got
 

@@ -231,7 +231,7 @@ def megatron_args(s: Scenario) -> list[str]:
     add("--attention-backend", ATTENTION[tr.attention])
 
     # --- precision (_add_mixed_precision_args, _add_transformer_engine_args)
-    if tr.precision in ("bf16", "fp8"):
+    if tr.precision in ("bf16", "fp8", "nvfp4"):   # the low-precision GEMMs inside bf16 training
         add("--bf16")
     elif tr.precision == "fp16":
         add("--fp16")
@@ -239,6 +239,14 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--fp8-format", "hybrid")   # E4M3 forward, E5M2 gradients (Transformer Engine)
         if fp8_recipe(s):   # null under generic: no flag, Megatron's default (delayed)
             add(spelling(ENGINE, "fp8_recipe"), FP8_RECIPE[fp8_recipe(s)])
+        for switch in ("fp8_param_gather", "fp8_attention"):   # training.<switch>: true
+            if getattr(tr, switch):
+                add(spelling(ENGINE, switch))
+    if tr.precision == "nvfp4":
+        # TE's NVFP4BlockScaling in the transformer layers (megatron-core 0.16 megatron/core/
+        # transformer/transformer_config.py:510 --fp4-format e2m1, :516 fp4_recipe 'nvfp4')
+        add("--fp4-format", "e2m1")
+        add("--fp4-recipe", "nvfp4")
 
     # --- recompute (_add_training_args): selective's default module is core_attn, which is
     # Korthikanti et al.'s selective recompute, the estimator's

@@ -268,10 +268,12 @@ def torchtitan_sections(s: Scenario) -> tuple[list[Section], list[str], list[str
         if name:
             f8.set("recipe_name", name, "MXFP8 linears (Blackwell, SM100+)"
                    if recipe == "mxfp8" else "")
-        elif par.zero >= 2:
-            # tensorwise = recipe_name unset; float8 all-gather is for tensorwise scaling with
-            # FSDP (job_config.py Float8Linear) and asserts against a recipe_name (float8.py)
-            f8.set("enable_fsdp_float8_all_gather", True, "tensorwise scaling (no recipe_name)")
+        elif par.zero >= 2 and tr.fp8_param_gather:
+            # training.fp8_param_gather. tensorwise = recipe_name unset; float8 all-gather is
+            # for tensorwise scaling with FSDP (job_config.py Float8Linear) and asserts against
+            # a recipe_name (float8.py)
+            f8.set(spelling(ENGINE, "fp8_param_gather").rsplit(".", 1)[1], True,
+                   "tensorwise scaling (no recipe_name)")
             f8.set("precompute_float8_dynamic_scale_for_fsdp", True)
         f8.set("filter_fqns", ["output"], "keep the output projection in bf16"
                + ("" if name or par.zero >= 2 else "; tensorwise scaling (no recipe_name)"))

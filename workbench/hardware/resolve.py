@@ -57,7 +57,8 @@ INLINE = {
 }
 # Fields the inline form may omit, with the value used instead.
 INLINE_DEFAULTS = {
-    "gpu": {"fp8_tflops": 0.0},          # 0: no FP8 tensor cores (fp8 precision is refused)
+    # 0: no FP8 / FP4 tensor cores (fp8 / nvfp4 precision is refused)
+    "gpu": {"fp8_tflops": 0.0, "fp4_tflops": 0.0},
     "cpu": {"threads": None, "base_ghz": 0.0, "pcie_gen": 5, "max_memory_gb": 0.0,
             "memory_type": "ddr5", "tdp_w": 0.0, "socket": "inline"},
     "memory": {"kind": "ddr5"},
@@ -263,7 +264,8 @@ class _Resolver:
                 got = self.f.integer(value, name, path, default, lo=0)
             else:
                 got = self.f.number(value, name, path, default,
-                                    positive=name in required and name != "fp8_tflops")
+                                    positive=name in required
+                                    and name not in ("fp8_tflops", "fp4_tflops"))
             if isinstance(got, (int, float)) and not isinstance(got, bool) and got != 0:
                 got = self._within_catalog(kind, name, got, f"{path}.{name}")
             if got is None and default is not None:
@@ -293,7 +295,7 @@ class _Resolver:
 
 # Inline figures whose 0 says "the part has none" (no FP8 tensor cores, an on-board link with
 # no adapter of its own): 0 stays allowed beside the catalog range.
-ZERO_MEANS_NONE = ("fp8_tflops", "fp32_tflops", "tf32_tflops", "pcie_lanes", "power_w",
+ZERO_MEANS_NONE = ("fp8_tflops", "fp4_tflops", "fp32_tflops", "tf32_tflops", "pcie_lanes", "power_w",
                    "base_ghz", "max_memory_gb", "tdp_w")
 # How far past the catalog an inline figure may lie, each way.
 _CATALOG_SPAN = 1000

@@ -60,6 +60,8 @@ OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
          "--data-parallel-sharding-strategy": str, "--num-distributed-optimizer-instances": int,
          "--pipeline-model-parallel-layout": str, "--num-layers-per-virtual-pipeline-stage": int,
          "--bf16": bool, "--fp16": bool, "--fp8-format": str, "--fp8-recipe": str,
+         "--fp8-param-gather": bool, "--fp8-dot-product-attention": bool,
+         "--fp4-format": str, "--fp4-recipe": str,
          "--recompute-granularity": str, "--recompute-method": str,
          "--recompute-num-layers": int, "--optimizer": str, "--optimizer-cpu-offload": bool,
          "--attention-backend": str, "--swiglu": bool, "--normalization": str,
@@ -82,7 +84,7 @@ NO_EFFECT = ("--lr", "--min-lr", "--decoupled-", "--weight-decay", "--clip-grad"
              "--moe-token-dispatcher-type", "--moe-router-", "--moe-aux-loss", "--moe-layer-freq",
              "--no-gradient-accumulation",
              "--grad-reduce-in-bf16", "--cross-entropy-loss-fusion", "--use-precision-aware",
-             "--fp8-amax", "--fp8-param-gather", "--fp8-margin", "--transformer-impl",
+             "--fp8-amax", "--fp8-margin", "--transformer-impl",
              "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
              "--master-port", "--rdzv", "--max-restarts",
              "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-", "--v-head-dim",
@@ -296,6 +298,10 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
     # precision
     if "--fp8-format" in g:
         put(doc, "training.precision", "fp8")
+        for flag, key in (("--fp8-param-gather", "fp8_param_gather"),
+                          ("--fp8-dot-product-attention", "fp8_attention")):
+            if flag in g:     # Megatron's store_true switches (arguments.py)
+                put(doc, f"training.{key}", True)
         recipe = g.get("--fp8-recipe")
         if recipe is not None:
             if recipe in FP8:
@@ -303,6 +309,19 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
             else:
                 r.problems.append(Problem(f"{r.source}:--fp8-recipe", recipe,
                                           "expected " + ", ".join(FP8)))
+    elif "--fp4-format" in g:
+        # --fp4-format e2m1 (the only choice) with --fp4-recipe nvfp4 (the default) or custom
+        # (a user quantizer factory: nothing the estimate can cost) — megatron-core 0.16
+        # megatron/core/transformer/transformer_config.py:510-518
+        recipe = g.get("--fp4-recipe") or "nvfp4"
+        if g["--fp4-format"] != "e2m1":
+            r.problems.append(Problem(f"{r.source}:--fp4-format", g["--fp4-format"],
+                                      "expected e2m1"))
+        elif recipe != "nvfp4":
+            r.problems.append(Problem(f"{r.source}:--fp4-recipe", recipe,
+                                      "expected nvfp4 (custom quantizers are not costed)"))
+        else:
+            put(doc, "training.precision", "nvfp4")
     elif "--bf16" in g and "--fp16" in g:
         r.problems.append(Problem(f"{r.source}:--bf16", None, "given with --fp16; expected "
                                   "one precision"))

@@ -304,12 +304,14 @@ def _model(r: Reading, m: dict, cfg: dict) -> None:
         r.problems.append(Problem(f"{r.source}:model.converters", given, "expected a list"))
         given = []
     conv = [c for c in given if isinstance(c, str)]
-    recipe = None
+    recipe, gather = None, False
     for c in conv:
         if c in ("float8", "quantize.linear.float8"):
             table = _table(cfg, "quantize.linear.float8") or _table(cfg, "float8") or {}
             name = table.get("recipe_name")
             recipe = "tensorwise" if name is None else name
+            if table.get("enable_fsdp_float8_all_gather") is True:
+                gather = True     # training.fp8_param_gather
         elif c in ("mx", "quantize.linear.mx"):
             recipe = "mxfp8"
         else:
@@ -322,6 +324,8 @@ def _model(r: Reading, m: dict, cfg: dict) -> None:
                                       "expected tensorwise (unset), rowwise or mxfp8"))
         else:
             put(r.document, "training.fp8_recipe", recipe)
+            if gather:
+                put(r.document, "training.fp8_param_gather", True)
 
 
 def _optimizer(r: Reading, o: dict) -> None:

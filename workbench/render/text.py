@@ -92,6 +92,8 @@ def engine_text(s) -> str:
           if val]
     if tr.precision == "fp8":
         on.append(f"FP8 {tr.fp8_recipe or 'engine default'} scaling")
+    elif tr.precision == "nvfp4":
+        on.append("NVFP4 (Transformer Engine NVFP4BlockScaling)")
     if par.expert_tp:
         on.append(f"expert TP {par.expert_tp}")
     return tr.engine + (f" ({', '.join(on)})" if on else "") + f", attention {tr.attention}"

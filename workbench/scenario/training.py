@@ -35,6 +35,8 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
                                            dfl.optimizer_in_backward),
         "activation_offload": c.boolean(d, "activation_offload", p, dfl.activation_offload),
         "liger": c.boolean(d, "liger", p, dfl.liger),
+        "fp8_param_gather": c.boolean(d, "fp8_param_gather", p, dfl.fp8_param_gather),
+        "fp8_attention": c.boolean(d, "fp8_attention", p, dfl.fp8_attention),
     }
     # The attention kernel and the recompute policy default to the engine's (generic: flash2,
     # selective).

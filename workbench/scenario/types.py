@@ -14,7 +14,15 @@ from workbench.engines.types import OPTIMIZERS as ENGINE_OPTIMIZERS
 from workbench.hardware.types import Hardware, Host, InterNode, Storage  # noqa: F401
 from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 
-PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+# nvfp4: Transformer Engine's NVFP4BlockScaling (E2M1 values, an E4M3 scale per 16 elements and
+# an FP32 scale per tensor), Megatron-Core's --fp4-format e2m1 --fp4-recipe nvfp4 (megatron-core
+# 0.16 megatron/core/transformer/transformer_config.py:510-518). No "mxfp4": no engine trains
+# with MXFP4 GEMMs — TE 2.x's recipes with MXFP4 in their name (MXFP4QATMXFP8BlockScaling,
+# MXFP4QATFloat8BlockScaling) only project the weights onto the MXFP4 grid and run the GEMMs in
+# FP8 (NVIDIA/TransformerEngine@000b637e transformer_engine/common/recipe/__init__.py), and
+# Megatron's --fp4-recipe offers nvfp4 and custom only (transformer_config.py:516).
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "nvfp4")
+FP4_PRECISIONS = ("nvfp4",)   # the GEMMs run on FP4 tensor cores (hardware.gpu.fp4_tflops)
 RECOMPUTE = ("none", "selective", "op", "layer", "full")   # least recomputed first; op:
 # torchtitan per-op; layer: every ``recompute_every``-th block fully (torchtitan layer SAC)
 #                                                  selective activation checkpointing
@@ -145,6 +153,11 @@ class Training:
     engine: str = "generic"   # the software that runs the layout (workbench/engines/)
     compile: bool = False     # torch.compile of the model (engines that offer it)
     fp8_recipe: str | None = None   # FP8 scaling recipe (null: the engine's default)
+    fp8_param_gather: bool = False  # FSDP / distributed-optimizer all-gather of the linear
+    #                                 weights in FP8 (torchao enable_fsdp_float8_all_gather,
+    #                                 Megatron --fp8-param-gather)
+    fp8_attention: bool = False     # attention kernel in FP8 (Transformer Engine FP8
+    #                                 DotProductAttention, Megatron --fp8-dot-product-attention)
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
     method: str = "pretrain"  # pretrain, full (fine-tuning: every weight trains), lora, qlora

@@ -92,9 +92,9 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
         gpu, mig_note = mig_gpu(gpu, device_name, capacity_bytes, share)
         notes.append(mig_note)
     precision = tr.precision
-    if precision in ("fp16", "fp8"):
+    if precision in ("fp16", "fp8", "nvfp4"):
         notes.append(f"precision {precision} runs as bf16 (the trial has no loss scaling and no "
-                     "FP8 recipe)")
+                     "FP8 / FP4 recipe)")
         precision = "bf16"
     if tr.recompute != "none":
         notes.append(f"recompute {tr.recompute} is not run: the slice keeps every activation")

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engines import engine_of
+from workbench.engines import ENGINES, engine_of
 from workbench.errors import Problem
 from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule, rule, why
-from workbench.scenario.types import Scenario
+from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario
 
 
-@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, parallel.async_tp, "
+@rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
+      "training.fp8_param_gather, training.fp8_attention, parallel.async_tp, "
       "parallel.tp_comm_overlap, parallel.expert_tp) and a training.recompute policy must be "
-      "one the training.engine offers (docs/engines.md); fp8_recipe needs precision fp8; "
-      "recompute_every at most the layers; tp_comm_overlap needs tp > 1; "
-      "parallel.overlap_grad_reduce / overlap_param_gather other than what the engine does "
-      "only where it has the switch (Megatron-LM both, DeepSpeed overlap_comm)",
+      "one the training.engine offers (docs/engines.md); fp8_recipe and the fp8 switches need "
+      "precision fp8 (fp8_param_gather: a recipe the engine gathers in FP8); recompute_every "
+      "at most the layers; tp_comm_overlap needs tp > 1; parallel.overlap_grad_reduce / "
+      "overlap_param_gather other than what the engine does only where it has the switch "
+      "(Megatron-LM both, DeepSpeed overlap_comm)",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
+      "training.fp8_param_gather", "training.fp8_attention",
       "training.recompute_every", "parallel.async_tp", "parallel.tp_comm_overlap",
       "parallel.overlap_grad_reduce", "parallel.overlap_param_gather", "parallel.expert_tp",
       layout=False)
@@ -34,7 +37,10 @@ def _engine_switches(s: Scenario):
             "async_tp": ("parallel.async_tp", par.async_tp, par.async_tp),
             "tp_comm_overlap": ("parallel.tp_comm_overlap", par.tp_comm_overlap,
                                 par.tp_comm_overlap),
-            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None)}
+            "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None),
+            "fp8_param_gather": ("training.fp8_param_gather", tr.fp8_param_gather,
+                                 tr.fp8_param_gather),
+            "fp8_attention": ("training.fp8_attention", tr.fp8_attention, tr.fp8_attention)}
     for switch, (path, value, on) in used.items():
         if on and not eng.offers(switch):
             yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
@@ -62,6 +68,16 @@ def _engine_switches(s: Scenario):
         yield Problem("training.recompute_every", tr.recompute_every,
                       f"checkpoints every k-th block: at most the model's {s.model.layers} "
                       "layers")
+    for key in ("fp8_param_gather", "fp8_attention"):
+        if getattr(tr, key) and eng.offers(key) and tr.precision != "fp8":
+            yield Problem(f"training.{key}", True,
+                          f"needs training.precision fp8 (got {tr.precision})")
+    recipe = tr.fp8_recipe or eng.fp8_default
+    if (tr.fp8_param_gather and eng.offers("fp8_param_gather") and tr.precision == "fp8"
+            and eng.fp8_param_gather_recipes and recipe not in eng.fp8_param_gather_recipes):
+        yield Problem("training.fp8_param_gather", True,
+                      f"engine {eng.name} gathers FP8 parameters with fp8_recipe "
+                      f"{', '.join(eng.fp8_param_gather_recipes)} only (got {recipe})")
     if tr.fp8_recipe is not None and eng.offers("fp8_recipe"):
         if tr.precision != "fp8":
             yield Problem("training.fp8_recipe", tr.fp8_recipe,
@@ -216,11 +232,23 @@ def _recipe(v: Layouts):
 
 layout_rule(
     "engine_numerics", "training.precision and training.optimizer are ones the training.engine "
-    "builds; the FP8 recipe runs on the GPU's architecture (hardware.gpu.arch; MXFP8: "
-    "Blackwell) and, where the engine limits it, not with TP under torch.compile",
+    "builds (nvfp4: an engine with an FP4 recipe, megatron or generic); the FP8 recipe runs "
+    "on the GPU's architecture (hardware.gpu.arch; MXFP8: Blackwell) and, where "
+    "the engine limits it, not with TP under torch.compile",
     Condition("training.precision", ("training.precision", E),
               lambda v: v.eng.precisions is None or v.tr.precision in v.eng.precisions,
               lambda v: why(v, "precisions", "trains in " + ", ".join(v.eng.precisions or ()))),
+    Condition("training.precision", ("training.precision", E),
+              # (an engine whose precisions leave it out already said so above)
+              lambda v: (v.tr.precision not in FP4_PRECISIONS
+                         or v.tr.precision in v.eng.fp4_recipes
+                         or v.tr.precision not in (v.eng.precisions or PRECISIONS)),
+              lambda v: (f"engine {v.eng.name} has no {v.tr.precision} recipe (FP4 training: "
+                         + ", ".join(n for n, e in ENGINES.items() if v.tr.precision in
+                                     e.fp4_recipes)
+                         + "); use one of " + ", ".join(
+                             p for p in (v.eng.precisions or PRECISIONS)
+                             if p not in FP4_PRECISIONS))),
     Condition("training.optimizer", ("training.optimizer", E),
               lambda v: v.tr.optimizer in (v.eng.optimizers or CLASSIC_OPTIMIZERS),
               lambda v: why(v, "optimizers", "builds " + ", ".join(

@@ -4,7 +4,7 @@ from __future__ import annotations
 from workbench.errors import Problem
 from workbench.estimate.sustained import CAP_RANGE
 from workbench.scenario.rules.table import rule
-from workbench.scenario.types import Scenario
+from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario
 
 
 @rule("fp8", "training.precision fp8 needs a GPU with FP8 tensor cores (fp8_tflops > 0)",
@@ -14,6 +14,21 @@ def _fp8(s: Scenario):
         yield Problem("training.precision", "fp8", f"{s.hardware.gpu.name} has no FP8 tensor "
                                                    "cores (hardware.gpu.fp8_tflops 0); use bf16 "
                                                    "or fp16")
+
+
+@rule("fp4", "training.precision nvfp4 needs a GPU with FP4 tensor cores (hardware.gpu."
+      "fp4_tflops > 0: Blackwell, the catalog's b200 and rtx-5090)",
+      "training.precision", "hardware.gpu", layout=False)
+def _fp4(s: Scenario):
+    gpu, prec = s.hardware.gpu, s.training.precision
+    if prec in FP4_PRECISIONS and gpu.fp4_tflops <= 0:
+        from workbench.catalog import GPUS
+        fp4 = ", ".join(k for k, g in GPUS.items() if g.fp4_tflops > 0)
+        allowed = [p for p in PRECISIONS
+                   if p not in FP4_PRECISIONS and (p != "fp8" or gpu.fp8_tflops > 0)]
+        yield Problem("training.precision", prec,
+                      f"{gpu.name} has no FP4 tensor cores (hardware.gpu.fp4_tflops 0; FP4 "
+                      f"GPUs: {fp4}); use one of {', '.join(allowed)}")
 
 
 @rule("nics", "hardware.inter_node.nics_per_node >= 1 when nodes > 1",

@@ -141,3 +141,12 @@ def test_text_names_the_phase_at_the_peak():
     d = e.to_dict()["memory"]
     assert set(d["phases"]) == set(PHASES) and d["peak_phase"] == "loss"
     assert d["per_gpu"]["total"] == max(d["phases"].values())
+
+
+def test_the_eager_upcast_loss_holds_what_benchmarks_loss_memory_cpu_measures():
+    """10 B per logit at the forward and 12 B at the backward with the 16-bit logits freed
+    (benchmarks/loss_memory_cpu.py measured 10.04 and 12.04 on this CPU), the saved fp32
+    log-probabilities (4 B, counted with the activations) among them."""
+    from workbench.estimate.buffers import loss_per_logit
+    fwd, bwd = loss_per_logit("upcast", 2, logits_kept=False)
+    assert (fwd + 4, bwd + 4) == (10.0, 12.0)

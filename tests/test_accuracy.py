@@ -40,14 +40,17 @@ def test_groups_are_reported_worst_first_and_bands_are_by_organisation():
     assert medians == sorted(medians, reverse=True)
     assert {g[1] for g in groups if g[0] == "organisation"} == {
         "NVIDIA", "Databricks (MosaicML)", "Meta (PyTorch)", "BigScience"}
-    bands = accuracy.bands(done)
-    assert bands["megatron"]["moe"]["kind"] == "leave-one-organisation-out"
+    # nothing in the estimator is fitted to these runs, so every band is in-sample
+    # (benchmarks/accuracy.py ``bands``)
+    assert {b["kind"] for b in accuracy.bands(done).values()} == {"in-sample"}
 
 
 def test_committed_bands_are_the_measured_ones():
-    """workbench/engines/accuracy.json is what benchmarks/accuracy.py --write measures today."""
+    """workbench/engines/accuracy.json is what benchmarks/accuracy.py --write measures today:
+    the published runs plus the fine-tuning runs that state a speed (``finetune_rows``)."""
     import json
-    done = [r for r in _rows() if "error" in r]
+    sys.path.insert(0, str(ROOT / "benchmarks"))   # finetune_rows imports finetune_accuracy
+    done = [r for r in _rows() if "error" in r] + accuracy.finetune_rows()
     committed = json.loads((ROOT / "workbench/engines/accuracy.json").read_text())
     assert committed["bands"] == json.loads(json.dumps(accuracy.bands(done)))
 

@@ -65,8 +65,8 @@ def to_scenario(rec: dict) -> dict:
     hw = dict(rec["hardware"])
     gpu = hw.get("gpu", "h100-sxm")
     hw.setdefault("gpus_per_node", 8)
-    hw.setdefault("intra_node", {"a100": "nvlink3", "b200": "nvlink5"}.get(gpu.split("-")[0],
-                                                                           "nvlink4"))
+    hw.setdefault("intra_node", {"a100": "nvlink3", "b200": "nvlink5",
+                                 "mi300x": "infinity-fabric"}.get(gpu.split("-")[0], "nvlink4"))
     hw.setdefault("inter_node", {"link": "ib-hdr" if gpu.startswith("a100") else "ib-ndr",
                                  "nics_per_node": 8})
     model = {k: v for k, v in rec["model"].items() if k in _MODEL_KEYS and v is not None}

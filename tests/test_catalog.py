@@ -81,3 +81,13 @@ def test_model_parameter_counts_match_the_published_shapes(key):
 ])
 def test_totals_close_to_published(key, published, tol):
     assert total_params(MODELS[key]) == pytest.approx(published, rel=tol)
+
+
+def test_an_mi300x_node_gets_its_infinity_fabric_not_an_nvlink():
+    """A scenario naming no intra-node link takes the GPU's own: the MI300X's 7-link Infinity
+    Fabric mesh (448 GB/s per direction, AMD's datasheet), not NVLink 4."""
+    from workbench.scenario import parse_scenario
+    s = parse_scenario({"hardware": {"gpu": "mi300x", "gpus_per_node": 8},
+                        "model": {"preset": "llama3-8b"}, "parallel": {"dp": 8}})
+    assert s.hardware.intra_node is LINKS["infinity-fabric"]
+    assert s.hardware.intra_node.gb_per_s == 7 * 128 / 2

@@ -81,6 +81,25 @@ LINKS: dict[str, Link] = {
             "NVIDIA maintainer comment, 2025). Not a datasheet figure."
         ),
     ),
+    # AMD Infinity Fabric (MI300X on an 8-GPU UBB): every GPU has a direct link to each of the
+    # other 7 (a full mesh, no switch); per GPU and direction 7 x 64 GB/s = 448 GB/s, which a
+    # collective reaches only when it drives all 7 links at once (RCCL's rings over the mesh,
+    # all-to-all).
+    "infinity-fabric": Link(
+        name="AMD Infinity Fabric (MI300X 8-GPU full mesh)",
+        gb_per_s=448,
+        latency_us=3.0,
+        rdma=True,
+        pcie_lanes=0,
+        power_w=0.0,
+        source=(
+            "AMD Instinct MI300X data sheet (2023), amd-instinct-mi300x-data-sheet.pdf: 7 AMD Infinity "
+            "Fabric links, 'peak Infinity Fabric link bandwidth 128 GB/s' (bidirectional) per link, "
+            "'896 GB/s' aggregate per GPU -> 448 GB/s per direction; AMD Instinct MI300X platform: "
+            "8 GPUs fully connected on the UBB. latency_us: no published RCCL small-message figure "
+            "was found; NVLink's ~3 us is taken (an assumption, not a measurement)."
+        ),
+    ),
     # ---------------- intra-node: PCIe (GPU peer-to-peer, no NVLink) ----------------
     # x16, 128b/130b encoding: 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s per direction.
     # Achieved GPU-GPU P2P is below this, and lower still when it crosses a CPU root complex.

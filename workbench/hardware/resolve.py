@@ -40,9 +40,11 @@ CALIBRATION_PREFIX = "calibration:"
 
 def default_intra_node(gpu) -> str:
     """The GPU-to-GPU link a GPU comes with when the scenario names none: the NVLink generation
-    of SXM boards (A100: NVLink 3, H100/H200: NVLink 4, B200: NVLink 5), else its PCIe slot."""
+    of SXM boards (A100: NVLink 3, H100/H200: NVLink 4, B200: NVLink 5; MI300X's OAM modules:
+    Infinity Fabric), else its PCIe slot."""
     if gpu is not None and gpu.form_factor == "sxm":
-        return {"ampere": "nvlink3", "blackwell": "nvlink5"}.get(gpu.arch, "nvlink4")
+        return {"ampere": "nvlink3", "blackwell": "nvlink5",
+                "cdna3": "infinity-fabric"}.get(gpu.arch, "nvlink4")
     gen = gpu.pcie_gen if gpu is not None else 5
     return "pcie-gen4" if gen <= 4 else "pcie-gen5"
 

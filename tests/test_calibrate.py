@@ -198,8 +198,17 @@ VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: str(v) or "base")
-def test_operation_counts_equal_the_trial_models_dispatches(variant):
+@pytest.mark.parametrize("variant, grouped",
+                         [(v, True) for v in VARIANTS] + [(v, False) for v in VARIANTS
+                                                          if "moe" in v],
+                         ids=lambda x: (str(x) or "base") if isinstance(x, dict)
+                         else ("grouped" if x else "loop"))
+def test_operation_counts_equal_the_trial_models_dispatches(variant, grouped, monkeypatch):
+    """Both ways the trial runs routed experts: grouped where ``torch._grouped_mm`` runs (this
+    CPU build), the per-expert loop where it does not (forced here)."""
+    import workbench.trial.model as trial_model
+    if not grouped:
+        monkeypatch.setattr(trial_model, "grouped_mm_runs", lambda *a, **k: False)
     from workbench.catalog.types import MoE, ModelShape
     from workbench.estimate.eager_ops import embedding_ops, head_ops, layer_ops
 
@@ -212,7 +221,7 @@ def test_operation_counts_equal_the_trial_models_dispatches(variant):
         m = dataclasses.replace(m, moe=MoE(experts=moe[1], top_k=moe[2], expert_ffn_hidden=48,
                                            shared_experts=moe[3]))
     want_f, want_b = _dispatch_counts(m)
-    lf, lb = layer_ops(m, moe is not None)
+    lf, lb = layer_ops(m, moe is not None, grouped=grouped)
     ef, eb = embedding_ops(m)
     hf, hb = head_ops(m)
     # dropless routing with 128 tokens: every expert receives rows, so every expert runs

@@ -13,9 +13,13 @@ Per transformer layer (forward, backward), with the feed-forward part apart:
   scaled-dot-product attention), two residual adds: RMSNorm (42, 85), LayerNorm (30, 55);
   +12 backward with biases (the four projections' bias gradients);
 - dense MLP: SwiGLU (14, 32), GELU (9, 20), +3 backward per biased linear;
-- MoE: router, top-k, zeros and the reshape (8, 13) plus per local expert (16, 37) SwiGLU or
-  (13, 27) GELU (masks, index, the expert MLP on its rows, weighting, index_add); a shared
-  expert (9, 26) SwiGLU or (6, 16) GELU.
+- MoE: router, top-k, zeros and the reshape (8, 13); the routed experts as the trial runs
+  them where ``torch._grouped_mm`` runs (``trial.model.expert_gemms``): one sort, the grouped
+  GEMMs and the weighted scatter for every expert at once, SwiGLU (20, 38) or GELU (17, 28);
+  in its per-expert loop (``trial.model._loop``, torchtitan's ``_run_experts_for_loop``; and
+  an engine's, ``Engine.expert_gemms`` False) the same sort and scatter (12, 14) plus per
+  local expert SwiGLU (11, 29) or GELU (7, 18) (the split rows' expert MLP); a shared expert
+  (9, 26) SwiGLU or (6, 16) GELU.
 Outside the layers: the embedding (1, 2), learned positions (+3, +4); the final norm, output
 head and loss (RMSNorm 19, 32; LayerNorm 13, 17).
 Optimizer step, per parameter tensor (steady state): AdamW 10 + 2 per step, SGD with
@@ -30,7 +34,9 @@ from workbench.estimate.arrays import plain
 
 _LAYER_REST = {"rmsnorm": (42, 85), "layernorm": (30, 55)}
 _MLP = {"swiglu": (14, 32), "gelu": (9, 20)}
-_EXPERT = {"swiglu": (16, 37), "gelu": (13, 27)}
+_EXPERT = {"swiglu": (11, 29), "gelu": (7, 18)}
+_LOOP = (12, 14)
+_GROUPED = {"swiglu": (20, 38), "gelu": (17, 28)}
 _SHARED = {"swiglu": (9, 26), "gelu": (6, 16)}
 _MOE_BASE = (8, 13)
 _EMBEDDING = (1, 2)
@@ -39,16 +45,20 @@ _HEAD = {"rmsnorm": (19, 32), "layernorm": (13, 17)}
 _OPTIMIZER = {"adamw": (10, 2), "sgd": (3, 2)}     # per tensor, per step
 
 
-def layer_ops(m: ModelShape, moe: bool, local_experts: int | None = None) -> tuple[int, int]:
-    """(forward, backward) operations of one transformer layer for one microbatch."""
+def layer_ops(m: ModelShape, moe: bool, local_experts: int | None = None,
+              grouped: bool = True) -> tuple[int, int]:
+    """(forward, backward) operations of one transformer layer for one microbatch; an MoE
+    layer's routed experts ``grouped`` (``torch._grouped_mm``) or in a per-expert loop."""
     f, b = _LAYER_REST[m.norm]
     linears = 3 if m.mlp == "swiglu" else 2
     if m.bias:
         b += 12
     if moe:
         e = m.moe.experts if local_experts is None else local_experts
-        f += _MOE_BASE[0] + e * _EXPERT[m.mlp][0]
-        b += _MOE_BASE[1] + e * _EXPERT[m.mlp][1]
+        ef, eb = _GROUPED[m.mlp] if grouped else (_LOOP[0] + e * _EXPERT[m.mlp][0],
+                                                  _LOOP[1] + e * _EXPERT[m.mlp][1])
+        f += _MOE_BASE[0] + ef
+        b += _MOE_BASE[1] + eb
         if m.moe.shared_experts:
             f += _SHARED[m.mlp][0]
             b += _SHARED[m.mlp][1]

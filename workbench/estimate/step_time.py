@@ -324,7 +324,8 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
             else:
                 comm["tp"] = passes * per_pass
             volume += [("tp", k, b, passes) for k, b in ops]
-        ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None)
+        ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // par.ep if moe else None,
+                                           grouped=not run.expert_loop)
         mem_t += eff.runtime_ops(gpu, ops_f)
         mem_b += eff.runtime_ops(gpu, 0, ops_b)
         if tr.adapters:

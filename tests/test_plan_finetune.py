@@ -40,7 +40,9 @@ def test_the_optimizers_allowed_are_searched_where_the_engine_builds_them():
 
 
 def test_the_planner_says_what_the_method_saved():
-    lines = explain(plan(brief("qlora")))
+    # on a layout that keeps the weights on the GPU (with ZeRO-3 CPU offload both would hold
+    # none there, and the saving is in activations and buffers alone)
+    lines = explain(plan(brief("qlora"), Constraints(fixed={"offload": "none"})))
     saved = [line for line in lines if "saves" in line]
     assert len(saved) == 1
     assert saved[0].startswith("QLoRA saves ")

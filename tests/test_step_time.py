@@ -214,3 +214,34 @@ def test_breakdown_adds_up_for_every_layout(parallel):
     parts = t.compute + t.recompute + t.bubble + t.optimizer + t.offload + sum(
         t.comm_exposed.values())
     assert parts == pytest.approx(t.step, rel=1e-9)
+
+
+def test_zero3_offloaded_parameters_are_copied_in_before_every_gather():
+    """ZeRO-3 with CPU offload keeps the parameter shard in host memory: every all-gather round
+    first copies it over PCIe (FSDP2 CPUOffloadPolicy), so the exposed DP time grows by the
+    copies the compute cannot hide; without offload nothing changes."""
+    import dataclasses
+    from workbench.estimate.model_states import model_states
+    from workbench.estimate.step_time import param_upload_time, pcie_bytes_per_s
+    from workbench.scenario import load_scenario
+
+    s = load_scenario(ROOT / "examples/brief-8xh200-70b.yaml",
+                      ["parallel.zero=3", "training.offload=cpu"])
+    ms = model_states(8e9, 0, "bf16", "adamw", 3, 8, 8, "cpu")
+    assert ms.params_far == pytest.approx(8e9 / 8 * 4)          # the fp32 shard, in host DDR
+    assert model_states(8e9, 0, "bf16", "adamw", 3, 8, 8, "none").params_far == 0
+    assert param_upload_time(s.hardware, s.training, ms.params_far) == pytest.approx(
+        ms.params_far / pcie_bytes_per_s(s.hardware))
+    nvme = dataclasses.replace(s.training, offload="nvme")
+    hw = s.hardware
+    assert param_upload_time(hw, nvme, ms.params_far) == pytest.approx(
+        ms.params_far / pcie_bytes_per_s(hw) + ms.params_far * hw.gpus_per_node
+        / (max(1, hw.storage.drives) * hw.storage.drive.read_gb_per_s * 1e9))
+    # in the step: not hidden when the gathers are not overlapped
+    from workbench.estimate.step_time import dp_exposed
+    par = s.parallel
+    args = (par, hw, "bf16", 4, 1e9, 0.0, 0.0, 0.0)
+    plain = dp_exposed(*args, overlap_gather=False)
+    up = dp_exposed(*args, overlap_gather=False, upload_s=0.25)
+    gathers = 2 * 4 if par.reshards else 4
+    assert up - plain == pytest.approx(gathers * 0.25)

@@ -40,7 +40,7 @@ from workbench.estimate.params import (
 )
 from workbench.estimate.step_time import (
     block_costs, dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved,
-    pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
+    param_upload_time, pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
 )
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
@@ -437,6 +437,7 @@ def _memory(base: Scenario, rows: Rows) -> tuple[dict, dict]:
            "host": ms.host + host_activations
            + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
            "nvme": ms.nvme, "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
+           "params_far": np.broadcast_to(ms.params_far, rows.n),
            "paged": np.broadcast_to(ms.paged, rows.n),
            "offloaded_activations": np.broadcast_to(host_activations, rows.n),
            "_finetune": fts}
@@ -547,7 +548,7 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
                         units=rows.layers + 1, expert_units=rows.moe, trained=trained,
                         overlap_grad=og, overlap_gather=ogather,
                         **({} if default else {"grad_bytes": grad_bytes}),
-                        gather_bytes=gather)
+                        gather_bytes=gather, upload_s=param_upload_time(hw, tr, mem["params_far"]))
     classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),

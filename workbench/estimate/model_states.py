@@ -113,6 +113,9 @@ class ModelStates:
     nvme: float = 0.0   # bytes this GPU's states occupy on NVMe
     params_frozen: float = 0.0   # the frozen weights' share of ``params``
     paged: float = 0.0  # optimizer states in CUDA managed memory (bitsandbytes paged optimizers)
+    # ZeRO-3's parameter shard in host memory or on NVMe: copied to the GPU before every
+    # all-gather of its unit (``step_time.dp_exposed``'s ``upload_s``)
+    params_far: float = 0.0
 
 
 def _sharded(n, k):
@@ -158,6 +161,7 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     params = params + frozen
     host = np.zeros_like(params, dtype=float)
     nvme = np.zeros_like(params, dtype=float)
+    params_far = np.zeros_like(params, dtype=float)
     if offload != "none":
         far_is_host = offload == "cpu"     # where optimizer and ZeRO-3 params go
         (host if far_is_host else nvme)[...] += opt
@@ -166,6 +170,7 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
         host = host + moved
         grads = grads - moved
         moved = np.where(zero >= 3, params, 0)
+        params_far = moved
         if far_is_host:
             host = host + moved
         else:
@@ -175,4 +180,4 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     in_managed = opt if paged else opt * 0
     opt = opt - in_managed
     return ModelStates(*(plain(np.asarray(x, dtype=float)) for x in (
-        params, grads, opt, host, nvme, frozen, in_managed)))
+        params, grads, opt, host, nvme, frozen, in_managed, params_far)))

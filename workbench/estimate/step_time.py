@@ -513,7 +513,7 @@ def dp_overlap(s: Scenario, zero) -> tuple:
 
 def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                vol=None, units=1, expert_units=None, trained=None, grad_bytes=4,
-               gather_bytes=None, overlap_grad=True, overlap_gather=True):
+               gather_bytes=None, overlap_grad=True, overlap_gather=True, upload_s=0.0):
     """Exposed data-parallel communication of one pipeline rank per step (arrays allowed).
     Dense parameters reduce over dp x cp (ZeRO shards over ``dense_shard``, HSDP replicas
     all-reduce the shards); expert parameters over their expert-data-parallel group
@@ -530,7 +530,13 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     stage's MoE layers; default ``units``) collectives for the expert bytes. Fine-tuning:
     gradients exist for the ``trained`` (dense, expert) parameters only, reduced in
     ``grad_bytes`` each (DDP and FSDP2 reduce only parameters with gradients), while ZeRO-3
-    gathers every parameter in its stored format (``gather_bytes`` per parameter)."""
+    gathers every parameter in its stored format (``gather_bytes`` per parameter).
+    ``upload_s``: seconds to copy the stage's ZeRO-3 parameter shard from host memory or NVMe
+    to the GPU once; with the parameters offloaded every all-gather round pays it first
+    (FSDP2 ``CPUOffloadPolicy``: the sharded parameter is copied to the device in the
+    all-gather's copy-in, torch 2.13 distributed/fsdp/_fully_shard/_fsdp_param.py
+    ``FSDPParam.all_gather_inputs`` ``self._sharded_param_data.to(self.device)``; DeepSpeed
+    ZeRO-3 ``offload_param`` fetches the partition before each gather)."""
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
     grad_b = grad_bytes   # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
@@ -582,9 +588,12 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
               + np.where(ogather, np.maximum(0.0, ag - fwd), ag))
     gathers_bwd = np.where(par.reshards, mbs, 0)
     gathers_fwd = counts["all_gather"] - gathers_bwd
-    zero3 = (np.where(ogather, gathers_fwd * np.maximum(0.0, ag - fwd)
-                      + gathers_bwd * np.maximum(0.0, ag - bwd / 2),
-                      counts["all_gather"] * ag)
+    # ZeRO-3 with the parameter shard offloaded: each unit's shard is copied in before its
+    # all-gather, on the same prefetching stream (``upload_s``: the stage's whole shard once)
+    ag3 = ag + upload_s
+    zero3 = (np.where(ogather, gathers_fwd * np.maximum(0.0, ag3 - fwd)
+                      + gathers_bwd * np.maximum(0.0, ag3 - bwd / 2),
+                      counts["all_gather"] * ag3)
              + counts["reduce_scatter"] * np.where(og, np.maximum(0.0, rs - bwd / 2), rs) + ar)
     return plain(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
 
@@ -608,6 +617,18 @@ def pcie_bytes_per_s(hw) -> float:
     """Host copies over the GPU's PCIe link per direction: 80 % of its x16 rate (15.75 GB/s
     per PCIe 3.0 x16, doubling each generation; the 80 % an assumption, not a measurement)."""
     return hw.gpu.pcie_lanes / 16 * 15.75e9 * 2 ** (hw.gpu.pcie_gen - 3) * 0.8
+
+
+def param_upload_time(hw, tr, params_far):
+    """Seconds to copy a GPU's offloaded ZeRO-3 parameter shard (``params_far`` bytes; arrays
+    allowed) to it once: over its PCIe link, and from NVMe first (every GPU of the node reads
+    its shard through the node's drives) when offload is nvme."""
+    far = np.asarray(params_far, dtype=float)
+    t = far / pcie_bytes_per_s(hw)
+    if tr.offload == "nvme":
+        drives = max(1, hw.storage.drives)
+        t = t + far * hw.gpus_per_node / (drives * hw.storage.drive.read_gb_per_s * 1e9)
+    return plain(t)
 
 
 def optimizer_bytes_moved(state) -> float:

@@ -237,6 +237,12 @@ def test_zero3_offloaded_parameters_are_copied_in_before_every_gather():
     assert param_upload_time(hw, nvme, ms.params_far) == pytest.approx(
         ms.params_far / pcie_bytes_per_s(hw) + ms.params_far * hw.gpus_per_node
         / (max(1, hw.storage.drives) * hw.storage.drive.read_gb_per_s * 1e9))
+    # the once-per-step copy back after the CPU optimizer is gradients only at ZeRO-3: the
+    # parameters travel before the gathers instead
+    from workbench.estimate.step_time import optimizer_and_offload
+    _, once = optimizer_and_offload(hw, s.training, 1e9)
+    _, zero3 = optimizer_and_offload(hw, s.training, 1e9, params_up=False)
+    assert once - zero3 == pytest.approx(2 * 1e9 / pcie_bytes_per_s(hw))
     # in the step: not hidden when the gathers are not overlapped
     from workbench.estimate.step_time import dp_exposed
     par = s.parallel

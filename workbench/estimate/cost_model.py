@@ -552,7 +552,7 @@ def _times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> di
     classic = default and tr.optimizer in ("adamw", "sgd")
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),
-        None if classic else moved)
+        None if classic else moved, params_up=np.asarray(G.zero) < 3)
     opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
         gpu, m, G, rows.dense * rows.col("dense", "tensors")
         + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)

@@ -640,7 +640,8 @@ def optimizer_bytes_moved(state) -> float:
     return state.grads + 2 * state.optimizer + state.params * (1 if master else 2)
 
 
-def optimizer_and_offload(hw, tr, local_params, moved_per_param: float | None = None) -> tuple:
+def optimizer_and_offload(hw, tr, local_params, moved_per_param: float | None = None,
+                          params_up=True) -> tuple:
     """(optimizer step on the GPU, offload traffic) in seconds for one GPU updating
     ``local_params`` parameters (arrays allowed).
     On the GPU, Adam reads master, grad, m, v and writes master, m, v and the 16-bit copy:
@@ -649,14 +650,16 @@ def optimizer_and_offload(hw, tr, local_params, moved_per_param: float | None = 
     PCIe 3.0 x16 doubling each generation), the CPU streams the optimizer for every GPU of the node
     through DDR (70 % of channels x MT/s x 8 B), and ZeRO-Infinity reads and writes 12 B/param
     on the NVMe drives. The 80 % and 70 % are assumptions, not measurements.
-    ``moved_per_param`` replaces the 30 / 22 B where the states differ (``optimizer_bytes_moved``)."""
+    ``moved_per_param`` replaces the 30 / 22 B where the states differ (``optimizer_bytes_moved``).
+    ``params_up`` False (per row): ZeRO-3 keeps the updated parameters in host memory and copies
+    each shard in before its all-gathers instead (``param_upload_time``), not once here."""
     per = moved_per_param if moved_per_param is not None else (
         30 if tr.optimizer == "adamw" else 22)
     moved = per * np.asarray(local_params, dtype=float)
     if tr.offload == "none":
         return plain(eff.memory_time(moved, eff.on_hardware(hw), kernels=4,
                                      kind="optimizer")), 0.0
-    t_pcie = 2 * 2 * np.asarray(local_params) / pcie_bytes_per_s(hw)
+    t_pcie = (2 + 2 * np.asarray(params_up)) * np.asarray(local_params) / pcie_bytes_per_s(hw)
     t_cpu = hw.gpus_per_node * moved / (hw.host.memory_gb_per_s * 1e9 * 0.7)
     t_nvme = 0.0
     if tr.offload == "nvme":

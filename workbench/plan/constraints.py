@@ -14,6 +14,7 @@ REAL_ENGINES = tuple(e for e in ENGINE_NAMES if e != "generic")
 # shard_group also 0, no HSDP group).
 FIELDS = {
     "dp": None, "tp": None, "pp": None, "cp": None, "ep": None, "shard_group": None,
+    "expert_tp": None,
     "virtual_stages": None,
     "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
     "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,

@@ -39,6 +39,7 @@ COLUMN_LABELS = {
     "tp_comm_overlap": "TP comm overlap",
     "fp8_recipe": "FP8 recipe",
     "optimizer": "optimizer",
+    "expert_tp": "expert TP (MoE parallel folding; empty = tp)",
     "step": "step time (s)",
     "step_max": "slowest folded step time (s)",
     "tokens_per_s": "tokens/s",
@@ -54,7 +55,7 @@ COLUMN_LABELS = {
 # a little between them: the bubble shrinks as the stages grow).
 _LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "shard_group", "micro_batch",
                 "sequence_parallel", "pp_schedule", "recompute", "offload", "engine", "compile",
-                "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer")
+                "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer", "expert_tp")
 
 
 def _plain(v):
@@ -144,6 +145,8 @@ def describe_layout(row: dict) -> str:
     """A layout (a plan-table row) in words: its degrees, ZeRO, schedule, micro-batch,
     recompute, offload and engine switches."""
     parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
+    if row.get("expert_tp") is not None:
+        parts.append(f"expert TP {int(row['expert_tp'])}")
     parts.append(f"ZeRO {int(row['zero'])}")
     if int(row.get("shard_group") or 0):
         parts.append(f"HSDP shard group {int(row['shard_group'])}")

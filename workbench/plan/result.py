@@ -9,7 +9,7 @@ import numpy as np
 from workbench.errors import Problem, ScenarioError
 from workbench.plan.constraints import Constraints
 from workbench.plan.space import ROW_FIELDS, candidate_rows
-from workbench.plan.summary import describe_layout, plan_sentence
+from workbench.plan.summary import describe_layout, limit_sentence, plan_sentence
 from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
@@ -185,7 +185,13 @@ class PlanResult:
         r = self.ranked
         return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
                 "summary": plan_sentence(self),
-                "counts": self.counts, "seconds": self.seconds, "layouts": layouts,
+                "counts": self.counts, "seconds": self.seconds,
+                "memory_limit": {"fraction": self.constraints.max_memory_fraction,
+                                 "per_gpu": float(self.limit),
+                                 "gpu_memory": float(self.limit
+                                                     / self.constraints.max_memory_fraction),
+                                 "says": limit_sentence(self)},
+                "layouts": layouts,
                 "pareto_memory": [{"rank": int(r["rank"][i]), "memory_per_gpu": float(
                     r["memory_per_gpu"][i]), "tokens_per_s": float(r["tokens_per_s"][i])}
                     for i in front],

@@ -141,6 +141,22 @@ def plan_sentence(result) -> str:
     return text + f". {n['fit']:,} of {n['valid']:,} valid layouts fit."
 
 
+def limit_sentence(result) -> str:
+    """The memory limit the search judged "fits" against, for people: the share of the GPU,
+    the GPU's memory and the bytes it leaves, and why (the default's reason, or that it was
+    chosen) (``result``: a ``PlanResult``)."""
+    from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY
+
+    f = result.constraints.max_memory_fraction
+    share = percent_text(f, 0 if abs(f * 100 - round(f * 100)) < 1e-9 else 1)
+    text = (f"Memory limit: {share} of each GPU's {memory_text(result.limit / f)}, "
+            f"{memory_text(result.limit)}")
+    if f == DEFAULT_MEMORY_FRACTION:
+        return text + f" (the default: {MEMORY_FRACTION_WHY}; --max-memory-fraction changes it)."
+    return text + (f" (chosen; the default is {percent_text(DEFAULT_MEMORY_FRACTION)}: "
+                   f"{MEMORY_FRACTION_WHY}).")
+
+
 def describe_layout(row: dict) -> str:
     """A layout (a plan-table row) in words: its degrees, ZeRO, schedule, micro-batch,
     recompute, offload and engine switches."""
@@ -173,5 +189,5 @@ def switch_words(layout: dict) -> list[str]:
     return words
 
 
-__all__ = ["COLUMN_LABELS", "describe_layout", "fold_virtual_stages", "plan_sentence",
-           "range_text", "switch_words"]
+__all__ = ["COLUMN_LABELS", "describe_layout", "fold_virtual_stages", "limit_sentence",
+           "plan_sentence", "range_text", "switch_words"]

@@ -37,9 +37,9 @@ __all__ = ["MICRO_BATCH_TOKENS", "ROW_FIELDS", "V_EVERY", "candidate_rows", "exp
 
 # The largest micro-batch searched, in tokens (sequences x seq_len), beside the 16 sequences
 # searched at any length: the largest micro-batch in benchmarks/data/published_runs.yaml,
-# torchtitan's Llama 3 70B 2D run (16 x 8,192; torchtitan docs/performance.md @ 2412), and
-# MosaicML's llm-foundry runs of small models at short sequences (up to 128 x 512, 104 x 1,024
-# sequences: llm-foundry scripts/train/benchmarking/README.md) fall within it.
+# torchtitan's Llama 3 70B 2D run (16 x 8,192; torchtitan docs/performance.md @ 2412); MosaicML's
+# llm-foundry runs of small models at short sequences (up to 128 x 512 and 3 x 32,768 =
+# 98,304 tokens: llm-foundry scripts/train/benchmarking/README.md @061f2c7c) fall within it.
 MICRO_BATCH_TOKENS = 131_072
 TP_MAX = 64                      # TP and CP bounds (see the docstring)
 # Virtual stages: every v up to 8 (the planner's bound before; the layers may split unevenly,

@@ -216,7 +216,9 @@ def test_the_planner_sentence_for_the_brief_box(brief_plan):
         f"Llama 3.1 70B on 8 x NVIDIA H200 NVL 141GB fits only with NVMe offload: "
         f"{duration_text(best['step'])} per step, MFU {percent_text(best['mfu'])}, "
         f"1.4 T tokens in {duration_text(1.4e12 / best['tokens_per_s'])} ({describe_layout(best)}")
-    assert best["offload"] == "nvme" and "405 s per step, MFU 9 %" in text
+    # within the default headroom (0.9 of the GPU, 126.3 GiB): the 404 s layout at 1.0 needs
+    # 135.4 GiB (96 %), the best within it 121.9 GiB
+    assert best["offload"] == "nvme" and "406 s per step, MFU 9 %" in text
     # what more memory would buy: faster, and more than the GPU holds
     assert over["step"] < best["step"] and over["device_per_gpu"] > r.limit
     assert (f"; the fastest layout that needs more memory is {describe_layout(over)}: "
@@ -250,7 +252,8 @@ def test_rows_that_differ_only_in_virtual_stages_fold_into_one(brief_plan):
     keys = [tuple(f[k][i] for k in _LAYOUT_KEYS) for i in range(len(f["rank"]))]
     assert len(set(keys)) == len(keys)                   # no two rows are the same layout
     assert f["rank"] == sorted(f["rank"]) and f["rank"][0] == 1
-    assert f["virtual_stages"][0] == "2-8" and f["folded"][0] > 1
+    # 80 layers on pp 4: 20 a rank, so v 10 and 20 (Megatron-Core's even split) beside 2-8
+    assert f["virtual_stages"][0] == "2-8, 10, 20" and f["folded"][0] > 1
     assert all(a <= b for a, b in zip(f["step"], f["step_max"]))
 
 

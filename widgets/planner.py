@@ -15,7 +15,8 @@ from widgets.panels.base import (
 )
 from widgets.state import ScenarioState
 from workbench.errors import ScenarioError
-from workbench.plan.summary import switch_words
+from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY
+from workbench.plan.summary import limit_sentence, switch_words
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES
 
@@ -40,9 +41,11 @@ class PlannerPanel:
         }
         for d in self.fix.values():   # two columns of fields: "any" and "interleaved" whole
             d.layout = w.Layout(width="300px")
-        self.memory = w.FloatSlider(value=1.0, min=0.5, max=1.0, step=0.05,
+        self.memory = w.FloatSlider(value=DEFAULT_MEMORY_FRACTION, min=0.5, max=1.0, step=0.05,
                                     description="Max memory share", style=STYLE,
-                                    layout=w.Layout(width="300px"), continuous_update=False)
+                                    layout=w.Layout(width="300px"), continuous_update=False,
+                                    tooltip=f"default {DEFAULT_MEMORY_FRACTION:g}: "
+                                    + MEMORY_FRACTION_WHY)
         self.search_button, self.cancel_button, self.progress = run_controls(
             "Search layouts", "search", "Search")
         self.status = w.HTML()
@@ -132,7 +135,8 @@ class PlannerPanel:
         n = r.counts
         self.status.value = (f"{n['candidates']:,} candidate layouts{settings_text(n)}, "
                              f"{n['valid']:,} valid, "
-                             f"{n['fit']:,} fit; searched in {r.seconds:.2f} s")
+                             f"{n['fit']:,} fit; searched in {r.seconds:.2f} s<br>"
+                             + html.escape(limit_sentence(r)))
         # the engine's switches get a column once the engine has any (generic has none)
         switched = r.scenario.training.engine != "generic"
         head = ("rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "schedule", "v", "mb",

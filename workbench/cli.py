@@ -174,7 +174,7 @@ def _plan(args: argparse.Namespace) -> int:
     result = plan(scenario, c, progress)
     if shown["at"]:
         print(file=sys.stderr)
-    from workbench.plan.summary import fold_virtual_stages, plan_sentence
+    from workbench.plan.summary import fold_virtual_stages, limit_sentence, plan_sentence
 
     if args.json:
         print(json.dumps(result.to_dict(args.top), indent=2))
@@ -184,6 +184,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"{scenario.model.name} on {scenario.hardware.world} x {scenario.hardware.gpu.name}: "
           f"{n['candidates']:,} candidate layouts{settings_text(n)}, {n['valid']:,} valid, "
           f"{n['fit']:,} fit ({result.seconds:.2f} s)")
+    print(limit_sentence(result))
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
             "mfu", "memory_gib", "device_gib", "headroom_gib"]
@@ -197,7 +198,8 @@ def _plan(args: argparse.Namespace) -> int:
                   "shows each)")
     # the engine and switch columns, shown when a row leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
-                         ("fp8_recipe", None), ("optimizer", scenario.training.optimizer)):
+                         ("fp8_recipe", None), ("optimizer", scenario.training.optimizer),
+                         ("expert_tp", None)):
         if any(v != default for v in list(t[col])):
             cols.insert(cols.index("step"), col)
     names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
@@ -293,6 +295,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     never load the trial runner, the calibration or the monitor); None: every verb's."""
     from workbench.cli_options import PORT, integer, number
     from workbench.export import TARGETS   # light: each exporter module loads on use
+    from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY   # light
 
     p = _Parser(prog="workbench", description="Plan distributed training before renting GPUs.")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -341,9 +344,11 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     pl.add_argument("--top", type=integer(1, 100_000), default=10, help="layouts shown (default 10)")
     pl.add_argument("--fix", action="append", default=[], metavar="FIELD=VALUE",
                     help="fix a layout field, e.g. --fix tp=8 --fix recompute=none; "
-                    "--fix shard_group=8 pins an HSDP group, shard_group=0 none")
-    pl.add_argument("--max-memory-fraction", type=float, default=1.0,
-                    help="share of GPU memory a layout may use (default 1.0)")
+                    "--fix shard_group=8 pins an HSDP group, shard_group=0 none; --fix "
+                    "expert_tp=1 pins MoE parallel folding's expert TP")
+    pl.add_argument("--max-memory-fraction", type=float, default=DEFAULT_MEMORY_FRACTION,
+                    help="share of GPU memory (as nvidia-smi counts it) a layout may use (default "
+                    f"{DEFAULT_MEMORY_FRACTION:g}: {MEMORY_FRACTION_WHY})")
     pl.add_argument("--engines", metavar="all|NAME,NAME",
                     help="search these engines instead of the scenario's training.engine: a "
                     "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from workbench.engines import ENGINE_NAMES, FP8_RECIPES
 from workbench.errors import Problem, ScenarioError
+from workbench.headroom import DEFAULT_MEMORY_FRACTION
 from workbench.scenario.types import OFFLOAD, OPTIMIZERS, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
 # The engines "all" stands for: every record but the idealised ``generic`` stack.
@@ -14,6 +15,7 @@ REAL_ENGINES = tuple(e for e in ENGINE_NAMES if e != "generic")
 # shard_group also 0, no HSDP group).
 FIELDS = {
     "dp": None, "tp": None, "pp": None, "cp": None, "ep": None, "shard_group": None,
+    "expert_tp": None,
     "virtual_stages": None,
     "micro_batch": None, "zero": ZERO_STAGES, "pp_schedule": SCHEDULES,
     "sequence_parallel": (True, False), "recompute": RECOMPUTE, "offload": OFFLOAD,
@@ -26,14 +28,15 @@ FIELDS = {
 @dataclass(frozen=True)
 class Constraints:
     """``fixed``: field -> the one value every layout must have (e.g. {"tp": 8});
-    ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1);
+    ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1; default
+    ``workbench.headroom.DEFAULT_MEMORY_FRACTION``, 0.9, which says why);
     ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front;
     ``engines``: search these engines instead of the scenario's own (empty: its own);
     ``optimizers``: search these optimizers, each where the engine builds it (empty: the
     scenario's own) — the memory-saving ones a fine-tune may allow."""
 
     fixed: dict = field(default_factory=dict)
-    max_memory_fraction: float = 1.0
+    max_memory_fraction: float = DEFAULT_MEMORY_FRACTION
     gpu_counts: tuple[int, ...] = ()
     engines: tuple[str, ...] = ()
     optimizers: tuple[str, ...] = ()
@@ -70,7 +73,7 @@ class Constraints:
             raise ScenarioError(problems)
 
     @classmethod
-    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = 1.0,
+    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = DEFAULT_MEMORY_FRACTION,
               engines: str | None = None, optimizers: str | None = None) -> "Constraints":
         """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars;
         ``engines``: a comma-separated list, or "all" = every engine but ``generic``

@@ -9,12 +9,12 @@ import numpy as np
 from workbench.errors import Problem, ScenarioError
 from workbench.plan.constraints import Constraints
 from workbench.plan.space import ROW_FIELDS, candidate_rows
-from workbench.plan.summary import describe_layout, plan_sentence
+from workbench.plan.summary import describe_layout, limit_sentence, plan_sentence
 from workbench.scenario.types import Scenario
 
 GIB = 2 ** 30
 PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
-                 "virtual_stages", "async_tp", "tp_comm_overlap")
+                 "virtual_stages", "async_tp", "tp_comm_overlap", "expert_tp")
 TRAINING_KEYS = ("micro_batch", "recompute", "offload", "engine", "compile", "fp8_recipe",
                  "optimizer")
 
@@ -139,6 +139,7 @@ class PlanResult:
         row = self.row(rank)
         par = {k: row[k] for k in PARALLEL_KEYS}
         par["shard_group"] = int(row["shard_group"]) or None
+        par["expert_tp"] = None if row.get("expert_tp") is None else int(row["expert_tp"])
         tr = {k: row[k] for k in TRAINING_KEYS}
         return {"parallel": par, "training": tr}
 
@@ -150,8 +151,9 @@ class PlanResult:
         lay = self.layout(rank)
         par = dict(doc.get("parallel", {}))
         par.update(lay["parallel"])
-        if par["shard_group"] is None:
-            par.pop("shard_group")
+        for key in ("shard_group", "expert_tp"):      # None: left out (none / the dense TP)
+            if par[key] is None:
+                par.pop(key)
         tr = dict(doc.get("training", {}))
         tr.update(lay["training"])
         doc["parallel"], doc["training"] = par, tr
@@ -183,7 +185,13 @@ class PlanResult:
         r = self.ranked
         return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
                 "summary": plan_sentence(self),
-                "counts": self.counts, "seconds": self.seconds, "layouts": layouts,
+                "counts": self.counts, "seconds": self.seconds,
+                "memory_limit": {"fraction": self.constraints.max_memory_fraction,
+                                 "per_gpu": float(self.limit),
+                                 "gpu_memory": float(self.limit
+                                                     / self.constraints.max_memory_fraction),
+                                 "says": limit_sentence(self)},
+                "layouts": layouts,
                 "pareto_memory": [{"rank": int(r["rank"][i]), "memory_per_gpu": float(
                     r["memory_per_gpu"][i]), "tokens_per_s": float(r["tokens_per_s"][i])}
                     for i in front],

@@ -17,6 +17,7 @@ passes and are all searched. ``Constraints.engines`` searches several engines.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable
 
@@ -26,7 +27,7 @@ from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model import evaluate_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.result import PlanResult
-from workbench.plan.space import ROW_FIELDS, candidate_rows
+from workbench.plan.space import ROW_FIELDS, candidate_rows, expert_tp_values
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
 from workbench.engines import engine_of
@@ -50,7 +51,8 @@ def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
     return dataclasses.replace(s, parallel=par, training=tr)
 
 
-SWITCH_COLUMNS = ("engine", "compile", "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer")
+SWITCH_COLUMNS = ("engine", "compile", "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer",
+                  "expert_tp")
 # The TP overlaps: no-ops (and exported as off) without TP
 TP_OVERLAPS = ("async_tp", "tp_comm_overlap")
 
@@ -71,15 +73,15 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
         recipes = [None]
         if s.training.precision == "fp8" and eng.offers("fp8_recipe"):
             recipes = [fixed["fp8_recipe"]] if "fp8_recipe" in fixed else list(eng.fp8_recipes)
-        for recipe in recipes:
-            for optimizer in optimizers:
-                tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
-                    "compile"), fp8_recipe=recipe, optimizer=optimizer)
-                par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
-                                          tp_comm_overlap=tco and eng.offers("tp_comm_overlap"),
-                                          expert_tp=s.parallel.expert_tp if eng.offers(
-                                              "expert_tp") else None)
-                out.append(dataclasses.replace(s, training=tr, parallel=par))
+        # expert TP: one grid pass per value (plan.space.expert_tp_values)
+        etps = [fixed["expert_tp"]] if "expert_tp" in fixed else expert_tp_values(s, eng)
+        for recipe, optimizer, etp in itertools.product(recipes, optimizers, etps):
+            tr = dataclasses.replace(s.training, engine=name, compile=comp and eng.offers(
+                "compile"), fp8_recipe=recipe, optimizer=optimizer)
+            par = dataclasses.replace(s.parallel, async_tp=atp and eng.offers("async_tp"),
+                                      tp_comm_overlap=tco and eng.offers("tp_comm_overlap"),
+                                      expert_tp=etp)
+            out.append(dataclasses.replace(s, training=tr, parallel=par))
     if not out:
         from workbench.errors import Problem, ScenarioError
         raise ScenarioError([Problem("optimizers", list(c.optimizers), "none of these is built "
@@ -151,7 +153,8 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     sps = [sp for sp in sps if sp or eng.tp_without_sp]   # rule engine_sp
     caches: dict = {}
     switches = {"engine": s.training.engine, "compile": s.training.compile,
-                "fp8_recipe": s.training.fp8_recipe, "optimizer": s.training.optimizer}
+                "fp8_recipe": s.training.fp8_recipe, "optimizer": s.training.optimizer,
+                "expert_tp": s.parallel.expert_tp}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
         for sp in sps:

@@ -39,6 +39,7 @@ COLUMN_LABELS = {
     "tp_comm_overlap": "TP comm overlap",
     "fp8_recipe": "FP8 recipe",
     "optimizer": "optimizer",
+    "expert_tp": "expert TP (MoE parallel folding; empty = tp)",
     "step": "step time (s)",
     "step_max": "slowest folded step time (s)",
     "tokens_per_s": "tokens/s",
@@ -54,7 +55,7 @@ COLUMN_LABELS = {
 # a little between them: the bubble shrinks as the stages grow).
 _LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "shard_group", "micro_batch",
                 "sequence_parallel", "pp_schedule", "recompute", "offload", "engine", "compile",
-                "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer")
+                "async_tp", "tp_comm_overlap", "fp8_recipe", "optimizer", "expert_tp")
 
 
 def _plain(v):
@@ -140,10 +141,28 @@ def plan_sentence(result) -> str:
     return text + f". {n['fit']:,} of {n['valid']:,} valid layouts fit."
 
 
+def limit_sentence(result) -> str:
+    """The memory limit the search judged "fits" against, for people: the share of the GPU,
+    the GPU's memory and the bytes it leaves, and why (the default's reason, or that it was
+    chosen) (``result``: a ``PlanResult``)."""
+    from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY
+
+    f = result.constraints.max_memory_fraction
+    share = percent_text(f, 0 if abs(f * 100 - round(f * 100)) < 1e-9 else 1)
+    text = (f"Memory limit: {share} of each GPU's {memory_text(result.limit / f)}, "
+            f"{memory_text(result.limit)}")
+    if f == DEFAULT_MEMORY_FRACTION:
+        return text + f" (the default: {MEMORY_FRACTION_WHY}; --max-memory-fraction changes it)."
+    return text + (f" (chosen; the default is {percent_text(DEFAULT_MEMORY_FRACTION)}: "
+                   f"{MEMORY_FRACTION_WHY}).")
+
+
 def describe_layout(row: dict) -> str:
     """A layout (a plan-table row) in words: its degrees, ZeRO, schedule, micro-batch,
     recompute, offload and engine switches."""
     parts = [f"{k} {int(row[k])}" for k in ("dp", "tp", "pp", "cp", "ep") if int(row[k]) > 1]
+    if row.get("expert_tp") is not None:
+        parts.append(f"expert TP {int(row['expert_tp'])}")
     parts.append(f"ZeRO {int(row['zero'])}")
     if int(row.get("shard_group") or 0):
         parts.append(f"HSDP shard group {int(row['shard_group'])}")
@@ -170,5 +189,5 @@ def switch_words(layout: dict) -> list[str]:
     return words
 
 
-__all__ = ["COLUMN_LABELS", "describe_layout", "fold_virtual_stages", "plan_sentence",
-           "range_text", "switch_words"]
+__all__ = ["COLUMN_LABELS", "describe_layout", "fold_virtual_stages", "limit_sentence",
+           "plan_sentence", "range_text", "switch_words"]

@@ -103,7 +103,7 @@ def test_expert_tp_passes_list_each_layout_once_and_reach_folded_ep():
 
 
 def test_default_headroom_is_the_verdicts_and_shown():
-    assert DEFAULT_MEMORY_FRACTION == GPU_WARN_FRACTION == 0.9
+    assert GPU_WARN_FRACTION is DEFAULT_MEMORY_FRACTION == 0.9     # one number
     assert Constraints().max_memory_fraction == 0.9
     assert Constraints.parse([]).max_memory_fraction == 0.9
     s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")

@@ -28,11 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench.headroom import DEFAULT_MEMORY_FRACTION
 from workbench.scenario.types import Scenario
 from workbench.units import (TB, duration_text, memory_text, money_text, percent_text,
                              tokens_text)
 
-GPU_WARN_FRACTION = 0.9     # see the module docstring: allocator fragmentation and spikes
+# see the module docstring: allocator fragmentation and spikes; the planner keeps the same
+# headroom by default (workbench/headroom.py says why)
+GPU_WARN_FRACTION = DEFAULT_MEMORY_FRACTION
 NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
 # the methods tried instead of each, and how the step says it
 INSTEAD = {

@@ -3,8 +3,9 @@
 rank), the planner, the scaling curves and the dashboard.
 
 The costs of a dense layer, an MoE layer, the head and the embedding depend only on (tp, cp, ep,
-micro-batch): they come from ``step_time.block_costs``, ``activations`` and ``params`` once per
-distinct combination (``cache`` keeps them between calls on one scenario). Everything that
+micro-batch): the block costs come from ``block_costs.block_cost_arrays``, for every combination
+a call has not met yet at once, and one layer's activations and parameters from ``activations``
+and ``params`` per combination (``cache`` keeps them between calls on one scenario). Everything that
 depends on the rest — which layers a pipeline rank holds, model states, microbatches in flight,
 buffers, the pipeline bubble, data-parallel exposure, the optimizer, offload — is computed here
 by the shared formula functions, which accept arrays: one row per (layout, pipeline rank).

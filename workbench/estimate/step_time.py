@@ -1,18 +1,12 @@
-"""Step time: compute per pipeline stage, exposed communication per parallel dimension, the
+"""Step time: the pipeline stages' times, exposed communication per parallel dimension, the
 pipeline bubble, the optimizer step and offload traffic.
 
-Per microbatch and pipeline rank (one GPU; all GPUs of a rank are alike):
-- forward F = GEMMs + attention kernel + memory-bound ops + exposed TP / EP / CP communication;
-- backward B = 2 x the GEMMs (input and weight gradients; W is the weight half), 2.5 x the
-  attention forward (FlashAttention's backward), 2 x the memory-bound bytes, the same TP / EP
-  collectives again, plus recompute (full: the whole forward again; selective with eager
-  attention: the core attention again).
-What overlaps (stated, as the engines do it): DP gradient reduction overlaps the backward of the
-last microbatch where the engine overlaps it (Megatron-LM ``overlap_grad_reduce``, DDP buckets,
-FSDP2 reduce-scatter per unit, DeepSpeed ``overlap_comm``; ``dp_overlap``); ZeRO parameter
-all-gathers overlap the forward where the engine prefetches them; CP ring passes overlap the
-attention blocks they feed; PP sends are exposed only in the fill and drain. TP and EP
-collectives are exposed, except under async TP / TE comm overlap (``tp_overlap``).
+The blocks' own per-microbatch costs (forward, backward, recompute, exposed TP / EP / CP
+communication) are ``block_costs``' (re-exported here). What overlaps (stated, as the engines
+do it): DP gradient reduction overlaps the backward of the last microbatch where the engine
+overlaps it (Megatron-LM ``overlap_grad_reduce``, DDP buckets, FSDP2 reduce-scatter per unit,
+DeepSpeed ``overlap_comm``; ``dp_overlap``); ZeRO parameter all-gathers overlap the forward
+where the engine prefetches them; PP sends are exposed only in the fill and drain.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Under sequence parallelism each layer's pass has four TP collectives, each paired with GEMMs:
 the all-gather of the input feeds the first attention GEMM(s) and the MLP's first GEMM; the
 reduce-scatter drains the attention output projection and the MLP's last GEMM
-(``step_time.block_costs``). Overlapping a pair means splitting its GEMM into chunks so that one
+(``block_costs.block_costs``). Overlapping a pair means splitting its GEMM into chunks so that one
 chunk's transfer runs under another chunk's GEMM. What that costs is the mechanism here:
 
 - the chunks are smaller GEMMs, timed through the kernel model (``efficiency.gemm_time``: the

@@ -110,7 +110,8 @@ class _Shapes:
 
     def full(self, x) -> np.ndarray:
         """``x`` (a number or an array) as one float per shape."""
-        return np.broadcast_to(np.asarray(x, dtype=float), self.t.shape)
+        a = np.asarray(x, dtype=float)
+        return a if a.shape == self.t.shape else np.full(self.t.shape, a)
 
 
 def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockArrays]:

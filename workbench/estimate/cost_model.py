@@ -196,8 +196,9 @@ class _BlockTable:
 
     def lookup(self, base: Scenario, keys: list[tuple], sp: bool, pytorch_eager: bool
                ) -> list[int]:
-        """The entry of each key (its first four: tp, cp, ep, micro-batch), the missing ones
-        computed together."""
+        """The entry of each key (its first four: tp, cp, ep, micro-batch; the rest the
+        switches, which every key of one call shares with ``base``, ``sp`` and
+        ``pytorch_eager``), the missing ones computed together."""
         missing = list(dict.fromkeys(k for k in keys if k not in self.index))
         if missing:
             cols, entries = _block_data(base, [k[:4] for k in missing], sp, pytorch_eager)

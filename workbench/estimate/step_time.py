@@ -18,9 +18,7 @@ from workbench.estimate.arrays import plain
 from workbench.estimate import efficiency as eff
 # The blocks' costs live in ``block_costs`` (every shape of a grid at once); these names are
 # re-exported here, where callers and tests have imported them from.
-from workbench.estimate.block_costs import (  # noqa: F401
-    LOSS_BYTES, BlockCost, _tp_pairs, block_cost_arrays, block_costs,
-)
+from workbench.estimate.block_costs import BlockCost, _tp_pairs, block_costs  # noqa: F401
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.engines import engine_of

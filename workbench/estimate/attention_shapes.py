@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from workbench.catalog.types import ModelShape
 
 
@@ -161,8 +163,19 @@ class AttentionKernel(NamedTuple):
 def attention_kernel(m: ModelShape, micro_batch: int, seq_len: int, t: int = 1,
                      cp: int = 1) -> AttentionKernel:
     """The attention kernel of one rank of TP degree ``t`` and CP degree ``cp``. MLA gives
-    every head its own key and value (``qkv_widths``): as many KV heads as heads."""
+    every head its own key and value (``qkv_widths``): as many KV heads as heads. Numbers, or
+    arrays over shapes (then the fields that vary are integer arrays)."""
     kv = m.heads if m.mla else m.kv_heads
-    return AttentionKernel(batch=int(micro_batch), seq=max(1, int(round(seq_len / cp))),
-                           heads=max(1, m.heads // t), kv_heads=max(1, kv // t),
+    t = np.asarray(t)
+    # np.rint rounds half to even, as Python's round does
+    return AttentionKernel(batch=_int(micro_batch),
+                           seq=_int(np.maximum(1, np.rint(seq_len / np.asarray(cp)))),
+                           heads=_int(np.maximum(1, m.heads // t)),
+                           kv_heads=_int(np.maximum(1, kv // t)),
                            head_dim=m.qk_head_dim, value_dim=m.value_head_dim)
+
+
+def _int(x):
+    """A Python int for a number, an int64 array for an array."""
+    x = np.asarray(x).astype(np.int64)
+    return int(x) if x.ndim == 0 else x

@@ -90,6 +90,9 @@ def _pick(cond, yes, no):
     layout only the branch taken is computed (numpy's per-call cost dominates there)."""
     if isinstance(cond, (bool, np.bool_)) or np.ndim(cond) == 0:
         return yes() if cond else no()
+    if np.size(cond) == 1:       # one layout (or shape) as an array: the same, kept an array
+        out = yes() if cond.flat[0] else no()
+        return out if np.shape(out) == np.shape(cond) else np.where(cond, out, out)
     return np.where(cond, yes(), no())
 
 

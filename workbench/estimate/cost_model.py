@@ -3,8 +3,9 @@
 rank), the planner, the scaling curves and the dashboard.
 
 The costs of a dense layer, an MoE layer, the head and the embedding depend only on (tp, cp, ep,
-micro-batch): they come from ``step_time.block_costs``, ``activations`` and ``params`` once per
-distinct combination (``cache`` keeps them between calls on one scenario). Everything that
+micro-batch): the block costs come from ``block_costs.block_cost_arrays``, for every combination
+a call has not met yet at once, and one layer's activations and parameters from ``activations``
+and ``params`` per combination (``cache`` keeps them between calls on one scenario). Everything that
 depends on the rest — which layers a pipeline rank holds, model states, microbatches in flight,
 buffers, the pipeline bubble, data-parallel exposure, the optimizer, offload — is computed here
 by the shared formula functions, which accept arrays: one row per (layout, pipeline rank).
@@ -38,8 +39,9 @@ from workbench.estimate.params import (
     _norm, chunk_of, chunk_owner, chunk_size, chunk_start, embedding_params, head_params,
     is_moe_layer, layer_params,
 )
+from workbench.estimate.block_costs import block_cost_arrays
 from workbench.estimate.step_time import (
-    block_costs, dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved,
+    dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved,
     param_upload_time, pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
 )
 from workbench.scenario.types import Scenario
@@ -48,7 +50,6 @@ from workbench.units import TB, capacity_bytes, hbm_bytes
 # ZeRO-Infinity's NVMe staging: DeepSpeed's default offload_param/offload_optimizer
 # buffer_count 5 x buffer_size 1e8 elements, in the 2-byte compute dtype, pinned in host memory.
 NVME_STAGING_BYTES_PER_GPU = 5 * 100_000_000 * 2
-BLOCKS = ("dense", "moe", "head", "embedding")
 
 
 class Volume:
@@ -95,44 +96,74 @@ class Evaluation:
     pytorch_eager: bool = False   # the activations counted are those eager PyTorch saves
 
 
-def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
-                pytorch_eager: bool) -> dict:
-    """Everything that depends only on (tp, cp, ep, micro-batch): block costs, one layer's saved
-    activations and parameters, the embedding's and the head's."""
-    par = dataclasses.replace(base.parallel, tp=tp, cp=cp, ep=ep, sequence_parallel=sp,
-                              dp=max(ep, 1), pp=1, virtual_stages=1, shard_group=None)
-    tr = dataclasses.replace(base.training, micro_batch=mb)
-    s = dataclasses.replace(base, parallel=par, training=tr)
+def _block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: bool
+                ) -> tuple[dict, list[dict]]:
+    """Everything that depends only on (tp, cp, ep, micro-batch), for each of ``shapes``: the
+    block costs of all of them at once (``block_cost_arrays``) and, per shape, one layer's saved
+    activations and parameters, the embedding's and the head's. Returns ({(block, datum):
+    array over the shapes}, one entry per shape: its activation shape "x" and each block's
+    "vol" {(dim, collective): (bytes x count, count)} per microbatch, the collectives that
+    run)."""
     m = base.model
-    costs = block_costs(s)
-    x = act.activation_shape(tr, par, pytorch_eager)
-    out: dict = {"x": x}
+    tp, cp, ep, mb = (np.array([sh[i] for sh in shapes], dtype=np.int64) for i in range(4))
+    s = dataclasses.replace(base, parallel=dataclasses.replace(base.parallel,
+                                                               sequence_parallel=sp))
+    cols: dict = {}
+    entries: list[dict] = [{} for _ in shapes]
+    for kind, c in block_cost_arrays(s, tp, cp, ep, mb).items():
+        cols.update({(kind, "fwd"): c.fwd, (kind, "bwd"): c.bwd, (kind, "wgrad"): c.wgrad,
+                     (kind, "rc"): c.recompute,
+                     **{(kind, f"comm_{dim}"): secs for dim, secs in c.comm.items()}})
+        vol: dict = {}        # per microbatch: sum of bytes x count, count
+        for dim, coll, nbytes, count in c.volume:
+            b, n = vol.get((dim, coll), (0.0, 0.0))
+            vol[dim, coll] = (b + nbytes * count, n + count)
+        runs = {key: (n > 0).tolist() for key, (b, n) in vol.items()}
+        per = {key: (b.tolist(), n.tolist()) for key, (b, n) in vol.items()}
+        for i, entry in enumerate(entries):
+            entry[kind] = {"vol": {key: (b[i], n[i]) for key, (b, n) in per.items()
+                                   if runs[key][i]}}
     local = m.moe.experts // ep if m.moe is not None else None
-    for kind in BLOCKS:
-        if kind not in costs:
-            continue
-        c = costs[kind]
-        d = {"fwd": c.fwd, "bwd": c.bwd, "wgrad": c.wgrad, "rc": c.recompute,
-             **{f"comm_{dim}": secs for dim, secs in c.comm}, "vol": {}}
-        for dim, coll, nbytes, count in c.volume:      # per microbatch: sum of bytes, count
-            b, n = d["vol"].get((dim, coll), (0.0, 0.0))
-            d["vol"][dim, coll] = (b + nbytes * count, n + count)
-        if kind in ("dense", "moe"):
-            moe = kind == "moe"
-            index = next((i for i in range(m.layers) if is_moe_layer(m, i) == moe), 0)
-            lp = layer_params(m, index, tp, ep, par.etp)
-            split = ft.layer_split(m, tr, moe, lp.dense, lp.expert, 2 * _norm(m), tp, par.etp,
-                                   local or 1)
-            d.update(act=act.layer_bytes(m, x, moe), ws=act.full_recompute_working_set(m, x, moe),
-                     pdense=lp.dense + split.adapter_dense,
-                     pexpert=lp.expert + split.adapter_expert,
-                     tdense=split.trainable_dense, texpert=split.trainable_expert,
-                     qdense=split.quantized_dense, qexpert=split.quantized_expert,
-                     tensors=eager_ops.layer_tensors(m, moe, local))
-        out[kind] = d
-    emb = embedding_params(m, tp)
-    head_same = head_params(m, tp, separate_stage=False)
-    head_sep = head_params(m, tp, separate_stage=True)
+    tr = base.training
+    # what the activations take from the shape (s, b, t, sp) set on the scenario's own
+    # (``activation_shape``; tests/test_block_arrays.py checks it against a call per shape)
+    x0 = act.activation_shape(tr, s.parallel, pytorch_eager)
+    rest: dict = {}
+    for i, (t, c, e, b) in enumerate(shapes):
+        par = dataclasses.replace(s.parallel, tp=t, cp=c, ep=e, dp=max(e, 1), pp=1,
+                                  virtual_stages=1, shard_group=None)
+        x = dataclasses.replace(x0, s=tr.seq_len // c, b=b, t=t, sp=par.sp)
+        entries[i]["x"] = x
+        for name, value in _shape_data(base, par, x,
+                                       None if local is None else int(local[i])).items():
+            rest.setdefault(name, []).append(value)
+    cols.update({key: np.asarray(v, dtype=float) for key, v in rest.items()})
+    return cols, entries
+
+
+def _shape_data(base: Scenario, par, x, local: int | None) -> dict:
+    """One shape's layer activations and parameters, and the embedding's and the head's:
+    {(block, datum) or (datum, None): number}."""
+    m, tr = base.model, base.training
+    out: dict = {}
+    for kind in ("dense", "moe") if m.moe is not None else ("dense",):
+        moe = kind == "moe"
+        index = next((i for i in range(m.layers) if is_moe_layer(m, i) == moe), 0)
+        lp = layer_params(m, index, par.tp, par.ep, par.etp)
+        split = ft.layer_split(m, tr, moe, lp.dense, lp.expert, 2 * _norm(m), par.tp, par.etp,
+                               local or 1)
+        out.update({(kind, "act"): act.layer_bytes(m, x, moe),
+                    (kind, "ws"): act.full_recompute_working_set(m, x, moe),
+                    (kind, "pdense"): lp.dense + split.adapter_dense,
+                    (kind, "pexpert"): lp.expert + split.adapter_expert,
+                    (kind, "tdense"): split.trainable_dense,
+                    (kind, "texpert"): split.trainable_expert,
+                    (kind, "qdense"): split.quantized_dense,
+                    (kind, "qexpert"): split.quantized_expert,
+                    (kind, "tensors"): eager_ops.layer_tensors(m, moe, local)})
+    emb = embedding_params(m, par.tp)
+    head_same = head_params(m, par.tp, separate_stage=False)
+    head_sep = head_params(m, par.tp, separate_stage=True)
 
     def head_trained(total: float) -> float:
         """The head's trained part: its matrix with lora.trainable head (or a tied embedding
@@ -142,34 +173,52 @@ def _block_data(base: Scenario, tp: int, cp: int, ep: int, mb: int, sp: bool,
             m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
         return matrix * train + _norm(m) * ft.edge_trainable(tr, "norms")
 
-    out.update(emb_act=act.embedding_bytes(m, x), head_act=act.head_bytes(m, x),
-               emb_params=emb, head_params_same=head_same, head_params_sep=head_sep,
-               emb_trained=emb * ft.edge_trainable(tr, "embeddings"),
-               head_trained_same=head_trained(head_same), head_trained_sep=head_trained(head_sep))
+    for name, value in (("emb_act", act.embedding_bytes(m, x)), ("head_act", act.head_bytes(m, x)),
+                        ("emb_params", emb), ("head_params_same", head_same),
+                        ("head_params_sep", head_sep),
+                        ("emb_trained", emb * ft.edge_trainable(tr, "embeddings")),
+                        ("head_trained_same", head_trained(head_same)),
+                        ("head_trained_sep", head_trained(head_sep))):
+        out[name, None] = value
     return out
 
 
 class _BlockTable:
-    """The block data of every (tp, cp, ep, micro-batch, ...) key met so far on one scenario,
-    each datum also as an array over the entries, so a grid's column is one gather."""
+    """The block data of every (tp, cp, ep, micro-batch, ...) key met so far on one scenario:
+    each datum an array over the entries (a grid's column is one gather), and per entry its
+    activation shape and traffic (``_block_data``)."""
 
     def __init__(self) -> None:
         self.index: dict = {}
         self.entries: list[dict] = []
+        self._chunks: list[tuple[int, dict]] = []      # (first entry, {datum: array})
         self._arrays: dict = {}
 
-    def add(self, key, data: dict) -> int:
-        self.index[key] = len(self.entries)
-        self.entries.append(data)
-        return self.index[key]
+    def lookup(self, base: Scenario, keys: list[tuple], sp: bool, pytorch_eager: bool
+               ) -> list[int]:
+        """The entry of each key (its first four: tp, cp, ep, micro-batch; the rest the
+        switches, which every key of one call shares with ``base``, ``sp`` and
+        ``pytorch_eager``), the missing ones computed together."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self.index))
+        if missing:
+            cols, entries = _block_data(base, [k[:4] for k in missing], sp, pytorch_eager)
+            self._chunks.append((len(self.entries), cols))
+            start = len(self.entries)
+            self.index.update({k: start + i for i, k in enumerate(missing)})
+            self.entries += entries
+            self._arrays.clear()
+        return [self.index[k] for k in keys]
 
     def column(self, kind: str, name: str | None) -> np.ndarray:
         """The datum ``name`` of block ``kind`` (or the entry's own ``kind`` without a name)
         per entry, 0 where the block does not exist."""
         have = self._arrays.get((kind, name))
-        if have is None or len(have) < len(self.entries):
-            have = np.fromiter(((d.get(kind) or {}).get(name, 0.0) if name else d.get(kind, 0.0)
-                                for d in self.entries), dtype=float, count=len(self.entries))
+        if have is None:
+            have = np.zeros(len(self.entries))
+            for start, cols in self._chunks:
+                part = cols.get((kind, name))
+                if part is not None:
+                    have[start:start + len(part)] = part
             self._arrays[kind, name] = have
         return have
 
@@ -185,22 +234,18 @@ class Rows:
         code = ((g.tp * 1024 + g.cp) * 65536 + g.ep) * 1024 + g.micro_batch   # one int per key
         uniq, inverse = np.unique(code, return_inverse=True)
         self.table = table = cache.setdefault("_blocks", _BlockTable())
-        self.per, entries = [], []
+        switches = (g.sequence_parallel, tr.recompute, tr.recompute_every, pytorch_eager,
+                    tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
+                    base.parallel.tp_comm_overlap, base.parallel.expert_tp, tr.method, tr.lora,
+                    tr.fp8_attention)
+        keys = []
         for c in uniq.tolist():
             rest, mb = divmod(c, 1024)
             rest, ep = divmod(rest, 65536)
             tp, cp = divmod(rest, 1024)
-            key = (tp, cp, ep, mb, g.sequence_parallel, tr.recompute, tr.recompute_every,
-                   pytorch_eager,
-                   tr.engine, tr.compile, tr.fp8_recipe, tr.precision, base.parallel.async_tp,
-                   base.parallel.tp_comm_overlap,
-                   base.parallel.expert_tp, tr.method, tr.lora, tr.fp8_attention)
-            i = table.index.get(key)
-            if i is None:
-                i = table.add(key, _block_data(base, tp, cp, ep, mb, g.sequence_parallel,
-                                               pytorch_eager))
-            entries.append(i)
-            self.per.append(table.entries[i])
+            keys.append((tp, cp, ep, mb, *switches))
+        entries = table.lookup(base, keys, g.sequence_parallel, pytorch_eager)
+        self.per = [table.entries[i] for i in entries]
         self.layout_of, self.rank = rank_rows(m, g, every_rank)
         self.n = len(self.rank)
         self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])

@@ -148,46 +148,63 @@ def on_hardware(hw) -> GPU:
     return dataclasses.replace(gpu, profile=gpu.profile.with_ranks(hw.gpus_per_node))
 
 
-def gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: float = 1) -> float:
+def _each(fn, *args):
+    """``fn`` of plain numbers applied to each entry of ``args`` broadcast together (a calibrated
+    profile looks one shape up at a time); a number for numbers."""
+    if all(np.ndim(a) == 0 for a in args):
+        return fn(*args)
+    flat = [np.ravel(a).tolist() for a in np.broadcast_arrays(*args)]
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    return np.fromiter((fn(*one) for one in zip(*flat)), dtype=float,
+                       count=len(flat[0])).reshape(shape)
+
+
+def gemm_time(m, n, k, gpu: GPU, precision: str, count=1):
     """Seconds for ``count`` GEMMs of (m x k) @ (k x n) (on a calibrated profile: the measured
-    seconds of that shape; the eager runtime's per-operation cost is ``runtime_ops``)."""
-    if m <= 0 or n <= 0 or k <= 0 or count <= 0:
-        return 0.0
+    seconds of that shape; the eager runtime's per-operation cost is ``runtime_ops``). Numbers
+    or arrays (one entry per shape)."""
+    live = (np.asarray(m) > 0) & (np.asarray(n) > 0) & (np.asarray(k) > 0) & (
+        np.asarray(count) > 0)
     if gpu.profile is not None:
-        return count * gpu.profile.gemm(m, n, k, precision)
+        return _each(lambda m, n, k, c, on: c * gpu.profile.gemm(m, n, k, precision) if on
+                     else 0.0, m, n, k, count, live)
     work = 2.0 * m * n * (k + GEMM_K0)
     elem = GEMM_INPUT_BYTES.get(precision, 2)
     nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
     compute = work / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
-    return count * (max(compute, memory) + KERNEL_OVERHEAD_S)
+    return plain(np.where(live, count * (np.maximum(compute, memory) + KERNEL_OVERHEAD_S), 0.0))
 
 
-def looped_gemm_time(m: float, n: float, k: float, gpu: GPU, precision: str, count: float,
-                     host_ops: float) -> float:
+def looped_gemm_time(m, n, k, gpu: GPU, precision: str, count, host_ops):
     """Seconds for ``count`` GEMMs issued one by one from a Python loop that dispatches
-    ``host_ops`` operations in all: the GPU waits on the host when the kernels are short."""
+    ``host_ops`` operations in all: the GPU waits on the host when the kernels are short
+    (numbers or arrays)."""
     kernels = gemm_time(m, n, k, gpu, precision, count)
     if gpu.profile is not None:
         return kernels
-    return max(kernels, host_ops * HOST_OP_S)
+    return plain(np.maximum(kernels, host_ops * HOST_OP_S))
 
 
-def attention_time(flops: float, gpu: GPU, direction: str, kernel: str = "flash2",
-                   shape=None) -> float:
+def attention_time(flops, gpu: GPU, direction: str, kernel: str = "flash2", shape=None):
     """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training);
     ``shape`` (``attention_shapes.AttentionKernel``) lets a calibrated GPU profile answer from
-    the measured point nearest it (a CPU profile: the best measured fp32 GEMM rate)."""
-    if flops <= 0:
-        return 0.0
+    the measured point nearest it (a CPU profile: the best measured fp32 GEMM rate). Numbers
+    or arrays (``shape``'s fields then arrays over the same shapes)."""
+    live = np.asarray(flops) > 0
     if gpu.profile is not None:
-        return gpu.profile.attention(flops, direction, kernel, shape)
+        if shape is None:
+            return _each(lambda f, on: gpu.profile.attention(f, direction, kernel) if on
+                         else 0.0, flops, live)
+        return _each(lambda f, on, *fields: gpu.profile.attention(
+            f, direction, kernel, type(shape)(*fields)) if on else 0.0, flops, live, *shape)
     i = 0 if direction == "fwd" else 1
     if kernel == "eager":
-        return flops / (gpu.bf16_tflops * 1e12 * EAGER_ATTENTION[i])
+        return plain(np.where(live, flops / (gpu.bf16_tflops * 1e12 * EAGER_ATTENTION[i]), 0.0))
     c = ATTENTION_C[_arch(gpu)][kernel][i]
     seq = shape.seq if shape is not None else 4096
-    return flops / (gpu.bf16_tflops * 1e12 * c * seq / (seq + ATTENTION_A[i]))
+    return plain(np.where(live, flops / (gpu.bf16_tflops * 1e12 * c * seq
+                                         / (seq + ATTENTION_A[i])), 0.0))
 
 
 def memory_time(nbytes: float, gpu: GPU, kernels: float = 0, kind: str = "elementwise") -> float:

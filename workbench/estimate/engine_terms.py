@@ -1,5 +1,5 @@
 """What the chosen engine and its switches change in the cost of a block, as numbers the step-time
-formulas multiply or add (``step_time.block_costs``):
+formulas multiply or add (``block_costs.block_costs``):
 
 - ``elementwise_traffic``: HBM traffic of the memory-bound work relative to fused kernels — the
   engine's eager figure (``Engine.elementwise_traffic``, derived in its module) or 1 under

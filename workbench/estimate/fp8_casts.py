@@ -85,11 +85,12 @@ def layer_operands(m: ModelShape, recipe: Fp8Recipe, fusion: str, separate: bool
     fuse_all = fusion == "compile"
     te = fusion == "te"
     r = t if sp else 1
-    shard = recipe.casts_before_gather and t > 1
-    gathered_in = tokens / r if shard else tokens     # a column-parallel input's cast
-    row_grad = tokens / r if shard else tokens        # a row-parallel output gradient's cast
+    # numbers or arrays over shapes (``t``, ``tokens``, ``routed``, ``local_experts``)
+    shard = recipe.casts_before_gather & (np.asarray(t) > 1)
+    gathered_in = np.where(shard, tokens / r, tokens)   # a column-parallel input's cast
+    row_grad = np.where(shard, tokens / r, tokens)      # a row-parallel output gradient's cast
     # separate projections cast the shared input each, unless the float8 TP cast serves all
-    separate = separate and not shard
+    separate = separate & ~shard
     ops: list[Operand] = []
     hidden_cast = False               # the normed hidden state's cast is done
     for a in attention_gemms(m, t, sp):
@@ -98,11 +99,11 @@ def layer_operands(m: ModelShape, recipe: Fp8Recipe, fusion: str, separate: bool
             ops += _linear(rows, row_grad, a.k, a.n, fuse_all, fuse_all)
         elif a.k == m.hidden:         # reads the normed hidden state (MLA's down-projections
             #                           under SP already run on the rank's own tokens)
-            n_in = gathered_in if a.rows == 1.0 else rows
-            if hidden_cast and not separate:
-                n_in = 0.0
+            n_in = np.where(np.asarray(a.rows) == 1.0, gathered_in, rows)
+            if hidden_cast:
+                n_in = np.where(separate, n_in, 0.0)
             ops += _linear(n_in, rows, a.k, a.n, fuse_all or te, fuse_all,
-                           3 if separate and a.name == "qkv" else 1)
+                           np.where(separate, 3, 1) if a.name == "qkv" else 1)
             hidden_cast = True
         else:                         # MLA's up-projections read the latent vectors
             ops += _linear(rows, rows, a.k, a.n, fuse_all, fuse_all)
@@ -115,15 +116,15 @@ def layer_operands(m: ModelShape, recipe: Fp8Recipe, fusion: str, separate: bool
         if mo.shared_experts:
             mlps.append((tokens, gathered_in, row_grad,
                          mo.shared_experts * mo.expert_ffn_hidden / t, 1))
-        if local_experts:
-            per = routed / local_experts
+        if np.any(np.asarray(local_experts) > 0):
+            per = routed / np.maximum(local_experts, 1)
             mlps.append((per, per, per, expert_ffn, local_experts))
     for rows, rows_in, rows_out, f, count in mlps:
         # gate/up (FC1) reads the normed input; its output gradient comes from the
         # activation's backward; FC2 (down) reads the activation's output. ``count`` experts
         # of the same shape.
         one = (_linear(rows_in, rows, m.hidden, (mats - 1) * f, fuse_all or te,
-                       fuse_all or te, mats - 1 if separate else 1)
+                       fuse_all or te, np.where(separate, mats - 1, 1))
                + _linear(rows, rows_out, f, m.hidden, fuse_all or te, fuse_all))
         ops += [Operand(o.elements * count, o.role, o.fused) for o in one]
     return ops

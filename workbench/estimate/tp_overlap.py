@@ -3,7 +3,7 @@
 Under sequence parallelism each layer's pass has four TP collectives, each paired with GEMMs:
 the all-gather of the input feeds the first attention GEMM(s) and the MLP's first GEMM; the
 reduce-scatter drains the attention output projection and the MLP's last GEMM
-(``step_time.block_costs``). Overlapping a pair means splitting its GEMM into chunks so that one
+(``block_costs.block_costs``). Overlapping a pair means splitting its GEMM into chunks so that one
 chunk's transfer runs under another chunk's GEMM. What that costs is the mechanism here:
 
 - the chunks are smaller GEMMs, timed through the kernel model (``efficiency.gemm_time``: the
@@ -32,7 +32,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from workbench.estimate import efficiency as eff
+from workbench.estimate.arrays import plain
 
 # Streaming multiprocessors per GPU, for the share a communication kernel takes: NVIDIA H100
 # whitepaper (GH100: H100 SXM5 132 SMs, H100 PCIe 114; H200 is the same SXM part), A100
@@ -76,14 +79,15 @@ def _pipelined(comm: float, chunked: float, whole: float, chunks: int, gather: b
     (end = max(one chunk's GEMM + comm, all GEMMs + one chunk's transfer))."""
     one = chunked / chunks
     if gather:
-        end = max(comm + one, chunked)
+        end = np.maximum(comm + one, chunked)
     else:
-        end = max(one + comm, chunked + comm / chunks)
+        end = np.maximum(one + comm, chunked + comm / chunks)
     return end - whole
 
 
-def async_tp_exposed(pairs: list[Pair], t: int, gpu, prec: str, rate: float) -> float:
-    """Exposed seconds of one pass's TP pairs under torchtitan async TP (module docstring)."""
+def async_tp_exposed(pairs: list[Pair], t, gpu, prec: str, rate: float):
+    """Exposed seconds of one pass's TP pairs under torchtitan async TP (module docstring);
+    ``t``, the pairs' seconds and shapes numbers or arrays over shapes."""
     out = 0.0
     for p in pairs:
         whole = _gemms(p.gemms, gpu, prec, 1, rate)
@@ -94,12 +98,12 @@ def async_tp_exposed(pairs: list[Pair], t: int, gpu, prec: str, rate: float) -> 
         out += _pipelined(p.comm, chunked, whole, t, p.collective == "all_gather")
         if p.collective == "reduce_scatter":   # torch.sum over the tp partial chunks
             out += eff.memory_time((t + 1) * p.out_bytes / t, gpu, kernels=1)
-    return out
+    return plain(np.asarray(out))
 
 
-def userbuffers_exposed(pairs: list[Pair], t: int, gpu, prec: str, rate: float,
-                        backward: bool) -> float:
-    """Exposed seconds of one pass's TP pairs under TE userbuffers (module docstring)."""
+def userbuffers_exposed(pairs: list[Pair], t, gpu, prec: str, rate: float, backward: bool):
+    """Exposed seconds of one pass's TP pairs under TE userbuffers (module docstring); ``t``,
+    the pairs' seconds and shapes numbers or arrays over shapes."""
     share = (sms(gpu) - UB_COMM_SMS) / sms(gpu)      # SMs left to the GEMMs
     out = 0.0
     for p in pairs:
@@ -113,5 +117,5 @@ def userbuffers_exposed(pairs: list[Pair], t: int, gpu, prec: str, rate: float,
             out += _pipelined(p.comm, slow, whole, UB_PIPELINE_SPLITS, False)
         else:                                       # bulk: beside the whole GEMM, SMs - 16
             slow = whole / share
-            out += max(slow, p.comm) - whole
-    return out
+            out += np.maximum(slow, p.comm) - whole
+    return plain(np.asarray(out))

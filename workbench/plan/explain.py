@@ -111,7 +111,7 @@ def explain(result: PlanResult, others: int = 3) -> list[str]:
     return lines + switch_lines(best)
 
 
-# Why each switch changes the step, in words (the cost model's reason: step_time.block_costs).
+# Why each switch changes the step, in words (the cost model's reason: block_costs.block_costs).
 _SWITCH_REASON = {
     "compile": "Inductor fuses the eager norms, activations and RoPE",
     "async_tp": "TP all-gathers and reduce-scatters run under the GEMMs they feed",

@@ -4,7 +4,7 @@ Rows (``SliceRow``: estimated, measured, relative error), all per step of the sl
 unless named otherwise:
 - ``block forward`` / ``block backward``: one transformer block, one microbatch (CUDA events
   around every block, ``trial.measure.BlockTimer``; mean over blocks and steady steps) against
-  the estimator's block cost (``estimate.step_time.block_costs``, averaged over the slice's
+  the estimator's block cost (``estimate.block_costs.block_costs``, averaged over the slice's
   dense and MoE blocks);
 - ``outside the blocks``: forward + backward less the blocks: embedding, final norm, head, loss
   and the communication left exposed;
@@ -63,7 +63,7 @@ def slice_rows(result: TrialResult) -> list[SliceRow]:
     """Every row of the comparison (module docstring)."""
     from workbench.estimate.params import is_moe_layer
     from workbench.estimate.single import estimate_memory, estimate_step_time
-    from workbench.estimate.step_time import block_costs
+    from workbench.estimate.block_costs import block_costs
     from workbench.estimate.trial_prediction import as_run
 
     if result.error is not None:

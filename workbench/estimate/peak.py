@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 PHASES = ("forward", "loss", "backward", "optimizer")
-# Buffers by when they live (``buffers.buffer_terms`` and ``cost_model._memory`` names); any
+# Buffers by when they live (``buffers.buffer_terms`` and ``memory_pass.memory`` names); any
 # other buffer is transient in the forward and backward.
 LOSS_ONLY = ("logits",)
 BACKWARD_ONLY = ("fsdp_unsharded_grads", "in_backward_gradient")

@@ -160,7 +160,7 @@ def block_entries(base: Scenario, g: LayoutGrid, cache: dict, pytorch_eager: boo
     return table, per, np.asarray(entries, dtype=np.int64), inverse.reshape(-1)
 
 
-def _eager(base: Scenario, pytorch_eager: bool) -> bool:
+def eager_activations(base: Scenario, pytorch_eager: bool = False) -> bool:
     """Whether the activations counted are those eager PyTorch saves: asked for (the trial
     model's), or an engine whose model runs eager modules unless ``training.compile`` fuses
     them."""
@@ -184,7 +184,7 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     sequence parallelism, recompute) between calls on the same model, hardware and training.
     ``pytorch_eager``: count the activations eager PyTorch saves (the trial model's), as an
     engine whose model runs eager modules does unless ``training.compile`` fuses them."""
-    pytorch_eager = _eager(base, pytorch_eager)
+    pytorch_eager = eager_activations(base, pytorch_eager)
     rows = bound_rows(base, Rows(base.model, base.training.global_batch, g, every_rank), cache,
                       pytorch_eager)
     stage = MemoryStage(base, rows, pytorch_eager)
@@ -220,7 +220,8 @@ class MemoryStage:
 
     def step_floor(self) -> np.ndarray:
         """Per layout: a lower bound of its step (``time_pass.step_floor``)."""
-        return step_floor(self.rows, eff.on_hardware(self.base.hardware))
+        hw = self.base.hardware
+        return step_floor(self.base, self.rows, eff.on_hardware(hw), bool(eff.overlap(hw)))
 
     def times_of(self, keep: np.ndarray) -> dict:
         """The layout figures of both passes for the layouts ``keep`` (a mask over the

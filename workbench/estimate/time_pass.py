@@ -89,14 +89,41 @@ def compute(rows: Rows, gpu) -> tuple:
     return fwd, bwd, rows.blocks("rc"), ((wl_f, wr_f), (wl_b, wr_b))
 
 
-def step_floor(rows: Rows, gpu) -> np.ndarray:
-    """Per layout: a lower bound of ``per_step``'s step, the worst rank's compute of every
-    microbatch. Each other term of the step is a sum of non-negative seconds: exposed
-    communication (collective times and ``max(0, ...)`` exposures), the bubble (every
-    schedule's ``_bubble`` is (p - 1) times a non-negative mean, ``scenario/schedules.py``),
-    the optimizer and offload; so the step is at least this (up to rounding)."""
-    fwd, bwd, rc, _ = compute(rows, gpu)
-    return rows.microbatches[rows.starts] * rows.worst(fwd + bwd + rc)
+def step_floor(base: Scenario, rows: Rows, gpu, overlaps: bool) -> np.ndarray:
+    """Per layout: a lower bound of ``per_step``'s step — the worst rank's microbatches and
+    the bubble, as ``per_step`` computes them. The step's other terms are sums of non-negative
+    seconds (collective times and ``max(0, ...)`` exposures, the optimizer, offload), so the
+    step is at least this (up to rounding)."""
+    fwd, bwd, rc, wrappers = compute(rows, gpu)
+    g, worst = rows.layouts, rows.worst
+    if overlaps:
+        comm = rows.blocks("comm_tp") + rows.blocks("comm_cp") + rows.blocks("comm_ep")
+        compute_s, comm_half = worst(fwd + bwd + rc + comm), _comm_half(rows)
+    else:
+        compute_s, comm_half = worst(fwd + bwd + rc), 0.0
+    mbs = base.training.global_batch // (g.micro_batch * g.dp)
+    return mbs * compute_s + _bubble(rows, g, wrappers, comm_half)
+
+
+def _comm_half(rows: Rows) -> np.ndarray:
+    """Per layout: half the exposed TP/CP/EP seconds of one microbatch over the whole model
+    (the pipeline's forward and backward each carry half)."""
+    return sum(rows.model_total(f"comm_{d}") for d in ("tp", "cp", "ep")) / 2
+
+
+def _bubble(rows: Rows, g: LayoutGrid, wrappers: tuple, comm_half) -> np.ndarray:
+    """Per layout: the schedule's bubble from the mean forward, backward (with recompute) and
+    weight-gradient seconds per microbatch over the ranks, ``comm_half`` added to the forward
+    and the backward."""
+    pp = g.pp
+    (wl_f, wr_f), (wl_b, wr_b) = wrappers
+    # means over all ranks: every layer, the head and the embedding, over p
+    f_mean = rows.model_total("fwd", (wl_f, wr_f)) / pp
+    b_mean = (rows.model_total("bwd", (wl_b, wr_b)) + rows.model_total("rc")) / pp
+    w_mean = rows.model_total("wgrad") / pp
+    return np.asarray(g.schedule.bubble(pp, np.asarray(g.chunks_per_rank),
+                                        f_mean + comm_half / pp, b_mean + comm_half / pp,
+                                        w_mean), dtype=float)
 
 
 def times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dict:
@@ -168,23 +195,15 @@ def per_step(base: Scenario, g: LayoutGrid, rows: Rows, t: dict, vol: Volume | N
     rank's exposed collectives, optimizer and offload), throughput and MFU; and, where nothing
     overlaps, each row's serial collective time per dimension."""
     hw, m, tr = base.hardware, base.model, base.training
-    sched, pp, cpr = g.schedule, g.pp, np.asarray(g.chunks_per_rank)
-    mbs = tr.global_batch // (g.micro_batch * g.dp)
+    pp, mbs = g.pp, tr.global_batch // (g.micro_batch * g.dp)
     worst = rows.worst
-    # means over all ranks for the bubble: every layer, the head and the embedding, over p
-    (wl_f, wr_f), (wl_b, wr_b) = t["_wrappers"]
-    f_mean = rows.model_total("fwd", (wl_f, wr_f)) / pp
-    b_mean = (rows.model_total("bwd", (wl_b, wr_b)) + rows.model_total("rc")) / pp
-    w_mean = rows.model_total("wgrad") / pp
-    comm_half = sum(rows.model_total(f"comm_{d}") for d in ("tp", "cp", "ep")) / 2
     p2p = np.where(pp > 1, collective_time("send_recv", rows.first(t["p2p_bytes"]), group_span(
         pp, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
     serial = {}
     # the step's terms that are not the pipeline's compute, each the worst rank's
     terms = {"optimizer": worst(t["optimizer_time"]), "offload": worst(t["offload_time"])}
     if overlaps:
-        bubble = np.asarray(sched.bubble(pp, cpr, f_mean + comm_half / pp,
-                                         b_mean + comm_half / pp, w_mean), dtype=float)
+        bubble = _bubble(rows, g, t["_wrappers"], _comm_half(rows))
         # fill and drain; where the engine's sends block (DeepSpeed), every micro-batch's too
         blocking = blocking_transfers(pp) * mbs if engine_of(tr).pp_blocking_p2p else 0
         terms.update(pp_exposed=(2 * (pp - 1) + blocking) * p2p, sp_grads=worst(t["sp_grads"]),
@@ -195,7 +214,7 @@ def per_step(base: Scenario, g: LayoutGrid, rows: Rows, t: dict, vol: Volume | N
         # Ranks that occupy every core of a calibrated machine: no collective hides behind
         # compute, so the step is the pipeline's compute plus every collective of the step of
         # the pipeline rank whose collectives take longest.
-        bubble = np.asarray(sched.bubble(pp, cpr, f_mean, b_mean, w_mean), dtype=float)
+        bubble = _bubble(rows, g, t["_wrappers"], 0.0)
         serial = serial_comm_time(vol.arrays(), rows.grid, hw)
         step = (mbs * worst(t["fwd"] + t["bwd"] + t["recompute"]) + bubble
                 + worst(sum(serial.values())))

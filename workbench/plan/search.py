@@ -23,8 +23,13 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.errors import Problem, ScenarioError
-from workbench.estimate.cost_model import evaluate_layouts
+from workbench.estimate.cost_model import (
+    MemoryStage, bound_rows, eager_activations, evaluate_layouts,
+)
+from workbench.estimate.device_memory import device_overhead
+from workbench.estimate.grid_rows import Rows
 from workbench.plan.constraints import Constraints
+from workbench.plan.pruning import TIMED, Best, Group, complete, window_rows
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
@@ -100,10 +105,12 @@ def _with_world(s: Scenario, world: int) -> Scenario:
 
 
 def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
-                share: tuple[float, float] = (0.0, 1.0)) -> dict:
+                share: tuple[float, float] = (0.0, 1.0), prune: bool = True) -> dict:
     """Every evaluated layout of ``s``'s hardware: a dict of column arrays (layout fields, sp,
     pp_schedule, recompute, offload, step, memory_per_gpu, tokens_per_s, mfu, bubble, fits)
-    plus the screening counts."""
+    plus the screening counts. ``prune``: the memory pass on every evaluated row, the time
+    pass only on the rows ``plan.pruning`` names (the others' step, tokens_per_s, mfu and
+    bubble are NaN); False times every row (the reference the pruning is tested against)."""
     fixed = c.fixed
     schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else list(SCHEDULES)
     sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
@@ -119,11 +126,15 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     counts = {"candidates": 0, "valid": 0, "evaluated": 0, "settings": len(variants)}
     total = len(schedules) * len(sps) * len(variants)
     done = 0
+    groups: list[Group] = []
+    best = Best()
     for v in variants:
         done = _search_variant(v, c, schedules, sps, offloads, limit, world, cols, counts,
-                               progress, share, done, total)
+                               progress, share, done, total, prune, groups, best)
     arrays = {k: _column(v, bool if k == "sequence_parallel" else object)
               for k, v in cols.items()}
+    if prune:
+        complete(arrays, groups, limit)
     arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
                       if len(arrays["step"]) else np.array([], bool))
     return {"columns": arrays, "counts": counts, "limit": limit}
@@ -142,8 +153,11 @@ def _column(chunks: list, dtype) -> np.ndarray:
 
 
 def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit, world, cols,
-                    counts, progress, share, done, total) -> int:
-    """Search one engine-and-switches variant of the scenario into ``cols``."""
+                    counts, progress, share, done, total, prune: bool, groups: list,
+                    best: Best) -> int:
+    """Search one engine-and-switches variant of the scenario into ``cols`` (``prune``: the
+    time pass only where ``plan.pruning`` says it is needed; ``groups`` records each memory
+    pass's rows, ``best`` the shortest fitting step so far)."""
     fixed = c.fixed
     eng = engine_of(s.training)
     recomputes = [fixed["recompute"]] if "recompute" in fixed else [
@@ -154,24 +168,32 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                 "fp8_recipe": s.training.fp8_recipe, "optimizer": s.training.optimizer}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
+        # what depends on the layout alone, once per schedule for every setting tried on it
+        overhead = (device_overhead(s.hardware, LayoutGrid(*rows, pp_schedule=schedule))
+                    if prune and rows.shape[1] else None)
         for sp in sps:
             if progress is not None and progress(
                     share[0] + share[1] * done / total, f"{schedule}, SP {'on' if sp else 'off'}"
             ) is False:
                 raise Cancelled()
             done += 1
-            r = rows if sp else rows[:, rows[1] > 1]         # SP off only matters with TP
+            wide = rows[1] > 1
+            r = rows if sp else rows[:, wide]         # SP off only matters with TP
             if r.shape[1] == 0:
                 continue
             counts["candidates"] += r.shape[1]
+            g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
+                           expert_tp=s.parallel.expert_tp)
+            shared = None
+            if prune:
+                shared = (Rows(s.model, s.training.global_batch, g, False),
+                          np.broadcast_to(overhead, rows.shape[1])[slice(None) if sp else wide])
             # Fit status per (recompute, offload) pair, for the dominance rule.
             fit = {}
             masks: dict = {}
             for i, rc in enumerate(recomputes):
                 for j, off in enumerate(offloads):
                     base = _variant(s, sp, rc, off)
-                    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
-                                   expert_tp=s.parallel.expert_tp)
                     # the rules read offload (its target and ZeRO stage), not recompute: one
                     # mask per offload
                     mask_key = off
@@ -185,9 +207,13 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                             ok &= ~f
                     f_here = np.zeros(r.shape[1], bool)
                     if ok.any():
-                        sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp,
-                                         expert_tp=s.parallel.expert_tp)
-                        out = evaluate_layouts(base, sub, caches.setdefault((sp, rc), {}))
+                        cache = caches.setdefault((sp, rc), {})
+                        if prune:
+                            out = _pruned(base, shared, ok, cache, limit, best)
+                            groups.append(Group(base, schedule, sp, s.parallel.expert_tp, cache,
+                                                sum(len(a) for a in cols["step"]), len(out["step"])))
+                        else:
+                            out = evaluate_layouts(base, g.take(ok), cache)
                         counts["evaluated"] += int(ok.sum())
                         # fits: GPU memory as nvidia-smi counts it within the limit, offload
                         # within host DDR and NVMe
@@ -208,6 +234,29 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                                 getattr(base.parallel, k) & (r[1, ok] > 1), dtype=object))
                     fit[(i, j)] = f_here
     return done
+
+
+def _pruned(base: Scenario, shared: tuple, ok: np.ndarray, cache: dict, limit: float,
+            best: Best) -> dict:
+    """The memory pass over the layouts ``ok`` of the shared rows, the time pass over those
+    that fit and those ``pruning.window_rows`` names: the layout figures, timed ones NaN
+    elsewhere."""
+    rows, overhead = shared
+    eager = eager_activations(base)
+    sub = bound_rows(base, rows.take(ok), cache, eager)
+    stage = MemoryStage(base, sub, eager, overhead[ok])
+    out = dict(stage.layout)
+    fits = (out["device_per_gpu"] <= limit) & out["host_fits"]
+    need = fits | window_rows(out["device_per_gpu"], fits, limit,
+                              lambda: stage.step_floor(), best)
+    for key in TIMED:
+        out[key] = np.full(len(fits), np.nan)
+    if need.any():
+        timed = stage.times_of(need)
+        for key in TIMED:
+            out[key][need] = timed[key]
+        best.update(out["step"][fits])
+    return out
 
 
 def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress | None = None

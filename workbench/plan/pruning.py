@@ -1,0 +1,116 @@
+"""Which evaluated (layout, setting) rows of a search need the time pass, exactly.
+
+The search runs the memory pass (``estimate.memory_pass``) on every valid layout under every
+setting it tries, and the time pass (``estimate.time_pass``) only where a reader of the search
+can see the step:
+
+- the rows that fit (the ranked table, the GPU-count front);
+- for ``PlanResult.fastest_over`` (the fastest row that does not fit and is faster than the
+  best that does, first among those within ``OVER_WINDOW`` times the limit): the rows within
+  the window whose step floor (``time_pass.step_floor``, a lower bound) is below the best
+  step seen so far — a row whose floor is not can never be faster than the best;
+- afterwards (``complete``): the least-memory row (``PlanResult.smallest``; and, where nothing
+  fits, the least peak-allocated one the scaling curves show), and, only where no row in the
+  window is faster than the best, the rows beyond it in order of memory until one is.
+
+Rows left without a step carry NaN, which no reader compares below a step. The property test
+(tests/test_plan_pruning.py) holds the pruned search's result to the unpruned one's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.estimate.cost_model import evaluate_layouts
+from workbench.plan.result import OVER_WINDOW
+from workbench.scenario.layouts import ROW_FIELDS, LayoutGrid
+from workbench.scenario.types import Scenario
+
+TIMED = ("step", "tokens_per_s", "mfu", "bubble")
+# Rounding: the floor and the step add the same seconds in another order
+FLOOR_SLACK = 1e-9
+
+
+@dataclass
+class Group:
+    """One memory-pass call's rows in the search's columns: [start, start + n), all under the
+    scenario ``base`` (one setting) on ``schedule`` with sequence parallelism ``sp``; ``cache``
+    its block table."""
+
+    base: Scenario
+    schedule: str
+    sp: bool
+    expert_tp: int | None
+    cache: dict
+    start: int
+    n: int
+
+
+class Best:
+    """The shortest step among the fitting rows timed so far (inf before the first)."""
+
+    def __init__(self) -> None:
+        self.step = np.inf
+
+    def update(self, step: np.ndarray) -> None:
+        if len(step):
+            self.step = min(self.step, float(np.min(step)))
+
+
+def window_rows(device: np.ndarray, fits: np.ndarray, limit: float, floor, best: Best
+                ) -> np.ndarray:
+    """The rows that do not fit but need their step: within the window, with a floor below the
+    best step so far. ``floor``: a callable giving the step floor of every row."""
+    near = ~fits & (device <= OVER_WINDOW * limit)
+    if not near.any():
+        return near
+    if np.isfinite(best.step):
+        near &= floor() * (1 - FLOOR_SLACK) < best.step
+    return near
+
+
+def complete(cols: dict, groups: list[Group], limit: float) -> None:
+    """Time the rows a reader needs that the search left without a step (see the module's
+    docstring), in place."""
+    n = len(cols["step"])
+    if not n:
+        return
+    fits = (cols["device_per_gpu"] <= limit) & cols["host_fits"].astype(bool)
+    dev = cols["device_per_gpu"]
+    want = [int(np.argmin(dev))]
+    if not fits.any():
+        want.append(int(np.argmin(cols["memory_per_gpu"])))
+        _time(cols, groups, np.array(want))
+        return
+    _time(cols, groups, np.array(want))
+    best = float(np.min(cols["step"][fits]))
+    over = ~fits & (dev <= OVER_WINDOW * limit) & (cols["step"] < best)
+    if over.any():
+        return
+    # beyond the window: the least memory first, until a row is faster than the best
+    far = np.flatnonzero(~fits & (dev > OVER_WINDOW * limit))
+    far = far[np.lexsort((far, dev[far]))]
+    done, size = 0, 256
+    while done < len(far):
+        part = far[done:done + size]
+        _time(cols, groups, part[np.isnan(cols["step"][part])])
+        if (cols["step"][part] < best).any():
+            return
+        done, size = done + size, size * 4
+
+
+def _time(cols: dict, groups: list[Group], rows: np.ndarray) -> None:
+    """Fill the timed columns of ``rows`` (indices) that lack them, per group."""
+    rows = rows[np.isnan(cols["step"][rows])]
+    if not len(rows):
+        return
+    starts = np.array([g.start for g in groups])
+    owner = np.searchsorted(starts, rows, side="right") - 1
+    for k in np.unique(owner).tolist():
+        g, idx = groups[k], rows[owner == k]
+        grid = LayoutGrid(*(cols[f][idx] for f in ROW_FIELDS), pp_schedule=g.schedule,
+                          sequence_parallel=g.sp, expert_tp=g.expert_tp)
+        out = evaluate_layouts(g.base, grid, g.cache)
+        for key in TIMED:
+            cols[key][idx] = out[key]

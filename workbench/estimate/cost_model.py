@@ -194,13 +194,14 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
 class MemoryStage:
     """The memory pass over ``rows`` (bound to ``base``'s block data), with the time pass to
     follow on all of its layouts (``evaluate``) or on some (``times_of``). ``overhead``: the
-    device overhead per layout of ``rows.layouts`` where the caller has it."""
+    device overhead per layout of ``rows.layouts`` where the caller has it; ``detail``: the
+    report's breakdowns too (``memory_pass.memory``; a search reads the totals)."""
 
     def __init__(self, base: Scenario, rows: Rows, pytorch_eager: bool = False,
-                 overhead=None) -> None:
+                 overhead=None, detail: bool = True) -> None:
         self.base, self.rows, self.pytorch_eager = base, rows, pytorch_eager
-        self.mem, self.buffers = memory(base, rows, overhead)
-        self.layout = layout_memory(base, rows, self.mem)
+        self.mem, self.buffers = memory(base, rows, overhead, detail)
+        self.layout = layout_memory(base, rows, self.mem, detail)
 
     def evaluate(self, volume: bool = False) -> Evaluation:
         """Both passes over every layout: the ``Evaluation``."""
@@ -218,10 +219,12 @@ class MemoryStage:
                           row_layout=rows.layout_of, rank_index=rows.rank,
                           buffers=self.buffers, volume=vol, pytorch_eager=self.pytorch_eager)
 
-    def step_floor(self) -> np.ndarray:
-        """Per layout: a lower bound of its step (``time_pass.step_floor``)."""
+    def step_floor(self, keep: np.ndarray) -> np.ndarray:
+        """A lower bound of the step of each layout ``keep`` (a mask over the layouts) names
+        (``time_pass.step_floor``)."""
         hw = self.base.hardware
-        return step_floor(self.base, self.rows, eff.on_hardware(hw), bool(eff.overlap(hw)))
+        return step_floor(self.base, self.rows.take(keep), eff.on_hardware(hw),
+                          bool(eff.overlap(hw)))
 
     def times_of(self, keep: np.ndarray) -> dict:
         """The layout figures of both passes for the layouts ``keep`` (a mask over the

@@ -95,11 +95,14 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
                            largest * (grad_b if sd3 != "mixed" else 4))
 
 
-def memory(base: Scenario, rows: Rows, overhead=None) -> tuple[dict, dict]:
+def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
+           ) -> tuple[dict, dict]:
     """Per row: parameters held, model states, activations at the peak, named buffers, total,
     the allocator's reserved bytes and nvidia-smi's device bytes, and what offload puts in
     host memory and on NVMe; and the named buffers. ``overhead``: ``device_overhead`` per
-    layout of ``rows.layouts`` where the caller has it (it depends on the layout alone)."""
+    layout of ``rows.layouts`` where the caller has it (it depends on the layout alone).
+    ``detail``: also what each category holds at the peak (the report's; a search reads the
+    totals only)."""
     m, tr, G = base.model, base.training, rows.grid
     sched, col, nd, nm = G.schedule, rows.col, rows.dense, rows.moe
     p, cpr, mbs = G.pp, G.chunks_per_rank, rows.microbatches
@@ -188,8 +191,8 @@ def memory(base: Scenario, rows: Rows, overhead=None) -> tuple[dict, dict]:
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": peak, "peak_phase": at,
            **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
-           **{f"at_peak_{c}": np.broadcast_to(v, rows.n)
-              for c, v in pk.at_peak(parts, at).items()},
+           **({f"at_peak_{c}": np.broadcast_to(v, rows.n)
+               for c, v in pk.at_peak(parts, at).items()} if detail else {}),
            "reserved": reserved_bytes(eng, peak, gathers=np.asarray(G.zero) == 3),
            "host": ms.host + host_activations
            + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
@@ -206,10 +209,10 @@ def memory(base: Scenario, rows: Rows, overhead=None) -> tuple[dict, dict]:
     return out, bufs
 
 
-def layout_memory(base: Scenario, rows: Rows, mem: dict) -> dict:
+def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) -> dict:
     """Per layout: the worst rank's memory (the peak allocated, the allocator's reserved bytes,
     nvidia-smi's device bytes), host memory and NVMe per node, whether the device bytes fit
-    the GPU and the offload fits the node (``host_fits``), and the worst rank."""
+    the GPU and the offload fits the node (``host_fits``), and (``detail``) the worst rank."""
     hw, worst = base.hardware, rows.worst
     gpn = hw.gpus_per_node
     host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
@@ -221,7 +224,7 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict) -> dict:
             "fits": device <= hbm_bytes(hw.gpu.memory_gb),
             "reserved_per_gpu": worst(mem["reserved"]), "device_per_gpu": device,
             "host_per_node": host_node, "nvme_per_node": nvme_node,
-            "worst_memory_rank": rows.argworst(mem["total"])}
+            **({"worst_memory_rank": rows.argworst(mem["total"])} if detail else {})}
 
 
 def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, x,

@@ -61,12 +61,10 @@ class Best:
 def window_rows(device: np.ndarray, fits: np.ndarray, limit: float, floor, best: Best
                 ) -> np.ndarray:
     """The rows that do not fit but need their step: within the window, with a floor below the
-    best step so far. ``floor``: a callable giving the step floor of every row."""
+    best step so far. ``floor``: a callable giving the step floor of the rows of a mask."""
     near = ~fits & (device <= OVER_WINDOW * limit)
-    if not near.any():
-        return near
-    if np.isfinite(best.step):
-        near &= floor() * (1 - FLOOR_SLACK) < best.step
+    if near.any() and np.isfinite(best.step):
+        near[near] = floor(near) * (1 - FLOOR_SLACK) < best.step
     return near
 
 

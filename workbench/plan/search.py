@@ -244,11 +244,11 @@ def _pruned(base: Scenario, shared: tuple, ok: np.ndarray, cache: dict, limit: f
     rows, overhead = shared
     eager = eager_activations(base)
     sub = bound_rows(base, rows.take(ok), cache, eager)
-    stage = MemoryStage(base, sub, eager, overhead[ok])
+    stage = MemoryStage(base, sub, eager, overhead[ok], detail=False)
     out = dict(stage.layout)
     fits = (out["device_per_gpu"] <= limit) & out["host_fits"]
     need = fits | window_rows(out["device_per_gpu"], fits, limit,
-                              lambda: stage.step_floor(), best)
+                              stage.step_floor, best)
     for key in TIMED:
         out[key] = np.full(len(fits), np.nan)
     if need.any():

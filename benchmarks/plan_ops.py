@@ -113,18 +113,24 @@ def main() -> int:
     setattr(search_mod, name, counted_call)
     rows_fn = search_mod.candidate_rows
     search_mod.candidate_rows = lambda *a, **kw: rows_fn(*a, **kw).view(Counted)
-    # rows per call: the (layout, pipeline rank) rows the cost model builds
-    from workbench.estimate import pipeline_ranks
-    rank_rows = pipeline_ranks.rank_rows
+    # rows: the (layout, pipeline rank) rows the memory pass (or the one pass) evaluates
     n_rows: list[int] = []
+    from workbench.estimate import cost_model
+    if split:
+        memory = cost_model.memory
 
-    def counted_rank_rows(*a, **kw):
-        out = rank_rows(*a, **kw)
-        n_rows.append(len(out[0]))
-        return out
-    for mod in list(sys.modules.values()):
-        if getattr(mod, "rank_rows", None) is rank_rows:
-            mod.rank_rows = counted_rank_rows
+        def counted_memory(base, rows, *a, **kw):
+            n_rows.append(rows.n)
+            return memory(base, rows, *a, **kw)
+        cost_model.memory = counted_memory
+    else:
+        rank_rows = cost_model.rank_rows if hasattr(cost_model, "rank_rows") else None
+
+        def counted_rank_rows(*a, **kw):
+            out = rank_rows(*a, **kw)
+            n_rows.append(len(out[0]))
+            return out
+        cost_model.rank_rows = counted_rank_rows
     _count_asarray()
     t0 = time.perf_counter()
     found = search_mod.search_rows(s, Constraints())
@@ -132,10 +138,10 @@ def main() -> int:
     total = sum(calls, Counter())
     ops = total["ufunc"] + total["function"] + total["gather"] + total["asarray"]
     evaluated = found["counts"]["evaluated"]
-    rows = sum(n_rows[:len(calls)]) if not split else sum(n_rows)
+    rows = sum(n_rows)
     print(f"checkout: {args.root}  ({'memory/time split' if split else 'one pass'})")
     print(f"cost-model calls: {len(calls)}, evaluated layouts: {evaluated:,}, "
-          f"(layout, rank) rows built: {rows:,}  [search {seconds:.2f} s with counting on]")
+          f"(layout, rank) rows through the memory pass: {rows:,}  [search {seconds:.2f} s with counting on]")
     print(f"numpy operations: {ops:,} = {ops / len(calls):,.0f} per call "
           f"(ufuncs {total['ufunc'] / len(calls):,.0f}, functions "
           f"{total['function'] / len(calls):,.0f}, gathers {total['gather'] / len(calls):,.0f}, "

@@ -222,9 +222,7 @@ class MemoryStage:
     def step_floor(self, keep: np.ndarray) -> np.ndarray:
         """A lower bound of the step of each layout ``keep`` (a mask over the layouts) names
         (``time_pass.step_floor``)."""
-        hw = self.base.hardware
-        return step_floor(self.base, self.rows.take(keep), eff.on_hardware(hw),
-                          bool(eff.overlap(hw)))
+        return layout_step_floor(self.base, self.rows.take(keep))
 
     def times_of(self, keep: np.ndarray) -> dict:
         """The layout figures of both passes for the layouts ``keep`` (a mask over the
@@ -236,6 +234,13 @@ class MemoryStage:
         stage.__dict__.update(self.__dict__, rows=rows, mem=mem,
                               layout={k: v[keep] for k, v in self.layout.items()})
         return stage.evaluate().layout
+
+
+def layout_step_floor(base: Scenario, rows: Rows) -> np.ndarray:
+    """A lower bound of the step of each layout of ``rows`` (bound to ``base``'s block data):
+    ``time_pass.step_floor``, which reads no memory figure."""
+    hw = base.hardware
+    return step_floor(base, rows, eff.on_hardware(hw), bool(eff.overlap(hw)))
 
 
 def _rows_of(x, row: np.ndarray, n: int):

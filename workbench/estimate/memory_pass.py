@@ -95,30 +95,32 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
                            largest * (grad_b if sd3 != "mixed" else 4))
 
 
-def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
-           ) -> tuple[dict, dict]:
-    """Per row: parameters held, model states, activations at the peak, named buffers, total,
-    the allocator's reserved bytes and nvidia-smi's device bytes, and what offload puts in
-    host memory and on NVMe; and the named buffers. ``overhead``: ``device_overhead`` per
-    layout of ``rows.layouts`` where the caller has it (it depends on the layout alone).
-    ``detail``: also what each category holds at the peak (the report's; a search reads the
-    totals only)."""
-    m, tr, G = base.model, base.training, rows.grid
-    sched, col, nd, nm = G.schedule, rows.col, rows.dense, rows.moe
-    p, cpr, mbs = G.pp, G.chunks_per_rank, rows.microbatches
+def held_params(rows: Rows) -> tuple:
+    """Per row: the (dense, expert) parameters the rank holds and the head's parameters (the
+    head on its own stage or beside the last layers)."""
+    col, nd, nm = rows.col, rows.dense, rows.moe
     head_params_r = np.where(rows.head_rank != 0, col("head_params_sep"),
                              col("head_params_same"))
     pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
               + rows.has_emb * col("emb_params") + rows.has_head * head_params_r)
     pexpert = nm * col("moe", "pexpert")
-    unit = np.maximum.reduce([
-        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
-        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
-        rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
-    eng = engine_of(tr)
-    fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
-    ms = model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
-                      G.expert_shard, tr.offload, **fts.kwargs)
+    return pdense, pexpert, head_params_r
+
+
+def states_on_device(base: Scenario, rows: Rows, pdense, pexpert, fts: _FineTuneStates,
+                     offload: str):
+    """Per row: the model states (``model_states``) under ``offload``."""
+    tr, G = base.training, rows.grid
+    return model_states(pdense, pexpert, tr.precision, tr.optimizer, G.zero, G.dense_shard,
+                        G.expert_shard, offload, **fts.kwargs)
+
+
+def saved_activations(base: Scenario, rows: Rows) -> tuple:
+    """Per row: (the activations on the GPU at the peak, those offloaded to host memory, the
+    microbatches in flight per chunk, one microbatch's activations through every chunk of the
+    rank) under ``base``'s recompute (the rows bound to its block data)."""
+    tr, G, col, nd, nm = base.training, rows.grid, rows.col, rows.dense, rows.moe
+    sched, p, cpr, mbs = G.schedule, G.pp, G.chunks_per_rank, rows.microbatches
     inflight = sched.inflight(p, mbs, cpr, rows.rank)
     layer_act = nd * col("dense", "act") + nm * col("moe", "act")
     # one microbatch through every chunk of the rank, embedding and head included
@@ -129,8 +131,6 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
     if tr.recompute in ("full", "op", "layer"):
         activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
                                    np.where(nm > 0, col("moe", "ws"), 0))
-    x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
-                            sp=G.sp)
     host_activations = 0.0
     if tr.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py @ v0.6.1) copies
@@ -143,6 +143,37 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
         kept = np.minimum(activ, 2 * layer_one + rows.has_head * col("head_act"))
         host_activations = activ - kept
         activ = kept
+    return activ, host_activations, inflight / cpr, one_microbatch
+
+
+@dataclass
+class Shared:
+    """What a row's memory holds that offload does not change, under one recompute (the rows
+    bound to its block data): the parameters held, the method's states, the activations
+    (``saved_activations``), the named buffers, the activation shape and the loss's style."""
+
+    pdense: np.ndarray
+    pexpert: np.ndarray
+    fts: _FineTuneStates
+    activations: tuple
+    bufs: dict
+    x: object
+    loss_kwargs: dict
+
+
+def shared_terms(base: Scenario, rows: Rows) -> Shared:
+    """The ``Shared`` terms of ``rows`` under ``base``'s recompute (its offload unread)."""
+    m, tr, G = base.model, base.training, rows.grid
+    col, nd, nm = rows.col, rows.dense, rows.moe
+    pdense, pexpert, head_params_r = held_params(rows)
+    unit = np.maximum.reduce([
+        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
+        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
+        rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
+    eng = engine_of(tr)
+    fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
+    x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
+                            sp=G.sp)
     loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
                    "vocab_split": not eng.tp_gathers_logits,
                    "head_trains": ft.edge_trainable(tr, "head"),
@@ -175,16 +206,70 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
                                      eng.lp_grad_bytes_by_zero) * (fts.trained[0]
                                                                    + fts.trained[1])
     bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
-    grads = ms.grads * 0 if tr.optimizer_in_backward else ms.grads
-    parts = _phases(base, rows, ms, grads, activ, bufs, x, loss_kwargs, fts.trained)
-    if eng.allowance_in_total:
+    return Shared(pdense, pexpert, fts, saved_activations(base, rows), bufs, x, loss_kwargs)
+
+
+def _parts(base: Scenario, rows: Rows, sh: Shared, offload: str) -> tuple:
+    """The model states under ``offload``, the gradients alive, the named buffers (with the
+    allocator's allowance where the engine counts it in the total), and the bytes alive at
+    each moment of the step by category (``_phases``)."""
+    ms = states_on_device(base, rows, sh.pdense, sh.pexpert, sh.fts, offload)
+    grads = ms.grads * 0 if base.training.optimizer_in_backward else ms.grads
+    parts = _phases(base, rows, ms, grads, sh.activations[0], sh.bufs, sh.x, sh.loss_kwargs,
+                    sh.fts.trained)
+    bufs = dict(sh.bufs)
+    if engine_of(base.training).allowance_in_total:
         bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_of(pk.phase_totals(parts))[0]
         for moment in parts.values():
             moment["buffers"] = moment["buffers"] + bufs["allocator_allowance"]
+    return ms, grads, bufs, parts
+
+
+def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None) -> dict:
+    """Per row under ``offload`` and the recompute of ``sh``: the states, gradients, buffers
+    and moments of ``_parts``, the peak and its moment, the allocator's reserved bytes,
+    nvidia-smi's device bytes, and what offload puts in host memory and on NVMe."""
+    tr, G = base.training, rows.grid
+    ms, grads, bufs, parts = _parts(base, rows, sh, offload)
     phases = pk.phase_totals(parts)
     peak, at = pk.peak_of(phases)
+    reserved = reserved_bytes(engine_of(tr), peak, gathers=np.asarray(G.zero) == 3)
+    if overhead is None:
+        overhead = device_overhead(base.hardware, rows.layouts)
+    return {"ms": ms, "grads": grads, "bufs": bufs, "parts": parts, "phases": phases,
+            "total": peak, "peak_phase": at, "reserved": reserved,
+            # nvidia-smi's view: the same context and communicators on every rank of a layout
+            "device": reserved + np.broadcast_to(overhead, len(rows.layouts))[rows.layout_of],
+            "host": ms.host + sh.activations[1]
+            + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0),
+            "nvme": ms.nvme}
+
+
+def setting_memory(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead
+                   ) -> dict:
+    """The layout figures of ``layout_memory`` (worst rank, fits; no breakdown) under
+    ``offload`` and the recompute of ``sh``, from terms computed once per recompute: the
+    planner's memory of every (recompute, offload) setting as columns over the same rows."""
+    return layout_memory(base, rows, _totals(base, rows, sh, offload, overhead), detail=False)
+
+
+def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
+           ) -> tuple[dict, dict]:
+    """Per row: parameters held, model states, activations at the peak, named buffers, total,
+    the allocator's reserved bytes and nvidia-smi's device bytes, and what offload puts in
+    host memory and on NVMe; and the named buffers. ``overhead``: ``device_overhead`` per
+    layout of ``rows.layouts`` where the caller has it (it depends on the layout alone).
+    ``detail``: also what each category holds at the peak (the report's; a search reads the
+    totals only)."""
+    tr = base.training
+    sh = shared_terms(base, rows)
+    pdense, pexpert, fts = sh.pdense, sh.pexpert, sh.fts
+    activ, host_activations, inflight, one_microbatch = sh.activations
+    t = _totals(base, rows, sh, tr.offload, overhead)
+    ms, grads, bufs, parts, phases, peak, at = (t[k] for k in (
+        "ms", "grads", "bufs", "parts", "phases", "total", "peak_phase"))
     buffers = sum(bufs.values())
-    out = {"inflight_microbatches": inflight / cpr, "dense_params": pdense,
+    out = {"inflight_microbatches": inflight, "dense_params": pdense,
            "expert_params": pexpert, "trained_dense": fts.trained[0],
            "trained_expert": fts.trained[1], "params": ms.params, "grads": grads,
            "optimizer": ms.optimizer, "activations": activ,
@@ -193,19 +278,12 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
            **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
            **({f"at_peak_{c}": np.broadcast_to(v, rows.n)
                for c, v in pk.at_peak(parts, at).items()} if detail else {}),
-           "reserved": reserved_bytes(eng, peak, gathers=np.asarray(G.zero) == 3),
-           "host": ms.host + host_activations
-           + (NVME_STAGING_BYTES_PER_GPU if tr.offload == "nvme" else 0.0),
-           "nvme": ms.nvme, "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
+           "reserved": t["reserved"], "host": t["host"], "nvme": ms.nvme,
+           "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
            "params_far": np.broadcast_to(ms.params_far, rows.n),
            "paged": np.broadcast_to(ms.paged, rows.n),
            "offloaded_activations": np.broadcast_to(host_activations, rows.n),
-           "_finetune": fts}
-    if overhead is None:
-        overhead = device_overhead(base.hardware, rows.layouts)
-    # nvidia-smi's view: the same context and communicators on every rank of a layout
-    out["device"] = out["reserved"] + np.broadcast_to(overhead, len(rows.layouts))[
-        rows.layout_of]
+           "_finetune": fts, "device": t["device"]}
     return out, bufs
 
 

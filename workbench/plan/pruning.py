@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.estimate.cost_model import evaluate_layouts
+from workbench.estimate.cost_model import bound_rows, eager_activations, evaluate_layouts
+from workbench.estimate.grid_rows import Rows
+from workbench.estimate.memory_pass import setting_memory, shared_terms
 from workbench.plan.result import OVER_WINDOW
 from workbench.scenario.layouts import ROW_FIELDS, LayoutGrid
 from workbench.scenario.types import Scenario
@@ -45,6 +47,43 @@ class Group:
     cache: dict
     start: int
     n: int
+
+
+class PassRows:
+    """One (schedule, SP) pass of the search over its valid layouts (those some offload's rule
+    mask admits): the rows every setting shares, the device overhead per layout, and per
+    recompute, once the search reaches it, the rows bound to its block data and, per
+    offload, every layout's memory figures (``memory_pass.setting_memory``: the terms no
+    offload changes computed once per recompute): the settings as columns over the same
+    rows, so a setting's call reads its memory instead of running a memory pass."""
+
+    def __init__(self, rows: Rows, overhead: np.ndarray) -> None:
+        self.rows, self.overhead = rows, overhead
+        self.reached: dict = {}     # recompute -> (its layouts, their bound rows)
+        self.memory: dict = {}      # (recompute, offload) -> layout figures of those layouts
+
+    def reach(self, bases: dict, reach: np.ndarray, cache: dict) -> None:
+        """Bind the layouts ``reach`` (a mask) to the block data of the recompute of ``bases``
+        (one scenario per offload, all with that recompute; ``cache`` its block table) and
+        compute each offload's memory figures of them."""
+        first = next(iter(bases.values()))
+        rows = bound_rows(first, self.rows.take(reach), cache, eager_activations(first))
+        shared = shared_terms(first, rows)
+        over = self.overhead[reach]
+        for off, base in bases.items():
+            self.memory[first.training.recompute, off] = setting_memory(base, rows, shared,
+                                                                        off, over)
+        self.reached[first.training.recompute] = (reach, rows)
+
+    def figures(self, recompute: str, offload: str, keep: np.ndarray) -> dict:
+        """The memory figures of the layouts ``keep`` (a mask within those reached)."""
+        k = keep[self.reached[recompute][0]]
+        return {key: v[k] for key, v in self.memory[recompute, offload].items()}
+
+    def rows_of(self, recompute: str, keep: np.ndarray) -> Rows:
+        """The bound rows of the layouts ``keep`` (a mask within those reached)."""
+        reach, rows = self.reached[recompute]
+        return rows.take(keep[reach])
 
 
 class Best:
@@ -98,17 +137,22 @@ def complete(cols: dict, groups: list[Group], limit: float) -> None:
         done, size = done + size, size * 4
 
 
+def _by_group(cols: dict, groups: list[Group], rows: np.ndarray):
+    """(group, (its rows among ``rows``, their layout grid)) for each group ``rows`` meet."""
+    starts = np.array([g.start for g in groups])
+    owner = np.searchsorted(starts, rows, side="right") - 1
+    for k in np.unique(owner).tolist():
+        g, idx = groups[k], rows[owner == k]
+        yield g, (idx, LayoutGrid(*(cols[f][idx] for f in ROW_FIELDS), pp_schedule=g.schedule,
+                                  sequence_parallel=g.sp, expert_tp=g.expert_tp))
+
+
 def _time(cols: dict, groups: list[Group], rows: np.ndarray) -> None:
     """Fill the timed columns of ``rows`` (indices) that lack them, per group."""
     rows = rows[np.isnan(cols["step"][rows])]
     if not len(rows):
         return
-    starts = np.array([g.start for g in groups])
-    owner = np.searchsorted(starts, rows, side="right") - 1
-    for k in np.unique(owner).tolist():
-        g, idx = groups[k], rows[owner == k]
-        grid = LayoutGrid(*(cols[f][idx] for f in ROW_FIELDS), pp_schedule=g.schedule,
-                          sequence_parallel=g.sp, expert_tp=g.expert_tp)
+    for g, (idx, grid) in _by_group(cols, groups, rows):
         out = evaluate_layouts(g.base, grid, g.cache)
         for key in TIMED:
             cols[key][idx] = out[key]

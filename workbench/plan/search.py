@@ -24,12 +24,12 @@ import numpy as np
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model import (
-    MemoryStage, bound_rows, eager_activations, evaluate_layouts,
+    MemoryStage, eager_activations, evaluate_layouts, layout_step_floor,
 )
 from workbench.estimate.device_memory import device_overhead
 from workbench.estimate.grid_rows import Rows
 from workbench.plan.constraints import Constraints
-from workbench.plan.pruning import TIMED, Best, Group, complete, window_rows
+from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, window_rows
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
@@ -184,43 +184,57 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
             counts["candidates"] += r.shape[1]
             g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
                            expert_tp=s.parallel.expert_tp)
-            shared = None
+            # the rules read offload (its target and ZeRO stage), not recompute: one mask per
+            # offload
+            masks = {off: layout_mask(_variant(s, sp, recomputes[0], off), g)
+                     for off in offloads}
+            counts["valid"] += int(masks[offloads[0]].sum())
+            valid = np.logical_or.reduce(list(masks.values()))
+            if not valid.any():
+                continue
+            # the pass runs over the layouts some offload admits
+            r, g = r[:, valid], g.take(valid)
+            masks = {off: m[valid] for off, m in masks.items()}
+            pas = None
             if prune:
-                shared = (Rows(s.model, s.training.global_batch, g, False),
-                          np.broadcast_to(overhead, rows.shape[1])[slice(None) if sp else wide])
+                over = np.broadcast_to(overhead, rows.shape[1])[
+                    slice(None) if sp else wide][valid]
+                pas = PassRows(Rows(s.model, s.training.global_batch, g, False), over)
             # Fit status per (recompute, offload) pair, for the dominance rule.
             fit = {}
-            masks: dict = {}
             for i, rc in enumerate(recomputes):
+                cache = caches.setdefault((sp, rc), {})
+                if prune:
+                    # every layout a setting of this recompute can try: no cheaper recompute
+                    # fits it without offload
+                    reach = np.ones(r.shape[1], bool)
+                    for (ii, jj), f in fit.items():
+                        if jj == 0:
+                            reach &= ~f
+                    if reach.any():
+                        pas.reach({off: _variant(s, sp, rc, off) for off in offloads}, reach,
+                                  cache)
                 for j, off in enumerate(offloads):
                     base = _variant(s, sp, rc, off)
-                    # the rules read offload (its target and ZeRO stage), not recompute: one
-                    # mask per offload
-                    mask_key = off
-                    if mask_key not in masks:
-                        masks[mask_key] = layout_mask(base, g)
-                    ok = masks[mask_key].copy()
-                    if i == 0 and j == 0:
-                        counts["valid"] += int(ok.sum())
+                    ok = masks[off].copy()
                     for (ii, jj), f in fit.items():
                         if ii <= i and jj <= j:
                             ok &= ~f
                     f_here = np.zeros(r.shape[1], bool)
                     if ok.any():
-                        cache = caches.setdefault((sp, rc), {})
+                        n = int(ok.sum())
                         if prune:
-                            out = _pruned(base, shared, ok, cache, limit, best)
+                            out = _pruned(base, pas, rc, ok, limit, best)
                             groups.append(Group(base, schedule, sp, s.parallel.expert_tp, cache,
-                                                sum(len(a) for a in cols["step"]), len(out["step"])))
+                                                sum(len(a) for a in cols["step"]), n))
                         else:
                             out = evaluate_layouts(base, g.take(ok), cache)
-                        counts["evaluated"] += int(ok.sum())
+                        counts["evaluated"] += n
                         # fits: GPU memory as nvidia-smi counts it within the limit, offload
                         # within host DDR and NVMe
                         f_here[ok] = (out["device_per_gpu"] <= limit) & out["host_fits"]
                         for k, v in zip(ROW_FIELDS, r[:, ok]):
                             cols[k].append(v)
-                        n = int(ok.sum())
                         # one value for the whole chunk: (value, count), expanded at the end
                         for k, val in (("sequence_parallel", sp), ("pp_schedule", schedule),
                                        ("recompute", rc), ("offload", off), *switches.items()):
@@ -236,23 +250,28 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
     return done
 
 
-def _pruned(base: Scenario, shared: tuple, ok: np.ndarray, cache: dict, limit: float,
+def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit: float,
             best: Best) -> dict:
-    """The memory pass over the layouts ``ok`` of the shared rows, the time pass over those
-    that fit and those ``pruning.window_rows`` names: the layout figures, timed ones NaN
-    elsewhere."""
-    rows, overhead = shared
-    eager = eager_activations(base)
-    sub = bound_rows(base, rows.take(ok), cache, eager)
-    stage = MemoryStage(base, sub, eager, overhead[ok], detail=False)
-    out = dict(stage.layout)
+    """The layouts ``ok`` of the pass under ``base``'s setting: their memory figures (read
+    from the pass's columns), and the time pass over those that fit and those
+    ``pruning.window_rows`` names: the layout figures, timed ones NaN elsewhere."""
+    offload = base.training.offload
+    out = pas.figures(recompute, offload, ok)
     fits = (out["device_per_gpu"] <= limit) & out["host_fits"]
-    need = fits | window_rows(out["device_per_gpu"], fits, limit,
-                              stage.step_floor, best)
+
+    def floor(near: np.ndarray) -> np.ndarray:
+        keep = ok.copy()
+        keep[ok] = near
+        return layout_step_floor(base, pas.rows_of(recompute, keep))
+    need = fits | window_rows(out["device_per_gpu"], fits, limit, floor, best)
     for key in TIMED:
         out[key] = np.full(len(fits), np.nan)
     if need.any():
-        timed = stage.times_of(need)
+        keep = ok.copy()
+        keep[ok] = need
+        stage = MemoryStage(base, pas.rows_of(recompute, keep), eager_activations(base),
+                            pas.overhead[keep], detail=False)
+        timed = stage.evaluate().layout
         for key in TIMED:
             out[key][need] = timed[key]
         best.update(out["step"][fits])

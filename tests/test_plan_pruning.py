@@ -19,7 +19,7 @@ from workbench.plan.constraints import REAL_ENGINES, Constraints
 from workbench.plan.result import PlanResult
 from workbench.plan.search import search_rows
 from workbench.scenario import load_scenario
-from workbench.scenario.types import Parallel
+from workbench.scenario.types import SCHEDULES, Parallel
 
 MODELS = ("llama3.2-1b", "llama3-8b", "mistral-7b", "llama3-70b", "mixtral-8x7b", "tiny-moe",
           "gpt2-small")
@@ -117,3 +117,70 @@ def test_the_far_fallback_and_no_fit_paths_are_exact(monkeypatch):
 
 
 _TIME = __import__("workbench.plan.pruning", fromlist=["_time"])._time
+
+
+def _assert_columns_are_the_memory_pass(s, c: Constraints, schedule: str, sp: bool) -> int:
+    """Every (recompute, offload) setting's memory figures as the search reads them from its
+    pass's columns (``pruning.PassRows``: the terms no offload changes once per recompute)
+    equal the memory pass of ``evaluate_layouts`` on the layouts the rules admit, and one
+    mask per pass (``layout_masks``) equals ``layout_mask`` per offload. Returns the layouts
+    compared."""
+    from workbench.estimate.cost_model import evaluate_layouts
+    from workbench.estimate.device_memory import device_overhead
+    from workbench.estimate.grid_rows import Rows
+    from workbench.plan.pruning import PassRows
+    from workbench.plan.search import _variant, switch_variants
+    from workbench.plan.space import candidate_rows
+    from workbench.scenario.layouts import LayoutGrid
+    from workbench.scenario.rules import layout_mask, layout_masks
+    from workbench.scenario.types import OFFLOAD, RECOMPUTE
+    from workbench.engines import engine_of
+
+    v = switch_variants(s, c)[0]
+    r = candidate_rows(v, v.hardware.world, schedule, c.fixed)
+    if not sp:
+        r = r[:, r[1] > 1]
+    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
+                   expert_tp=v.parallel.expert_tp)
+    recomputes = [x for x in RECOMPUTE if x in engine_of(v.training).recompute]
+    bases = {off: _variant(v, sp, recomputes[0], off) for off in OFFLOAD}
+    masks = layout_masks(bases, g, "training.offload")
+    for off, base in bases.items():
+        assert np.array_equal(masks[off], layout_mask(base, g)), off
+    valid = np.logical_or.reduce(list(masks.values()))
+    if not valid.any():
+        return 0
+    g = g.take(valid)
+    pas = PassRows(Rows(v.model, v.training.global_batch, g, False),
+                   np.broadcast_to(device_overhead(v.hardware, g), len(g)))
+    compared = 0
+    for rc in recomputes:
+        pas.reach({off: _variant(v, sp, rc, off) for off in OFFLOAD}, np.ones(len(g), bool), {})
+        for off in OFFLOAD:
+            ok = masks[off][valid]
+            if not ok.any():
+                continue
+            want = evaluate_layouts(_variant(v, sp, rc, off), g.take(ok))
+            got = pas.figures(rc, off, ok)
+            for k in ("memory_per_gpu", "device_per_gpu", "host_fits", "fits"):
+                _same({k: got[k]}, {k: want[k]}, f"{rc}/{off}")
+            compared += int(ok.sum())
+    return compared
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(scenarios(), st.sampled_from(SCHEDULES), st.booleans())
+def test_every_settings_memory_column_is_the_memory_pass(case, schedule, sp):
+    s, c = case
+    try:
+        _assert_columns_are_the_memory_pass(s, c, schedule, sp)
+    except ScenarioError:
+        assume(False)
+
+
+def test_the_405b_memory_columns_are_the_memory_pass():
+    s = load_scenario(str(ROOT / "examples/llama3-405b-h200-cluster.yaml"),
+                      ["hardware.nodes=2048", "parallel.dp=128", "training.global_batch=2048"])
+    s = dataclasses.replace(s, parallel=Parallel())
+    assert _assert_columns_are_the_memory_pass(s, Constraints(), "interleaved-1f1b", True) > 1000

@@ -33,7 +33,7 @@ from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, windo
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.scenario.layouts import LayoutGrid
-from workbench.scenario.rules import layout_mask
+from workbench.scenario.rules import layout_masks
 from workbench.engines import engine_of
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
@@ -186,8 +186,8 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                            expert_tp=s.parallel.expert_tp)
             # the rules read offload (its target and ZeRO stage), not recompute: one mask per
             # offload
-            masks = {off: layout_mask(_variant(s, sp, recomputes[0], off), g)
-                     for off in offloads}
+            masks = layout_masks({off: _variant(s, sp, recomputes[0], off) for off in offloads},
+                                 g, "training.offload")
             counts["valid"] += int(masks[offloads[0]].sum())
             valid = np.logical_or.reduce(list(masks.values()))
             if not valid.any():

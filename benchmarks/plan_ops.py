@@ -116,6 +116,7 @@ def main() -> int:
     # rows: the (layout, pipeline rank) rows the memory pass (or the one pass) evaluates
     n_rows: list[int] = []
     from workbench.estimate import cost_model
+    pass_level = Counter()
     if split:
         memory = cost_model.memory
 
@@ -123,6 +124,19 @@ def main() -> int:
             n_rows.append(rows.n)
             return memory(base, rows, *a, **kw)
         cost_model.memory = counted_memory
+        from workbench.plan import pruning
+        if hasattr(pruning, "PassRows"):
+            # the settings as columns: each (schedule, SP) pass computes every setting's
+            # memory once per recompute; counted with the calls (per call: over the calls)
+            reach = pruning.PassRows.reach
+
+            def counted_reach(self, bases, keep, cache):
+                before = Counter(TALLY)
+                reach(self, bases, keep, cache)
+                pass_level.update(Counter(TALLY) - before)
+                n_rows.append(self.reached[next(iter(bases.values())).training.recompute][1].n
+                              * len(bases))
+            pruning.PassRows.reach = counted_reach
     else:
         rank_rows = cost_model.rank_rows if hasattr(cost_model, "rank_rows") else None
 
@@ -135,7 +149,7 @@ def main() -> int:
     t0 = time.perf_counter()
     found = search_mod.search_rows(s, Constraints())
     seconds = time.perf_counter() - t0
-    total = sum(calls, Counter())
+    total = sum(calls, Counter()) + pass_level
     ops = total["ufunc"] + total["function"] + total["gather"] + total["asarray"]
     evaluated = found["counts"]["evaluated"]
     rows = sum(n_rows)

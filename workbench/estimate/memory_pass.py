@@ -219,20 +219,22 @@ def _parts(base: Scenario, rows: Rows, sh: Shared, offload: str) -> tuple:
                     sh.fts.trained)
     bufs = dict(sh.bufs)
     if engine_of(base.training).allowance_in_total:
-        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_of(pk.phase_totals(parts))[0]
+        bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_bytes(pk.phase_totals(parts))
         for moment in parts.values():
             moment["buffers"] = moment["buffers"] + bufs["allocator_allowance"]
     return ms, grads, bufs, parts
 
 
-def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None) -> dict:
+def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
+            moment: bool = True) -> dict:
     """Per row under ``offload`` and the recompute of ``sh``: the states, gradients, buffers
     and moments of ``_parts``, the peak and its moment, the allocator's reserved bytes,
     nvidia-smi's device bytes, and what offload puts in host memory and on NVMe."""
     tr, G = base.training, rows.grid
     ms, grads, bufs, parts = _parts(base, rows, sh, offload)
     phases = pk.phase_totals(parts)
-    peak, at = pk.peak_of(phases)
+    # the moment of the peak only where the report reads it
+    peak, at = pk.peak_of(phases) if moment else (pk.peak_bytes(phases), None)
     reserved = reserved_bytes(engine_of(tr), peak, gathers=np.asarray(G.zero) == 3)
     if overhead is None:
         overhead = device_overhead(base.hardware, rows.layouts)
@@ -250,7 +252,8 @@ def setting_memory(base: Scenario, rows: Rows, sh: Shared, offload: str, overhea
     """The layout figures of ``layout_memory`` (worst rank, fits; no breakdown) under
     ``offload`` and the recompute of ``sh``, from terms computed once per recompute: the
     planner's memory of every (recompute, offload) setting as columns over the same rows."""
-    return layout_memory(base, rows, _totals(base, rows, sh, offload, overhead), detail=False)
+    return layout_memory(base, rows, _totals(base, rows, sh, offload, overhead, moment=False),
+                         detail=False)
 
 
 def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True

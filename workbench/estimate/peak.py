@@ -90,6 +90,14 @@ def at_peak(parts: dict, at) -> dict:
                                           for p in PHASES]) for c in CATEGORIES}
 
 
+def peak_bytes(phases: dict) -> np.ndarray:
+    """The largest phase's bytes per row (``peak_of``'s first half, without the moment)."""
+    out = np.asarray(phases[PHASES[0]], dtype=float)
+    for p in PHASES[1:]:
+        out = np.maximum(out, phases[p])
+    return out
+
+
 def peak_of(phases: dict) -> tuple[np.ndarray, np.ndarray]:
     """(the largest phase's bytes, its index in ``PHASES``) per row; the earlier phase on ties."""
     stack = np.stack([np.asarray(phases[p], dtype=float) for p in PHASES])

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.estimate.cost_model import bound_rows, eager_activations, evaluate_layouts
+from workbench.estimate.cost_model import (
+    bound_rows, eager_activations, evaluate_layouts, layout_step_floor,
+)
 from workbench.estimate.grid_rows import Rows
 from workbench.estimate.memory_pass import setting_memory, shared_terms
 from workbench.plan.result import OVER_WINDOW
@@ -61,6 +63,7 @@ class PassRows:
         self.rows, self.overhead = rows, overhead
         self.reached: dict = {}     # recompute -> (its layouts, their bound rows)
         self.memory: dict = {}      # (recompute, offload) -> layout figures of those layouts
+        self.floors: dict = {}      # recompute -> step floor of those layouts
 
     def reach(self, bases: dict, reach: np.ndarray, cache: dict) -> None:
         """Bind the layouts ``reach`` (a mask) to the block data of the recompute of ``bases``
@@ -79,6 +82,16 @@ class PassRows:
         """The memory figures of the layouts ``keep`` (a mask within those reached)."""
         k = keep[self.reached[recompute][0]]
         return {key: v[k] for key, v in self.memory[recompute, offload].items()}
+
+    def step_floor(self, base: Scenario, keep: np.ndarray) -> np.ndarray:
+        """``time_pass.step_floor`` of the layouts ``keep`` (a mask within those reached)
+        under ``base``'s recompute: it reads the block data, the hardware and the global
+        batch, no offload, so it is computed once per recompute for every layout reached."""
+        recompute = base.training.recompute
+        reach, rows = self.reached[recompute]
+        if recompute not in self.floors:
+            self.floors[recompute] = layout_step_floor(base, rows)
+        return self.floors[recompute][keep[reach]]
 
     def rows_of(self, recompute: str, keep: np.ndarray) -> Rows:
         """The bound rows of the layouts ``keep`` (a mask within those reached)."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model import (
-    MemoryStage, eager_activations, evaluate_layouts, layout_step_floor,
+    MemoryStage, eager_activations, evaluate_layouts,
 )
 from workbench.estimate.device_memory import device_overhead
 from workbench.estimate.grid_rows import Rows
@@ -262,7 +262,7 @@ def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit
     def floor(near: np.ndarray) -> np.ndarray:
         keep = ok.copy()
         keep[ok] = near
-        return layout_step_floor(base, pas.rows_of(recompute, keep))
+        return pas.step_floor(base, keep)
     need = fits | window_rows(out["device_per_gpu"], fits, limit, floor, best)
     for key in TIMED:
         out[key] = np.full(len(fits), np.nan)

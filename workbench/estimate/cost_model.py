@@ -193,7 +193,7 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
 
 class MemoryStage:
     """The memory pass over ``rows`` (bound to ``base``'s block data), with the time pass to
-    follow on all of its layouts (``evaluate``) or on some (``times_of``). ``overhead``: the
+    follow (``evaluate``). ``overhead``: the
     device overhead per layout of ``rows.layouts`` where the caller has it; ``detail``: the
     report's breakdowns too (``memory_pass.memory``; a search reads the totals)."""
 
@@ -206,11 +206,7 @@ class MemoryStage:
     def evaluate(self, volume: bool = False) -> Evaluation:
         """Both passes over every layout: the ``Evaluation``."""
         base, rows, mem = self.base, self.rows, self.mem
-        gpu = eff.on_hardware(base.hardware)
-        overlaps = bool(eff.overlap(base.hardware))
-        vol = Volume(rows.n) if volume or not overlaps else None
-        t = times(base, rows, gpu, mem, vol)
-        layout, serial = per_step(base, rows.layouts, rows, t, vol, overlaps)
+        t, layout, serial, vol = _time_pass(base, rows, mem, volume)
         rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,
                 "has_head": rows.has_head, **{k: v for k, v in mem.items() if k != "_finetune"},
                 **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
@@ -218,22 +214,6 @@ class MemoryStage:
         return Evaluation(layout={**self.layout, **layout}, rank=rank,
                           row_layout=rows.layout_of, rank_index=rows.rank,
                           buffers=self.buffers, volume=vol, pytorch_eager=self.pytorch_eager)
-
-    def step_floor(self, keep: np.ndarray) -> np.ndarray:
-        """A lower bound of the step of each layout ``keep`` (a mask over the layouts) names
-        (``time_pass.step_floor``)."""
-        return layout_step_floor(self.base, self.rows.take(keep))
-
-    def times_of(self, keep: np.ndarray) -> dict:
-        """The layout figures of both passes for the layouts ``keep`` (a mask over the
-        layouts), the time pass run on their rows only."""
-        rows = self.rows.take(keep)
-        row = keep[self.rows.layout_of]
-        mem = {k: _rows_of(v, row, self.rows.n) for k, v in self.mem.items()}
-        stage = object.__new__(MemoryStage)
-        stage.__dict__.update(self.__dict__, rows=rows, mem=mem,
-                              layout={k: v[keep] for k, v in self.layout.items()})
-        return stage.evaluate().layout
 
 
 def layout_step_floor(base: Scenario, rows: Rows) -> np.ndarray:
@@ -243,19 +223,22 @@ def layout_step_floor(base: Scenario, rows: Rows) -> np.ndarray:
     return step_floor(base, rows, eff.on_hardware(hw), bool(eff.overlap(hw)))
 
 
-def _rows_of(x, row: np.ndarray, n: int):
-    """The memory pass's per-row value ``x`` (an array over the ``n`` rows, a number, or a
-    record of them: ``memory_pass._FineTuneStates``) at the rows ``row``."""
-    if isinstance(x, np.ndarray):
-        return x[row] if x.ndim and x.shape[0] == n else x
-    if isinstance(x, dict):
-        return {k: _rows_of(v, row, n) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_rows_of(v, row, n) for v in x)
-    if dataclasses.is_dataclass(x):
-        return dataclasses.replace(x, **{f.name: _rows_of(getattr(x, f.name), row, n)
-                                         for f in dataclasses.fields(x)})
-    return x
+def time_layouts(base: Scenario, rows: Rows, mem: dict) -> dict:
+    """The time pass's layout figures (step, tokens_per_s, mfu, bubble, ...) of ``rows``
+    (bound to ``base``'s block data) from what it reads of the memory pass
+    (``memory_pass.time_inputs``): the planner's call for the rows it times."""
+    return _time_pass(base, rows, mem, False)[1]
+
+
+def _time_pass(base: Scenario, rows: Rows, mem: dict, volume: bool) -> tuple:
+    """The time pass over ``rows``: (per-row times, layout figures, serial seconds per
+    dimension, the traffic when asked for or needed)."""
+    gpu = eff.on_hardware(base.hardware)
+    overlaps = bool(eff.overlap(base.hardware))
+    vol = Volume(rows.n) if volume or not overlaps else None
+    t = times(base, rows, gpu, mem, vol)
+    layout, serial = per_step(base, rows.layouts, rows, t, vol, overlaps)
+    return t, layout, serial, vol
 
 
 def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None

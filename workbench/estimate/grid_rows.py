@@ -11,6 +11,8 @@ the settings are columns over the same rows.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from workbench.catalog.types import ModelShape
@@ -118,6 +120,21 @@ class Rows:
         """Per layout: the value of its first row (for what every row of a layout shares)."""
         same = self._per_layout(x)
         return same if same is not None else np.asarray(x)[self.starts]
+
+
+def take_rows(x, row: np.ndarray, n: int):
+    """A per-row value ``x`` (an array over the ``n`` rows, a number, or a record of them:
+    dicts, tuples, dataclasses) at the rows ``row`` (a mask); what is not per row as it is."""
+    if isinstance(x, np.ndarray):
+        return x[row] if x.ndim and x.shape[0] == n else x
+    if isinstance(x, dict):
+        return {k: take_rows(v, row, n) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(take_rows(v, row, n) for v in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return dataclasses.replace(x, **{f.name: take_rows(getattr(x, f.name), row, n)
+                                         for f in dataclasses.fields(x) if f.init})
+    return x
 
 
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:

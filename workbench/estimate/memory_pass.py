@@ -161,6 +161,18 @@ class Shared:
     loss_kwargs: dict
 
 
+def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, params_far,
+                n: int) -> dict:
+    """What the time pass reads of the memory pass, per row of ``n``: the parameters held and
+    trained, the method's states, the activations offloaded to host memory, ZeRO-3's
+    parameter shard in host memory or on NVMe (``ModelStates.params_far``)."""
+    return {"dense_params": pdense, "expert_params": pexpert,
+            "trained_dense": fts.trained[0], "trained_expert": fts.trained[1],
+            "params_far": np.broadcast_to(params_far, n),
+            "offloaded_activations": np.broadcast_to(offloaded_activations, n),
+            "_finetune": fts}
+
+
 def shared_terms(base: Scenario, rows: Rows) -> Shared:
     """The ``Shared`` terms of ``rows`` under ``base``'s recompute (its offload unread)."""
     m, tr, G = base.model, base.training, rows.grid
@@ -272,9 +284,9 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
     ms, grads, bufs, parts, phases, peak, at = (t[k] for k in (
         "ms", "grads", "bufs", "parts", "phases", "total", "peak_phase"))
     buffers = sum(bufs.values())
-    out = {"inflight_microbatches": inflight, "dense_params": pdense,
-           "expert_params": pexpert, "trained_dense": fts.trained[0],
-           "trained_expert": fts.trained[1], "params": ms.params, "grads": grads,
+    out = {"inflight_microbatches": inflight, **time_inputs(pdense, pexpert, fts, host_activations,
+                                                          ms.params_far, rows.n),
+           "params": ms.params, "grads": grads,
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": peak, "peak_phase": at,
@@ -283,10 +295,7 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
                for c, v in pk.at_peak(parts, at).items()} if detail else {}),
            "reserved": t["reserved"], "host": t["host"], "nvme": ms.nvme,
            "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
-           "params_far": np.broadcast_to(ms.params_far, rows.n),
-           "paged": np.broadcast_to(ms.paged, rows.n),
-           "offloaded_activations": np.broadcast_to(host_activations, rows.n),
-           "_finetune": fts, "device": t["device"]}
+           "paged": np.broadcast_to(ms.paged, rows.n), "device": t["device"]}
     return out, bufs
 
 

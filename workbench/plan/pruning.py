@@ -23,10 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.estimate.cost_model import (
-    bound_rows, eager_activations, evaluate_layouts, layout_step_floor,
+    bound_rows, eager_activations, evaluate_layouts, layout_step_floor, time_layouts,
 )
-from workbench.estimate.grid_rows import Rows
-from workbench.estimate.memory_pass import setting_memory, shared_terms
+from workbench.estimate.grid_rows import Rows, take_rows
+from workbench.estimate.memory_pass import (
+    setting_memory, shared_terms, states_on_device, time_inputs,
+)
 from workbench.plan.result import OVER_WINDOW
 from workbench.scenario.layouts import ROW_FIELDS, LayoutGrid
 from workbench.scenario.types import Scenario
@@ -61,7 +63,7 @@ class PassRows:
 
     def __init__(self, rows: Rows, overhead: np.ndarray) -> None:
         self.rows, self.overhead = rows, overhead
-        self.reached: dict = {}     # recompute -> (its layouts, their bound rows)
+        self.reached: dict = {}     # recompute -> (its layouts, their bound rows, shared terms)
         self.memory: dict = {}      # (recompute, offload) -> layout figures of those layouts
         self.floors: dict = {}      # recompute -> step floor of those layouts
 
@@ -76,7 +78,7 @@ class PassRows:
         for off, base in bases.items():
             self.memory[first.training.recompute, off] = setting_memory(base, rows, shared,
                                                                         off, over)
-        self.reached[first.training.recompute] = (reach, rows)
+        self.reached[first.training.recompute] = (reach, rows, shared)
 
     def figures(self, recompute: str, offload: str, keep: np.ndarray) -> dict:
         """The memory figures of the layouts ``keep`` (a mask within those reached)."""
@@ -88,15 +90,24 @@ class PassRows:
         under ``base``'s recompute: it reads the block data, the hardware and the global
         batch, no offload, so it is computed once per recompute for every layout reached."""
         recompute = base.training.recompute
-        reach, rows = self.reached[recompute]
+        reach, rows, _ = self.reached[recompute]
         if recompute not in self.floors:
             self.floors[recompute] = layout_step_floor(base, rows)
         return self.floors[recompute][keep[reach]]
 
-    def rows_of(self, recompute: str, keep: np.ndarray) -> Rows:
-        """The bound rows of the layouts ``keep`` (a mask within those reached)."""
-        reach, rows = self.reached[recompute]
-        return rows.take(keep[reach])
+    def times(self, base: Scenario, keep: np.ndarray) -> dict:
+        """The time pass's layout figures of the layouts ``keep`` (a mask within those
+        reached) under ``base``'s setting, from the pass's terms at their rows and the model
+        states under its offload (``memory_pass.time_inputs``)."""
+        reach, rows, shared = self.reached[base.training.recompute]
+        mine = keep[reach]
+        row = mine[rows.layout_of]
+        rows = rows.take(mine)
+        pdense, pexpert, fts, offloaded = take_rows(
+            (shared.pdense, shared.pexpert, shared.fts, shared.activations[1]), row, len(row))
+        ms = states_on_device(base, rows, pdense, pexpert, fts, base.training.offload)
+        return time_layouts(base, rows, time_inputs(pdense, pexpert, fts, offloaded,
+                                                    ms.params_far, rows.n))
 
 
 class Best:

@@ -23,9 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.errors import Problem, ScenarioError
-from workbench.estimate.cost_model import (
-    MemoryStage, eager_activations, evaluate_layouts,
-)
+from workbench.estimate.cost_model import evaluate_layouts
 from workbench.estimate.device_memory import device_overhead
 from workbench.estimate.grid_rows import Rows
 from workbench.plan.constraints import Constraints
@@ -269,9 +267,7 @@ def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit
     if need.any():
         keep = ok.copy()
         keep[ok] = need
-        stage = MemoryStage(base, pas.rows_of(recompute, keep), eager_activations(base),
-                            pas.overhead[keep], detail=False)
-        timed = stage.evaluate().layout
+        timed = pas.times(base, keep)
         for key in TIMED:
             out[key][need] = timed[key]
         best.update(out["step"][fits])

@@ -6,7 +6,9 @@ reserved bytes and nvidia-smi's device bytes (``device_memory.device_overhead``)
 layout, the worst rank's figures and whether the layout fits the GPU, host memory and NVMe.
 
 It reads nothing of the step-time model, so the planner runs it first over every valid layout
-and the time pass (``time_pass``) only where the memory can fit.
+and the time pass (``time_pass``) only where the memory can fit. The terms no offload changes
+(``shared_terms``) are computed once per recompute and each offload's figures from them
+(``setting_memory``), the code ``memory`` itself runs: the planner's settings as columns.
 """
 from __future__ import annotations
 

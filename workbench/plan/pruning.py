@@ -1,8 +1,11 @@
-"""Which evaluated (layout, setting) rows of a search need the time pass, exactly.
+"""Which evaluated (layout, setting) rows of a search need the time pass, exactly, and the
+memory every setting of a (schedule, SP) pass reads (``PassRows``).
 
-The search runs the memory pass (``estimate.memory_pass``) on every valid layout under every
-setting it tries, and the time pass (``estimate.time_pass``) only where a reader of the search
-can see the step:
+The search computes the memory of every valid layout under every setting it tries first — as
+columns of the pass: the terms no offload changes once per recompute, each (recompute,
+offload) setting's figures from them (``estimate.memory_pass.setting_memory``, the memory
+pass's own code) — and runs the time pass (``estimate.time_pass``) only where a reader of the
+search can see the step:
 
 - the rows that fit (the ranked table, the GPU-count front);
 - for ``PlanResult.fastest_over`` (the fastest row that does not fit and is faster than the
@@ -13,8 +16,9 @@ can see the step:
   fits, the least peak-allocated one the scaling curves show), and, only where no row in the
   window is faster than the best, the rows beyond it in order of memory until one is.
 
-Rows left without a step carry NaN, which no reader compares below a step. The property test
-(tests/test_plan_pruning.py) holds the pruned search's result to the unpruned one's.
+Rows left without a step carry NaN, which no reader compares below a step. The property tests
+(tests/test_plan_pruning.py) hold the pruned search's result to the unpruned one's and every
+setting's memory column to the memory pass.
 """
 from __future__ import annotations
 

@@ -223,11 +223,10 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     return Shared(pdense, pexpert, fts, saved_activations(base, rows), bufs, x, loss_kwargs)
 
 
-def _parts(base: Scenario, rows: Rows, sh: Shared, offload: str) -> tuple:
-    """The model states under ``offload``, the gradients alive, the named buffers (with the
-    allocator's allowance where the engine counts it in the total), and the bytes alive at
-    each moment of the step by category (``_phases``)."""
-    ms = states_on_device(base, rows, sh.pdense, sh.pexpert, sh.fts, offload)
+def _parts(base: Scenario, rows: Rows, sh: Shared, ms) -> tuple:
+    """The gradients alive, the named buffers (with the allocator's allowance where the
+    engine counts it in the total), and the bytes alive at each moment of the step by
+    category (``_phases``), for the model states ``ms``."""
     grads = ms.grads * 0 if base.training.optimizer_in_backward else ms.grads
     parts = _phases(base, rows, ms, grads, sh.activations[0], sh.bufs, sh.x, sh.loss_kwargs,
                     sh.fts.trained)
@@ -236,38 +235,58 @@ def _parts(base: Scenario, rows: Rows, sh: Shared, offload: str) -> tuple:
         bufs["allocator_allowance"] = ALLOCATOR_FRACTION * pk.peak_bytes(pk.phase_totals(parts))
         for moment in parts.values():
             moment["buffers"] = moment["buffers"] + bufs["allocator_allowance"]
-    return ms, grads, bufs, parts
+    return grads, bufs, parts
+
+
+# what the moments of the step read of the model states (``_phases``)
+DEVICE_STATES = ("params", "grads", "optimizer")
 
 
 def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
-            moment: bool = True) -> dict:
-    """Per row under ``offload`` and the recompute of ``sh``: the states, gradients, buffers
-    and moments of ``_parts``, the peak and its moment, the allocator's reserved bytes,
-    nvidia-smi's device bytes, and what offload puts in host memory and on NVMe."""
+            moment: bool = True, known: tuple = ()) -> dict:
+    """Per row under ``offload`` and the recompute of ``sh``: the model states, the
+    gradients, buffers and moments of ``_parts``, the peak and its moment, the allocator's
+    reserved bytes, nvidia-smi's device bytes, and what offload puts in host memory and on
+    NVMe. ``known``: other offloads' totals of the same rows; where one holds the same states
+    on the device (CPU and NVMe offload move the same ones), its moments are these."""
     tr, G = base.training, rows.grid
-    ms, grads, bufs, parts = _parts(base, rows, sh, offload)
-    phases = pk.phase_totals(parts)
-    # the moment of the peak only where the report reads it
-    peak, at = pk.peak_of(phases) if moment else (pk.peak_bytes(phases), None)
-    reserved = reserved_bytes(engine_of(tr), peak, gathers=np.asarray(G.zero) == 3)
-    if overhead is None:
-        overhead = device_overhead(base.hardware, rows.layouts)
-    return {"ms": ms, "grads": grads, "bufs": bufs, "parts": parts, "phases": phases,
-            "total": peak, "peak_phase": at, "reserved": reserved,
-            # nvidia-smi's view: the same context and communicators on every rank of a layout
-            "device": reserved + np.broadcast_to(overhead, len(rows.layouts))[rows.layout_of],
-            "host": ms.host + sh.activations[1]
-            + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0),
-            "nvme": ms.nvme}
+    ms = states_on_device(base, rows, sh.pdense, sh.pexpert, sh.fts, offload)
+    same = next((t for t in known if all(np.array_equal(getattr(t["ms"], f), getattr(ms, f))
+                                         for f in DEVICE_STATES)), None)
+    if same is not None:
+        out = dict(same)
+    else:
+        grads, bufs, parts = _parts(base, rows, sh, ms)
+        phases = pk.phase_totals(parts)
+        # the moment of the peak only where the report reads it
+        peak, at = pk.peak_of(phases) if moment else (pk.peak_bytes(phases), None)
+        reserved = reserved_bytes(engine_of(tr), peak, gathers=np.asarray(G.zero) == 3)
+        if overhead is None:
+            overhead = device_overhead(base.hardware, rows.layouts)
+        out = {"grads": grads, "bufs": bufs, "parts": parts, "phases": phases,
+               "total": peak, "peak_phase": at, "reserved": reserved,
+               # nvidia-smi's view: the same context and communicators on every rank of a
+               # layout
+               "device": reserved + np.broadcast_to(overhead, len(rows.layouts))[
+                   rows.layout_of]}
+    out.update(ms=ms, nvme=ms.nvme, host=ms.host + sh.activations[1]
+               + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0))
+    return out
 
 
-def setting_memory(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead
+def setting_memory(base: Scenario, rows: Rows, sh: Shared, offloads: list[str], overhead
                    ) -> dict:
-    """The layout figures of ``layout_memory`` (worst rank, fits; no breakdown) under
-    ``offload`` and the recompute of ``sh``, from terms computed once per recompute: the
-    planner's memory of every (recompute, offload) setting as columns over the same rows."""
-    return layout_memory(base, rows, _totals(base, rows, sh, offload, overhead, moment=False),
-                         detail=False)
+    """Per offload of ``offloads``, the layout figures of ``layout_memory`` (worst rank,
+    fits; no breakdown) under it and the recompute of ``sh``, from terms computed once per
+    recompute (``base``: any scenario of that recompute; its offload unread): the planner's
+    memory of every (recompute, offload) setting as columns over the same rows."""
+    known: list[dict] = []
+    out = {}
+    for offload in offloads:
+        t = _totals(base, rows, sh, offload, overhead, moment=False, known=tuple(known))
+        known.append(t)
+        out[offload] = layout_memory(base, rows, t, detail=False)
+    return out
 
 
 def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True

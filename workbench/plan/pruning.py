@@ -78,10 +78,9 @@ class PassRows:
         first = next(iter(bases.values()))
         rows = bound_rows(first, self.rows.take(reach), cache, eager_activations(first))
         shared = shared_terms(first, rows)
-        over = self.overhead[reach]
-        for off, base in bases.items():
-            self.memory[first.training.recompute, off] = setting_memory(base, rows, shared,
-                                                                        off, over)
+        figures = setting_memory(first, rows, shared, list(bases), self.overhead[reach])
+        for off, figs in figures.items():
+            self.memory[first.training.recompute, off] = figs
         self.reached[first.training.recompute] = (reach, rows, shared)
 
     def figures(self, recompute: str, offload: str, keep: np.ndarray) -> dict:

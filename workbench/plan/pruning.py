@@ -14,7 +14,8 @@ search can see the step:
   step seen so far — a row whose floor is not can never be faster than the best;
 - afterwards (``complete``): the least-memory row (``PlanResult.smallest``; and, where nothing
   fits, the least peak-allocated one the scaling curves show), and, only where no row in the
-  window is faster than the best, the rows beyond it in order of memory until one is.
+  window is faster than the best, the rows beyond it whose step floor is below the best, in
+  order of memory, until one is.
 
 Rows left without a step carry NaN, which no reader compares below a step. The property tests
 (tests/test_plan_pruning.py) hold the pruned search's result to the unpruned one's and every
@@ -134,9 +135,9 @@ def window_rows(device: np.ndarray, fits: np.ndarray, limit: float, floor, best:
     return near
 
 
-def complete(cols: dict, groups: list[Group], limit: float) -> None:
+def complete(cols: dict, groups: list[Group], limit: float, floor: np.ndarray) -> None:
     """Time the rows a reader needs that the search left without a step (see the module's
-    docstring), in place."""
+    docstring), in place. ``floor``: each row's step floor (``PassRows.step_floor``)."""
     n = len(cols["step"])
     if not n:
         return
@@ -152,16 +153,16 @@ def complete(cols: dict, groups: list[Group], limit: float) -> None:
     over = ~fits & (dev <= OVER_WINDOW * limit) & (cols["step"] < best)
     if over.any():
         return
-    # beyond the window: the least memory first, until a row is faster than the best
-    far = np.flatnonzero(~fits & (dev > OVER_WINDOW * limit))
+    # beyond the window: the least memory first, until a row is faster than the best; a row
+    # whose step floor is not below the best never is
+    far = np.flatnonzero(~fits & (dev > OVER_WINDOW * limit)
+                         & (floor * (1 - FLOOR_SLACK) < best))
     far = far[np.lexsort((far, dev[far]))]
-    done, size = 0, 256
-    while done < len(far):
-        part = far[done:done + size]
+    # the first few, then the rest at once (each part costs a cost-model call per setting)
+    for part in (far[:256], far[256:]):
         _time(cols, groups, part[np.isnan(cols["step"][part])])
         if (cols["step"][part] < best).any():
             return
-        done, size = done + size, size * 4
 
 
 def _by_group(cols: dict, groups: list[Group], rows: np.ndarray):

@@ -119,6 +119,7 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                                             "recompute", "offload", "step", "memory_per_gpu",
                                             "device_per_gpu", "tokens_per_s", "mfu", "bubble",
                                             "host_fits", *SWITCH_COLUMNS)}
+    cols["_floor"] = []      # the pruned search's step floor per row (``complete`` reads it)
     variants = switch_variants(s, c)
     # candidates and valid count each layout once per engine-and-switch setting searched
     counts = {"candidates": 0, "valid": 0, "evaluated": 0, "settings": len(variants)}
@@ -131,8 +132,9 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                                progress, share, done, total, prune, groups, best)
     arrays = {k: _column(v, bool if k == "sequence_parallel" else object)
               for k, v in cols.items()}
+    floor = arrays.pop("_floor")
     if prune:
-        complete(arrays, groups, limit)
+        complete(arrays, groups, limit, floor)
     arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
                       if len(arrays["step"]) else np.array([], bool))
     return {"columns": arrays, "counts": counts, "limit": limit}
@@ -223,6 +225,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                         n = int(ok.sum())
                         if prune:
                             out = _pruned(base, pas, rc, ok, limit, best)
+                            cols["_floor"].append(out["floor"])
                             groups.append(Group(base, schedule, sp, s.parallel.expert_tp, cache,
                                                 sum(len(a) for a in cols["step"]), n))
                         else:
@@ -257,11 +260,10 @@ def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit
     out = pas.figures(recompute, offload, ok)
     fits = (out["device_per_gpu"] <= limit) & out["host_fits"]
 
-    def floor(near: np.ndarray) -> np.ndarray:
-        keep = ok.copy()
-        keep[ok] = near
-        return pas.step_floor(base, keep)
-    need = fits | window_rows(out["device_per_gpu"], fits, limit, floor, best)
+    # the step floor of every layout (the window below, the far fallback in ``complete``)
+    out["floor"] = pas.step_floor(base, ok)
+    need = fits | window_rows(out["device_per_gpu"], fits, limit,
+                              lambda near: out["floor"][near], best)
     for key in TIMED:
         out[key] = np.full(len(fits), np.nan)
     if need.any():

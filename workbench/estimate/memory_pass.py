@@ -276,16 +276,19 @@ def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
 
 def setting_memory(base: Scenario, rows: Rows, sh: Shared, offloads: list[str], overhead
                    ) -> dict:
-    """Per offload of ``offloads``, the layout figures of ``layout_memory`` (worst rank,
-    fits; no breakdown) under it and the recompute of ``sh``, from terms computed once per
-    recompute (``base``: any scenario of that recompute; its offload unread): the planner's
-    memory of every (recompute, offload) setting as columns over the same rows."""
+    """Per offload of ``offloads``: the layout figures of ``layout_memory`` (worst rank,
+    fits; no breakdown) under it and the recompute of ``sh``, and per row ZeRO-3's
+    parameter shard off the GPU (``ModelStates.params_far``, which the time pass reads), from
+    terms computed once per recompute (``base``: any scenario of that recompute; its offload
+    unread): the planner's memory of every (recompute, offload) setting as columns over the
+    same rows."""
     known: list[dict] = []
     out = {}
     for offload in offloads:
         t = _totals(base, rows, sh, offload, overhead, moment=False, known=tuple(known))
         known.append(t)
-        out[offload] = layout_memory(base, rows, t, detail=False)
+        out[offload] = (layout_memory(base, rows, t, detail=False),
+                        np.broadcast_to(t["ms"].params_far, rows.n))
     return out
 
 

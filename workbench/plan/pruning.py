@@ -31,9 +31,7 @@ from workbench.estimate.cost_model import (
     bound_rows, eager_activations, evaluate_layouts, layout_step_floor, time_layouts,
 )
 from workbench.estimate.grid_rows import Rows, take_rows
-from workbench.estimate.memory_pass import (
-    setting_memory, shared_terms, states_on_device, time_inputs,
-)
+from workbench.estimate.memory_pass import setting_memory, shared_terms, time_inputs
 from workbench.plan.result import OVER_WINDOW
 from workbench.scenario.layouts import ROW_FIELDS, LayoutGrid
 from workbench.scenario.types import Scenario
@@ -71,6 +69,7 @@ class PassRows:
         self.reached: dict = {}     # recompute -> (its layouts, their bound rows, shared terms)
         self.memory: dict = {}      # (recompute, offload) -> layout figures of those layouts
         self.floors: dict = {}      # recompute -> step floor of those layouts
+        self.far: dict = {}         # (recompute, offload) -> params_far of their rows
 
     def reach(self, bases: dict, reach: np.ndarray, cache: dict) -> None:
         """Bind the layouts ``reach`` (a mask) to the block data of the recompute of ``bases``
@@ -80,8 +79,9 @@ class PassRows:
         rows = bound_rows(first, self.rows.take(reach), cache, eager_activations(first))
         shared = shared_terms(first, rows)
         figures = setting_memory(first, rows, shared, list(bases), self.overhead[reach])
-        for off, figs in figures.items():
+        for off, (figs, far) in figures.items():
             self.memory[first.training.recompute, off] = figs
+            self.far[first.training.recompute, off] = far
         self.reached[first.training.recompute] = (reach, rows, shared)
 
     def figures(self, recompute: str, offload: str, keep: np.ndarray) -> dict:
@@ -101,17 +101,18 @@ class PassRows:
 
     def times(self, base: Scenario, keep: np.ndarray) -> dict:
         """The time pass's layout figures of the layouts ``keep`` (a mask within those
-        reached) under ``base``'s setting, from the pass's terms at their rows and the model
-        states under its offload (``memory_pass.time_inputs``)."""
+        reached) under ``base``'s setting, from the pass's terms at their rows
+        (``memory_pass.time_inputs``)."""
         reach, rows, shared = self.reached[base.training.recompute]
         mine = keep[reach]
         row = mine[rows.layout_of]
         rows = rows.take(mine)
-        pdense, pexpert, fts, offloaded = take_rows(
-            (shared.pdense, shared.pexpert, shared.fts, shared.activations[1]), row, len(row))
-        ms = states_on_device(base, rows, pdense, pexpert, fts, base.training.offload)
-        return time_layouts(base, rows, time_inputs(pdense, pexpert, fts, offloaded,
-                                                    ms.params_far, rows.n))
+        far = self.far[base.training.recompute, base.training.offload]
+        pdense, pexpert, fts, offloaded, far = take_rows(
+            (shared.pdense, shared.pexpert, shared.fts, shared.activations[1], far), row,
+            len(row))
+        return time_layouts(base, rows, time_inputs(pdense, pexpert, fts, offloaded, far,
+                                                    rows.n))
 
 
 class Best:

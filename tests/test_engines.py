@@ -10,7 +10,7 @@ import pytest
 from workbench.engines import ENGINES
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
-from workbench.estimate.cost_model import communicators
+from workbench.estimate.device_memory import communicators
 from workbench.estimate.device_memory import device_terms
 from workbench.plan import Constraints, plan
 from workbench.plan.explain import switch_lines

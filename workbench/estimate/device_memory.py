@@ -33,6 +33,10 @@ nvidia-smi):
 """
 from __future__ import annotations
 
+import numpy as np
+
+from workbench.estimate.comm import group_span
+
 MiB = 1 << 20
 
 # --- CUDA context ---------------------------------------------------------------------------------
@@ -152,3 +156,45 @@ def device_terms(
         "cublas_workspace": float(CUBLAS_WORKSPACE_OUTSIDE_ALLOCATOR),
         "cudnn_workspace": float(CUDNN_WORKSPACE_OUTSIDE_ALLOCATOR),
     }
+
+
+def communicators(par, gpus_per_node: int) -> list[tuple[object, object]]:
+    """(ranks, crosses nodes) of each NCCL communicator one GPU of the layout belongs to (numbers
+    or arrays; ranks 1 where the group does not exist): its data-parallel group over dp x cp
+    (and, under HSDP, the shard and replica groups), TP, CP, EP, the expert-data-parallel group,
+    and under pipelining one point-to-point communicator with each neighbour stage (PyTorch's
+    ProcessGroupNCCL creates one per peer pair for send/recv)."""
+    tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
+    dpcp = np.asarray(par.dp) * cp
+    sg = np.asarray(par.shard_group if par.shard_group is not None else 0)
+    sg = np.where(sg > 0, sg, dpcp)
+    out = []
+    # expert groups exist only under EP (without it the experts replicate with the dense weights)
+    edp = np.where(ep > 1, np.asarray(par.expert_data_parallel), 1)
+    for size, stride in ((sg, tp), (dpcp // np.maximum(sg, 1), tp * sg), (tp, 1), (cp, tp),
+                         (ep, np.asarray(par.etp)), (edp, np.asarray(par.etp) * ep)):
+        span = group_span(size, stride, gpus_per_node)
+        out.append((size, np.asarray(span.nodes) > 1))
+    world_stage = dpcp * tp
+    crosses = world_stage >= gpus_per_node
+    for _ in range(2):
+        out.append((np.where(pp > 1, 2, 1), crosses))
+    return out
+
+
+def device_overhead(hw, par) -> np.ndarray | float:
+    """What nvidia-smi shows beyond the allocator's reserved bytes for one GPU of each layout of
+    ``par`` (``device_terms``: CUDA context, NCCL communicator buffers, library
+    workspaces). The NCCL term is a sum over communicators, so each communicator slot is
+    evaluated once per distinct (ranks, crosses nodes)."""
+    arch = hw.gpu.arch
+    fixed = sum(device_terms(arch, []).values())       # context and workspaces
+    total = 0.0
+    for size, crosses in communicators(par, hw.gpus_per_node):
+        code = np.asarray(size, dtype=np.int64) * 2 + np.asarray(crosses, dtype=np.int64)
+        uniq, inverse = np.unique(code, return_inverse=True)
+        each = np.array([communicator_bytes(arch, int(c) // 2, bool(c % 2)) for c in uniq])
+        total = total + each[inverse.reshape(np.shape(code))]
+    out = fixed + total
+    return float(out) if np.ndim(out) == 0 else out
+

@@ -147,11 +147,13 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     tdense, texpert = (dense, expert) if trained is None else trained
     full = np.asarray(tdense) + texpert
     shard = _sharded(tdense, dense_shard) + _sharded(texpert, expert_shard)
+    stage_of = np.clip(zero, 0, 3)
+    per_stage = [bytes_per_param(precision, optimizer, z, stage_dtype(state_dtype, z), factored)
+                 for z in range(4)]
 
     def column(stage: int, field: str) -> np.ndarray:
-        nbytes = np.choose(np.clip(zero, 0, 3), [getattr(bytes_per_param(
-            precision, optimizer, z, stage_dtype(state_dtype, z), factored), field)
-            for z in range(4)])
+        # each row's bytes per parameter at its ZeRO stage: a gather from the four stages'
+        nbytes = np.array([getattr(b, field) for b in per_stage])[stage_of]
         return nbytes * np.where(zero >= stage, shard, full)
 
     params, grads, opt = column(3, "params"), column(2, "grads"), column(1, "optimizer")

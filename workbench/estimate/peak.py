@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 PHASES = ("forward", "loss", "backward", "optimizer")
-# Buffers by when they live (``buffers.buffer_terms`` and ``cost_model._memory`` names); any
+# Buffers by when they live (``buffers.buffer_terms`` and ``memory_pass.memory`` names); any
 # other buffer is transient in the forward and backward.
 LOSS_ONLY = ("logits",)
 BACKWARD_ONLY = ("fsdp_unsharded_grads", "in_backward_gradient")
@@ -88,6 +88,14 @@ def at_peak(parts: dict, at) -> dict:
     """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``)."""
     return {c: np.choose(np.asarray(at), [np.broadcast_to(parts[p][c], np.shape(at))
                                           for p in PHASES]) for c in CATEGORIES}
+
+
+def peak_bytes(phases: dict) -> np.ndarray:
+    """The largest phase's bytes per row (``peak_of``'s first half, without the moment)."""
+    out = np.asarray(phases[PHASES[0]], dtype=float)
+    for p in PHASES[1:]:
+        out = np.maximum(out, phases[p])
+    return out
 
 
 def peak_of(phases: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,8 @@ from workbench.scenario.types import Scenario
 GIB = 2 ** 30
 PARALLEL_KEYS = ("dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
                  "virtual_stages", "async_tp", "tp_comm_overlap", "expert_tp")
+# ``fastest_over`` looks first at the layouts needing at most this many times the GPU limit
+OVER_WINDOW = 2
 TRAINING_KEYS = ("micro_batch", "recompute", "offload", "engine", "compile", "fp8_recipe",
                  "optimizer")
 
@@ -68,7 +70,7 @@ class PlanResult:
             miss = np.flatnonzero(~cols["fits"].astype(bool) & (cols["step"] < ok["step"][0]))
             if len(miss):
                 dev = cols["device_per_gpu"][miss]
-                near = miss[dev <= 2 * found["limit"]]
+                near = miss[dev <= OVER_WINDOW * found["limit"]]
                 pick = (near[np.argmin(cols["step"][near])] if len(near)
                         else miss[np.argmin(dev)])
                 over = {k: _plain(v[pick]) for k, v in cols.items()}

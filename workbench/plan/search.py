@@ -25,11 +25,14 @@ import numpy as np
 
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model import evaluate_layouts
+from workbench.estimate.device_memory import device_overhead
+from workbench.estimate.grid_rows import Rows
 from workbench.plan.constraints import Constraints
+from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, window_rows
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows, expert_tp_values
 from workbench.scenario.layouts import LayoutGrid
-from workbench.scenario.rules import layout_mask
+from workbench.scenario.rules import layout_masks
 from workbench.engines import engine_of
 from workbench.scenario.types import OFFLOAD, RECOMPUTE, SCHEDULES, Parallel, Scenario
 from workbench.units import hbm_bytes
@@ -102,10 +105,12 @@ def _with_world(s: Scenario, world: int) -> Scenario:
 
 
 def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
-                share: tuple[float, float] = (0.0, 1.0)) -> dict:
+                share: tuple[float, float] = (0.0, 1.0), prune: bool = True) -> dict:
     """Every evaluated layout of ``s``'s hardware: a dict of column arrays (layout fields, sp,
     pp_schedule, recompute, offload, step, memory_per_gpu, tokens_per_s, mfu, bubble, fits)
-    plus the screening counts."""
+    plus the screening counts. ``prune``: the memory pass on every evaluated row, the time
+    pass only on the rows ``plan.pruning`` names (the others' step, tokens_per_s, mfu and
+    bubble are NaN); False times every row (the reference the pruning is tested against)."""
     fixed = c.fixed
     schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else list(SCHEDULES)
     sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
@@ -116,16 +121,22 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
                                             "recompute", "offload", "step", "memory_per_gpu",
                                             "device_per_gpu", "tokens_per_s", "mfu", "bubble",
                                             "host_fits", *SWITCH_COLUMNS)}
+    cols["_floor"] = []      # the pruned search's step floor per row (``complete`` reads it)
     variants = switch_variants(s, c)
     # candidates and valid count each layout once per engine-and-switch setting searched
     counts = {"candidates": 0, "valid": 0, "evaluated": 0, "settings": len(variants)}
     total = len(schedules) * len(sps) * len(variants)
     done = 0
+    groups: list[Group] = []
+    best = Best()
     for v in variants:
         done = _search_variant(v, c, schedules, sps, offloads, limit, world, cols, counts,
-                               progress, share, done, total)
+                               progress, share, done, total, prune, groups, best)
     arrays = {k: _column(v, bool if k == "sequence_parallel" else object)
               for k, v in cols.items()}
+    floor = arrays.pop("_floor")
+    if prune:
+        complete(arrays, groups, limit, floor)
     arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
                       if len(arrays["step"]) else np.array([], bool))
     return {"columns": arrays, "counts": counts, "limit": limit}
@@ -144,8 +155,11 @@ def _column(chunks: list, dtype) -> np.ndarray:
 
 
 def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit, world, cols,
-                    counts, progress, share, done, total) -> int:
-    """Search one engine-and-switches variant of the scenario into ``cols``."""
+                    counts, progress, share, done, total, prune: bool, groups: list,
+                    best: Best) -> int:
+    """Search one engine-and-switches variant of the scenario into ``cols`` (``prune``: the
+    time pass only where ``plan.pruning`` says it is needed; ``groups`` records each memory
+    pass's rows, ``best`` the shortest fitting step so far)."""
     fixed = c.fixed
     eng = engine_of(s.training)
     recomputes = [fixed["recompute"]] if "recompute" in fixed else [
@@ -157,47 +171,76 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                 "expert_tp": s.parallel.expert_tp}
     for schedule in schedules:
         rows = candidate_rows(s, world, schedule, fixed)
+        # what depends on the layout alone, once per schedule for every setting tried on it
+        # (the expert-TP width shapes the expert groups' communicators)
+        overhead = (device_overhead(s.hardware, LayoutGrid(*rows, pp_schedule=schedule,
+                                                           expert_tp=s.parallel.expert_tp))
+                    if prune and rows.shape[1] else None)
         for sp in sps:
             if progress is not None and progress(
                     share[0] + share[1] * done / total, f"{schedule}, SP {'on' if sp else 'off'}"
             ) is False:
                 raise Cancelled()
             done += 1
-            r = rows if sp else rows[:, rows[1] > 1]         # SP off only matters with TP
+            wide = rows[1] > 1
+            r = rows if sp else rows[:, wide]         # SP off only matters with TP
             if r.shape[1] == 0:
                 continue
             counts["candidates"] += r.shape[1]
+            g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
+                           expert_tp=s.parallel.expert_tp)
+            # the rules read offload (its target and ZeRO stage), not recompute: one mask per
+            # offload
+            masks = layout_masks({off: _variant(s, sp, recomputes[0], off) for off in offloads},
+                                 g, "training.offload")
+            counts["valid"] += int(masks[offloads[0]].sum())
+            valid = np.logical_or.reduce(list(masks.values()))
+            if not valid.any():
+                continue
+            # the pass runs over the layouts some offload admits
+            r, g = r[:, valid], g.take(valid)
+            masks = {off: m[valid] for off, m in masks.items()}
+            pas = None
+            if prune:
+                over = np.broadcast_to(overhead, rows.shape[1])[
+                    slice(None) if sp else wide][valid]
+                pas = PassRows(Rows(s.model, s.training.global_batch, g, False), over)
             # Fit status per (recompute, offload) pair, for the dominance rule.
             fit = {}
-            masks: dict = {}
             for i, rc in enumerate(recomputes):
+                cache = caches.setdefault((sp, rc), {})
+                if prune:
+                    # every layout a setting of this recompute can try: no cheaper recompute
+                    # fits it without offload
+                    reach = np.ones(r.shape[1], bool)
+                    for (ii, jj), f in fit.items():
+                        if jj == 0:
+                            reach &= ~f
+                    if reach.any():
+                        pas.reach({off: _variant(s, sp, rc, off) for off in offloads}, reach,
+                                  cache)
                 for j, off in enumerate(offloads):
                     base = _variant(s, sp, rc, off)
-                    g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
-                                   expert_tp=s.parallel.expert_tp)
-                    # the rules read offload (its target and ZeRO stage), not recompute: one
-                    # mask per offload
-                    mask_key = off
-                    if mask_key not in masks:
-                        masks[mask_key] = layout_mask(base, g)
-                    ok = masks[mask_key].copy()
-                    if i == 0 and j == 0:
-                        counts["valid"] += int(ok.sum())
+                    ok = masks[off].copy()
                     for (ii, jj), f in fit.items():
                         if ii <= i and jj <= j:
                             ok &= ~f
                     f_here = np.zeros(r.shape[1], bool)
                     if ok.any():
-                        sub = LayoutGrid(*r[:, ok], pp_schedule=schedule, sequence_parallel=sp,
-                                         expert_tp=s.parallel.expert_tp)
-                        out = evaluate_layouts(base, sub, caches.setdefault((sp, rc), {}))
-                        counts["evaluated"] += int(ok.sum())
+                        n = int(ok.sum())
+                        if prune:
+                            out = _pruned(base, pas, rc, ok, limit, best)
+                            cols["_floor"].append(out["floor"])
+                            groups.append(Group(base, schedule, sp, s.parallel.expert_tp, cache,
+                                                sum(len(a) for a in cols["step"]), n))
+                        else:
+                            out = evaluate_layouts(base, g.take(ok), cache)
+                        counts["evaluated"] += n
                         # fits: GPU memory as nvidia-smi counts it within the limit, offload
                         # within host DDR and NVMe
                         f_here[ok] = (out["device_per_gpu"] <= limit) & out["host_fits"]
                         for k, v in zip(ROW_FIELDS, r[:, ok]):
                             cols[k].append(v)
-                        n = int(ok.sum())
                         # one value for the whole chunk: (value, count), expanded at the end
                         for k, val in (("sequence_parallel", sp), ("pp_schedule", schedule),
                                        ("recompute", rc), ("offload", off), *switches.items()):
@@ -211,6 +254,31 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                                 getattr(base.parallel, k) & (r[1, ok] > 1), dtype=object))
                     fit[(i, j)] = f_here
     return done
+
+
+def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit: float,
+            best: Best) -> dict:
+    """The layouts ``ok`` of the pass under ``base``'s setting: their memory figures (read
+    from the pass's columns), and the time pass over those that fit and those
+    ``pruning.window_rows`` names: the layout figures, timed ones NaN elsewhere."""
+    offload = base.training.offload
+    out = pas.figures(recompute, offload, ok)
+    fits = (out["device_per_gpu"] <= limit) & out["host_fits"]
+
+    # the step floor of every layout (the window below, the far fallback in ``complete``)
+    out["floor"] = pas.step_floor(base, ok)
+    need = fits | window_rows(out["device_per_gpu"], fits, limit,
+                              lambda near: out["floor"][near], best)
+    for key in TIMED:
+        out[key] = np.full(len(fits), np.nan)
+    if need.any():
+        keep = ok.copy()
+        keep[ok] = need
+        timed = pas.times(base, keep)
+        for key in TIMED:
+            out[key][need] = timed[key]
+        best.update(out["step"][fits])
+    return out
 
 
 def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress | None = None

@@ -79,27 +79,62 @@ def range_text(values) -> str:
     return ", ".join(out)
 
 
+def _plain_list(values) -> list:
+    """A column as a list of plain Python values (``tolist`` gives them, but for the numpy
+    scalars an object column may hold)."""
+    arr = np.asarray(values)
+    out = arr.tolist()
+    return list(map(_plain, out)) if arr.dtype == object else out
+
+
+def _codes(values) -> np.ndarray:
+    """Each entry's index among the column's distinct values (equal plain values, equal
+    codes)."""
+    arr = np.asarray(values)
+    if arr.dtype != object:
+        return np.unique(arr, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    if len(arr) and bool(np.all(arr == arr[0])):
+        return np.zeros(len(arr), dtype=np.int64)
+    index: dict = {}
+    return np.fromiter((index.setdefault(_plain(v), len(index)) for v in arr.tolist()),
+                       dtype=np.int64, count=len(arr))
+
+
 def fold_virtual_stages(ranked: dict) -> dict:
     """``PlanResult.ranked`` with the rows that differ only in ``virtual_stages`` folded into
     one, in rank order: the row shows the fastest of them (its rank and figures),
     ``virtual_stages`` becomes the range of values as text (``"3-8"``), ``ranks`` the ranks
     folded (``"1-4, 7, 10"``), ``folded`` their count and ``step_max`` the slowest one's step.
     Plain lists, one per column; ``PlanResult.ranked`` itself is left as it is (the JSON of
-    contract 4 lists every layout)."""
+    contract 4 lists every layout). The rows are grouped by codes of their layout columns;
+    the other columns are gathered at each group's first row."""
     keys = [k for k in _LAYOUT_KEYS if k in ranked]
-    cols = {k: [_plain(v) for v in np.asarray(ranked[k]).tolist()] for k in ranked}
-    groups: dict[tuple, int] = {}
-    members: list[list[int]] = []
-    for i, key in enumerate(zip(*(cols[k] for k in keys))):
-        g = groups.setdefault(key, len(members))
-        if g == len(members):
-            members.append([])
-        members[g].append(i)
-    out = {k: [cols[k][m[0]] for m in members] for k in cols}
-    out["virtual_stages"] = [range_text(cols["virtual_stages"][i] for i in m) for m in members]
-    out["ranks"] = [range_text(cols["rank"][i] for i in m) for m in members]
-    out["folded"] = [len(m) for m in members]
-    out["step_max"] = [max(cols["step"][i] for i in m) for m in members]
+    n = len(np.asarray(ranked["rank"]))
+    # one code per distinct layout key, then the groups in order of their first row
+    code = np.zeros(n, dtype=np.int64)
+    for k in keys:
+        c = _codes(ranked[k])
+        code = np.unique(code * (int(c.max(initial=0)) + 1) + c, return_inverse=True)[1]
+    _, firsts, inverse = np.unique(code, return_index=True, return_inverse=True)
+    by_first = np.argsort(firsts)
+    rename = np.empty(len(firsts), dtype=np.int64)
+    rename[by_first] = np.arange(len(firsts))
+    group_of = rename[inverse.reshape(-1)]
+    firsts = firsts[by_first]
+    first = np.asarray(firsts, dtype=np.int64)
+    out = {k: _plain_list(np.asarray(v)[first]) for k, v in ranked.items()}
+    size = np.bincount(group_of, minlength=len(firsts))
+    # each group's members in rank order, one run per group
+    order = np.argsort(group_of, kind="stable")
+    runs = np.r_[0, np.cumsum(size)[:-1]]
+    folded = size.tolist()
+    for name, col in (("virtual_stages", "virtual_stages"), ("ranks", "rank")):
+        vals = np.asarray(ranked[col])[order].tolist()
+        out[name] = [str(int(vals[a])) if m == 1 else range_text(vals[a:a + m])
+                     for a, m in zip(runs.tolist(), folded)]
+    out["folded"] = folded
+    step = np.asarray(ranked["step"], dtype=float)[order]
+    out["step_max"] = np.maximum.reduceat(step, runs).tolist() if n else []
     return out
 
 

@@ -6,10 +6,10 @@ from workbench.scenario.rules import model, hardware, layout, engine, hf, traini
 from workbench.scenario.rules.engine import CLASSIC_OPTIMIZERS, _engine_switches  # noqa: F401
 from workbench.scenario.rules.table import (
     DEGREES, RULES, Condition, Layouts, Rule, allowed_values, check_rules, engine_allows,
-    engine_problems, layout_mask, min_microbatches,
+    engine_problems, layout_mask, layout_masks, min_microbatches,
 )
 from workbench.scenario.rules.trial import TRIAL_LIMITS, trial_problems
 
 __all__ = ["CLASSIC_OPTIMIZERS", "DEGREES", "RULES", "TRIAL_LIMITS", "Condition", "Layouts",
            "Rule", "allowed_values", "check_rules", "engine_allows", "engine_problems",
-           "layout_mask", "min_microbatches", "trial_problems"]
+           "layout_mask", "layout_masks", "min_microbatches", "trial_problems"]

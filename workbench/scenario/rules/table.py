@@ -152,6 +152,29 @@ def layout_mask(base: Scenario, grid) -> np.ndarray:
     return ok
 
 
+def layout_masks(bases: dict, grid, varying: str) -> dict:
+    """``layout_mask`` of ``grid`` under each of ``bases`` (scenarios that differ only in the
+    field ``varying``, e.g. "training.offload"): the conditions that do not read it (a
+    condition's ``reads`` names every field its check reads) evaluated once for all, the
+    others once per scenario."""
+    first = next(iter(bases.values()))
+    v = Layouts(grid, grid.micro_batch, first)
+    common = np.ones(len(grid), dtype=bool)
+    moving = [c for r in RULES for c in r.conditions if varying in c.reads]
+    for r in RULES:
+        for c in r.conditions:
+            if varying not in c.reads:
+                common &= np.asarray(c.ok(v), dtype=bool)
+    out = {}
+    for key, base in bases.items():
+        vb = Layouts(grid, grid.micro_batch, base)
+        ok = common.copy()
+        for c in moving:
+            ok &= np.asarray(c.ok(vb), dtype=bool)
+        out[key] = ok
+    return out
+
+
 def allowed_values(s: Scenario, field: str, values, moving=()) -> list:
     """The ``values`` of degree ``field`` ("tp", "pp", ...) that pass every condition reading
     it, with ``s``'s other settings (the parallel panel's choices; the planner's bounds).

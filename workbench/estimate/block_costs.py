@@ -35,6 +35,7 @@ from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.engine_terms import conventions
 from workbench.estimate.flops import layer_flops
+from workbench.estimate.block_shapes import BlockShapes
 from workbench.estimate.moe_block import moe_part
 from workbench.scenario.types import FP4_PRECISIONS, Scenario
 
@@ -90,30 +91,6 @@ class BlockArrays:
                                if n[i] > 0))
 
 
-@dataclass(frozen=True)
-class _Shapes:
-    """What every block's formulas share: the shapes' degrees and tokens (arrays), the scenario's
-    switches (plain values)."""
-
-    s: Scenario
-    t: np.ndarray            # TP
-    cp: np.ndarray
-    ep: np.ndarray
-    et: np.ndarray           # the experts' TP degree (``Parallel.etp``)
-    tokens: np.ndarray       # tokens on this GPU per microbatch
-    sp: bool                 # sequence parallelism (it takes effect where t > 1: Parallel.sp)
-    passes: float            # forward, backward, recomputed forward
-    layer_share: float       # recompute "layer": the checkpointed share of the blocks
-    gpu: object
-    run: object              # engine_terms.RunConventions
-    eng: object              # the engine
-
-    def full(self, x) -> np.ndarray:
-        """``x`` (a number or an array) as one float per shape."""
-        a = np.asarray(x, dtype=float)
-        return a if a.shape == self.t.shape else np.full(self.t.shape, a)
-
-
 def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockArrays]:
     """Costs of the blocks a pipeline stage is made of for each (``tp``, ``cp``, ``ep``,
     ``micro_batch``) shape (numbers or arrays, broadcast together) under ``s``'s model,
@@ -128,7 +105,7 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
     passes = 3 if tr.recompute == "full" else (
         2 + layer_share if tr.recompute == "layer" else 2)
     et = np.broadcast_to(np.int64(par.expert_tp), t.shape) if par.expert_tp else t
-    x = _Shapes(s, t, cp, ep, et, tr.seq_len * mb / cp, par.sequence_parallel, passes,
+    x = BlockShapes(s, t, cp, ep, et, tr.seq_len * mb / cp, par.sequence_parallel, passes,
                 layer_share, eff.on_hardware(s.hardware), conventions(s), eng)
     kernel = attention_kernel(m, mb, tr.seq_len, t, cp)
     out = {"dense": _layer(x, False, kernel), **_edges(x)}
@@ -144,7 +121,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
     return {kind: a.one(0) for kind, a in arrays.items()}
 
 
-def _layer(x: _Shapes, moe: bool, kernel) -> BlockArrays:
+def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     """One transformer layer (dense or MoE) per shape."""
     s, t, cp, tokens, gpu, run = x.s, x.t, x.cp, x.tokens, x.gpu, x.run
     hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
@@ -238,7 +215,7 @@ def _layer(x: _Shapes, moe: bool, kernel) -> BlockArrays:
                        x.full(recompute), comm, volume)
 
 
-def _tp_layer(x: _Shapes, moe: bool, mats: int) -> tuple:
+def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
     """A layer's exposed TP seconds and TP volume: two collectives per layer per pass
     (Korthikanti et al. 2022 Sec. 4.2), where t > 1."""
     s, t, tokens, gpu, run, passes = x.s, x.t, x.tokens, x.gpu, x.run, x.passes
@@ -284,7 +261,7 @@ def _tp_layer(x: _Shapes, moe: bool, mats: int) -> tuple:
             [("tp", k, x.full(b), np.where(on, passes, 0)) for k, b in ops])
 
 
-def _edges(x: _Shapes) -> dict[str, BlockArrays]:
+def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
     """The output head (its GEMM, the loss over the vocabulary) and the embedding."""
     s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
     hw, m, tr = s.hardware, s.model, s.training
@@ -324,7 +301,7 @@ class AdapterCost:
     dequant: object    # QLoRA: one pass of dequantising every block linear's weight
 
 
-def _adapter_costs(x: _Shapes, moe: bool) -> AdapterCost:
+def _adapter_costs(x: BlockShapes, moe: bool) -> AdapterCost:
     """Adapter GEMMs through the kernel model (r is small, so most are memory-bound: the
     model's roofline takes the larger of FLOPs and bytes) and QLoRA's dequantisation traffic:
     each pass reads the stored weight and writes its compute-dtype copy

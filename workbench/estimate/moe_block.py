@@ -3,20 +3,16 @@
 dispatch, and the dispatch itself as each engine runs it (``Engine.moe_dispatch``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
+from workbench.estimate.block_shapes import BlockShapes
 from workbench.estimate.comm import collective_time, group_span
 
-if TYPE_CHECKING:
-    from workbench.estimate.block_costs import _Shapes
 
-
-def moe_part(x: _Shapes, g, mem) -> tuple:
+def moe_part(x: BlockShapes, g, mem) -> tuple:
     """An MoE layer's router, experts, permutations and dispatch, added to the attention's GEMM
     seconds ``g`` and memory-bound bytes ``mem``: (g, the routed experts' GEMM seconds, mem,
     exposed EP seconds, EP volume, routed token copies, local experts, expert FFN width)."""

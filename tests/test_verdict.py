@@ -244,6 +244,9 @@ def test_rows_that_differ_only_in_virtual_stages_fold_into_one(brief_plan):
     assert f["ranks"] == ["1, 2, 4", "3"] and f["folded"] == [3, 1]
     assert f["step"] == [1.0, 1.2] and f["step_max"] == [1.3, 1.2]
     assert list(ranked["rank"]) == [1, 2, 3, 4]          # the ranked arrays stay as they are
+    # a table of one row: the first group written out, grouped over every row all the same
+    one = fold_virtual_stages(ranked, 1)
+    assert {k: v for k, v in one.items()} == {k: v[:1] for k, v in f.items()}
 
     r = brief_plan
     f = fold_virtual_stages(r.ranked)

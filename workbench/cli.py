@@ -190,17 +190,17 @@ def _plan(args: argparse.Namespace) -> int:
             "mfu", "memory_gib", "device_gib", "headroom_gib"]
     t = result.ranked
     if not args.unfold:
-        t = fold_virtual_stages(t)
+        t = fold_virtual_stages(t, args.top)
         if any(k > 1 for k in t["folded"]):
             cols[cols.index("rank") + 1:cols.index("rank") + 1] = ["ranks"]
             print("rows that differ only in virtual stages are folded into one: v is their "
                   "range, ranks the ranks folded, the figures the fastest one's (--unfold "
                   "shows each)")
-    # the engine and switch columns, shown when a row leaves the generic default
+    # the engine and switch columns, shown when a row of the table leaves the generic default
     for col, default in (("engine", "generic"), ("compile", False), ("async_tp", False),
-                         ("fp8_recipe", None), ("optimizer", scenario.training.optimizer),
-                         ("expert_tp", None)):
-        if any(v != default for v in list(t[col])):
+                         ("tp_comm_overlap", False), ("fp8_recipe", None),
+                         ("optimizer", scenario.training.optimizer), ("expert_tp", None)):
+        if any(v != default for v in list(t[col][:args.top])):
             cols.insert(cols.index("step"), col)
     names = {"sequence_parallel": "sp", "pp_schedule": "schedule", "virtual_stages": "v",
              "micro_batch": "mb", "step": "step_s"}

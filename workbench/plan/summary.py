@@ -95,19 +95,23 @@ def _codes(values) -> np.ndarray:
         return np.unique(arr, return_inverse=True)[1].reshape(-1).astype(np.int64)
     if len(arr) and bool(np.all(arr == arr[0])):
         return np.zeros(len(arr), dtype=np.int64)
+    # the search writes these columns in runs of one value: code each run's head (Python's ==,
+    # as the dict's keys compare), then repeat it over its run
+    heads = np.flatnonzero(np.r_[True, (arr[1:] != arr[:-1]).astype(bool)])
     index: dict = {}
-    return np.fromiter((index.setdefault(_plain(v), len(index)) for v in arr.tolist()),
-                       dtype=np.int64, count=len(arr))
+    codes = [index.setdefault(_plain(v), len(index)) for v in arr[heads].tolist()]
+    return np.repeat(np.asarray(codes, dtype=np.int64), np.diff(np.r_[heads, len(arr)]))
 
 
-def fold_virtual_stages(ranked: dict) -> dict:
+def fold_virtual_stages(ranked: dict, top: int | None = None) -> dict:
     """``PlanResult.ranked`` with the rows that differ only in ``virtual_stages`` folded into
     one, in rank order: the row shows the fastest of them (its rank and figures),
     ``virtual_stages`` becomes the range of values as text (``"3-8"``), ``ranks`` the ranks
     folded (``"1-4, 7, 10"``), ``folded`` their count and ``step_max`` the slowest one's step.
     Plain lists, one per column; ``PlanResult.ranked`` itself is left as it is (the JSON of
     contract 4 lists every layout). The rows are grouped by codes of their layout columns;
-    the other columns are gathered at each group's first row."""
+    the other columns are gathered at each group's first row. ``top``: only the first ``top``
+    folded rows are written out (what a table shows; every row is grouped all the same)."""
     keys = [k for k in _LAYOUT_KEYS if k in ranked]
     n = len(np.asarray(ranked["rank"]))
     # one code per distinct layout key, then the groups in order of their first row
@@ -121,20 +125,21 @@ def fold_virtual_stages(ranked: dict) -> dict:
     rename[by_first] = np.arange(len(firsts))
     group_of = rename[inverse.reshape(-1)]
     firsts = firsts[by_first]
-    first = np.asarray(firsts, dtype=np.int64)
+    shown = len(firsts) if top is None else min(top, len(firsts))
+    first = np.asarray(firsts[:shown], dtype=np.int64)
     out = {k: _plain_list(np.asarray(v)[first]) for k, v in ranked.items()}
     size = np.bincount(group_of, minlength=len(firsts))
     # each group's members in rank order, one run per group
     order = np.argsort(group_of, kind="stable")
     runs = np.r_[0, np.cumsum(size)[:-1]]
-    folded = size.tolist()
+    folded = size[:shown].tolist()
     for name, col in (("virtual_stages", "virtual_stages"), ("ranks", "rank")):
         vals = np.asarray(ranked[col])[order].tolist()
         out[name] = [str(int(vals[a])) if m == 1 else range_text(vals[a:a + m])
-                     for a, m in zip(runs.tolist(), folded)]
+                     for a, m in zip(runs[:shown].tolist(), folded)]
     out["folded"] = folded
     step = np.asarray(ranked["step"], dtype=float)[order]
-    out["step_max"] = np.maximum.reduceat(step, runs).tolist() if n else []
+    out["step_max"] = np.maximum.reduceat(step, runs)[:shown].tolist() if n else []
     return out
 
 

@@ -205,7 +205,7 @@ def test_memory_bound_work_runs_at_the_measured_bandwidth_with_no_eager_costs(tm
 
 def test_an_estimate_on_the_profile_times_its_blocks_from_the_measurements(tmp_path):
     from workbench.estimate import estimate
-    from workbench.estimate.step_time import block_costs
+    from workbench.estimate.block_costs import block_costs
 
     s = _scenario(_profile().save(tmp_path / "gpu.json"))       # generic engine: factors 1
     blocks = block_costs(s)

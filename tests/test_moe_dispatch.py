@@ -1,4 +1,4 @@
-"""MoE dispatch as each engine runs it (step_time.block_costs, Engine.moe_dispatch) and the
+"""MoE dispatch as each engine runs it (block_costs.block_costs, Engine.moe_dispatch) and the
 trial's routed experts (trial/model.py ``Experts``: torch._grouped_mm, a loop only where it
 does not run)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workbench.estimate.step_time import block_costs
+from workbench.estimate.block_costs import block_costs
 from workbench.scenario import parse_scenario
 
 SEQ, H, K, E = 4096, 4096, 2, 8          # mixtral-8x7b: hidden 4096, top-2 of 8 experts

@@ -17,7 +17,7 @@ from workbench.estimate.attention_shapes import attention_gemms
 from workbench.estimate.buffers import buffer_terms
 from workbench.estimate.fp8_casts import cast_traffic, layer_operands
 from workbench.estimate.model_states import bytes_per_param
-from workbench.estimate.step_time import block_costs
+from workbench.estimate.block_costs import block_costs
 from workbench.scenario import load_scenario
 
 EXAMPLE = "examples/llama3-8b-8xh100.yaml"

@@ -14,7 +14,8 @@ from workbench.estimate import estimate
 from workbench.estimate import tp_overlap as tpo
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.pipeline_ranks import blocking_transfers
-from workbench.estimate.step_time import _tp_pairs, block_costs, dp_exposed, dp_overlap
+from workbench.estimate.block_costs import _tp_pairs, block_costs
+from workbench.estimate.step_time import dp_exposed, dp_overlap
 from workbench.export import export
 from workbench.imports import deepspeed as ds_import
 from workbench.imports import megatron as mlm_import

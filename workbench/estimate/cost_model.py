@@ -34,9 +34,6 @@ from workbench.estimate.time_pass import Volume, per_step, step_floor, times
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.types import Scenario
 
-BLOCKS = ("dense", "moe", "head", "embedding")
-
-
 @dataclass
 class Evaluation:
     """What the cost model says. ``layout``: one entry per layout. ``rank``: one entry per

@@ -2,7 +2,7 @@
 ``LayoutGrid``, with what the rank holds (layers, leading dense layers, embedding, head, the
 sends of its chunks) and the microbatches per step — all of which depend on the layout alone —
 and, once bound to a scenario's block table (``cost_model.block_entries``), each row's block
-data (``step_time.block_costs``, activations, parameters of its (tp, cp, ep, micro-batch)) as
+data (``block_costs.block_costs``, activations, parameters of its (tp, cp, ep, micro-batch)) as
 columns, and the reductions from rows back to layouts.
 
 The layout-only part is built once per candidate set and shared by every setting the planner

@@ -2,7 +2,7 @@
 pipeline bubble, the optimizer step and offload traffic.
 
 The blocks' own per-microbatch costs (forward, backward, recompute, exposed TP / EP / CP
-communication) are ``block_costs``' (re-exported here). What overlaps (stated, as the engines
+communication) are ``block_costs``'. What overlaps (stated, as the engines
 do it): DP gradient reduction overlaps the backward of the last microbatch where the engine
 overlaps it (Megatron-LM ``overlap_grad_reduce``, DDP buckets, FSDP2 reduce-scatter per unit,
 DeepSpeed ``overlap_comm``; ``dp_overlap``); ZeRO parameter all-gathers overlap the forward
@@ -16,9 +16,6 @@ import numpy as np
 
 from workbench.estimate.arrays import plain
 from workbench.estimate import efficiency as eff
-# The blocks' costs live in ``block_costs`` (every shape of a grid at once); these names are
-# re-exported here, where callers and tests have imported them from.
-from workbench.estimate.block_costs import BlockCost, _tp_pairs, block_costs  # noqa: F401
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.comm import collective_time, group_span
 from workbench.engines import engine_of

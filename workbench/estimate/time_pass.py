@@ -1,6 +1,6 @@
 """The cost model's time pass: per (layout, pipeline rank) row, forward, backward,
 weight-gradient and recompute seconds per microbatch with the exposed TP/CP/EP communication
-(``step_time.block_costs`` per block, summed over the blocks a rank holds), the data-parallel
+(``block_costs.block_costs`` per block, summed over the blocks a rank holds), the data-parallel
 exposure, the optimizer and offload per step; and per layout, the step (the pipeline's steady
 state and bubble, its sends, the worst rank's exposed collectives), throughput and MFU.
 

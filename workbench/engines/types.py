@@ -66,7 +66,7 @@ class Fp8Recipe:
 # __init__.py NVFP4BlockScaling ``fp4_quant_fwd_inp`` / ``fp4_quant_fwd_weight`` /
 # ``fp4_quant_bwd_grad``) and keeps attention out of it ("Not applying quantization to
 # attention for now": ``fp8_dpa = False``). GEMM rate 1.0: the FP4 ceiling
-# (``estimate.efficiency.GEMM_CEILING``) is itself an NVFP4 block-scaled GEMM measurement.
+# (``estimate.sustained.BURST_ONLY``) is itself an NVFP4 block-scaled GEMM measurement.
 # Casts, bytes per element (``CastBytes``): the per-tensor FP32 scale needs the tensor's amax
 # before any block is scaled (docs/features/low_precision_training/nvfp4/nvfp4.rst:
 # "s_global = (fp8_max * fp4_max) / global_amax"), so every cast reads the 16-bit tensor twice

@@ -61,6 +61,21 @@ def test_the_search_equals_estimating_every_layout_one_by_one():
     assert table["step"].iloc[0] == pytest.approx(min(brute.values()), rel=1e-9)
 
 
+def test_the_counts_count_layouts_and_the_table_counts_rows():
+    """"N of M valid layouts fit" counts layouts: a layout that fits under two settings (with
+    recompute none and with CPU offload, say) is one fitting layout and two ranked rows; the
+    valid count holds every layout some searched offload admits."""
+    s = _four_gpus()
+    r = plan(s, Constraints(fixed={"pp_schedule": "1f1b", "sequence_parallel": True}))
+    t = r.table
+    layout = ["dp", "tp", "pp", "cp", "ep", "shard_group", "zero", "virtual_stages",
+              "micro_batch", "pp_schedule", "sequence_parallel"]
+    assert r.counts["rows"] == len(t)
+    assert r.counts["fit"] == len(t.drop_duplicates(layout))
+    assert r.counts["fit"] < r.counts["rows"]          # the case the count once mixed up
+    assert r.counts["fit"] <= r.counts["valid"] <= r.counts["candidates"]
+
+
 def test_a_small_model_on_nvlink_trains_fastest_with_plain_data_parallelism():
     """Checked by hand: every layout splits the same compute; data parallelism hides its
     gradient reduction behind backward, while TP exposes collectives and PP adds a bubble."""

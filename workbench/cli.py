@@ -183,7 +183,8 @@ def _plan(args: argparse.Namespace) -> int:
     print(plan_sentence(result))
     print(f"{scenario.model.name} on {scenario.hardware.world} x {scenario.hardware.gpu.name}: "
           f"{n['candidates']:,} candidate layouts{settings_text(n)}, {n['valid']:,} valid, "
-          f"{n['fit']:,} fit ({result.seconds:.2f} s)")
+          f"{n['fit']:,} fit, {n['rows']:,} ranked rows (a layout once per recompute and "
+          f"offload that fits it) ({result.seconds:.2f} s)")
     print(limit_sentence(result))
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",

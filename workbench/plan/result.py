@@ -26,7 +26,7 @@ class PlanResult:
     scenario: Scenario
     constraints: Constraints
     ranked: dict                      # column arrays of the layouts that fit, best first
-    counts: dict                      # candidates, valid, evaluated, fit
+    counts: dict                      # candidates, valid, fit (layouts), evaluated, rows (ranked)
     limit: float                      # bytes per GPU a layout may use
     smallest: dict | None = None      # least-memory evaluated layout (for infeasibility)
     gpu_fit_host_short: int = 0       # layouts within GPU memory but not host DDR / NVMe
@@ -62,7 +62,7 @@ class PlanResult:
             ok["device_gib"] = ok["device_per_gpu"] / GIB
             ok["headroom_gib"] = (found["limit"] - ok["device_per_gpu"]) / GIB
             ok["pareto_memory"] = _front(ok["memory_per_gpu"], ok["tokens_per_s"])
-        counts = dict(found["counts"], fit=int(len(ok["rank"])))
+        counts = dict(found["counts"], rows=int(len(ok["rank"])))
         short = int(((cols["device_per_gpu"] <= found["limit"])
                      & ~cols["host_fits"].astype(bool)).sum()) if n else 0
         over = None

@@ -124,7 +124,8 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     cols["_floor"] = []      # the pruned search's step floor per row (``complete`` reads it)
     variants = switch_variants(s, c)
     # candidates and valid count each layout once per engine-and-switch setting searched
-    counts = {"candidates": 0, "valid": 0, "evaluated": 0, "settings": len(variants)}
+    counts = {"candidates": 0, "valid": 0, "fit": 0, "evaluated": 0,
+              "settings": len(variants)}
     total = len(schedules) * len(sps) * len(variants)
     done = 0
     groups: list[Group] = []
@@ -193,8 +194,10 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
             # offload
             masks = layout_masks({off: _variant(s, sp, recomputes[0], off) for off in offloads},
                                  g, "training.offload")
-            counts["valid"] += int(masks[offloads[0]].sum())
             valid = np.logical_or.reduce(list(masks.values()))
+            # a layout is valid where some offload searched admits it, and fits where some
+            # setting tried on it fits (the ranked table may hold it once per setting)
+            counts["valid"] += int(valid.sum())
             if not valid.any():
                 continue
             # the pass runs over the layouts some offload admits
@@ -253,6 +256,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                             cols[k].append(np.asarray(
                                 getattr(base.parallel, k) & (r[1, ok] > 1), dtype=object))
                     fit[(i, j)] = f_here
+            counts["fit"] += int(np.logical_or.reduce(list(fit.values())).sum()) if fit else 0
     return done
 
 

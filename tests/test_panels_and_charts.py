@@ -367,6 +367,33 @@ def test_planner_table_shows_the_engines_switches_and_the_nvidia_smi_figure():
     assert "<td>compile, async TP</td>" in first and f"<td>{top['device_gib']:.1f}</td>" in first
 
 
+def test_planner_fixes_the_experts_widths_only_for_an_moe_model():
+    """"Fix ep" and "Fix expert TP" appear for an MoE model (expert TP where the engine
+    offers it) and are hidden, reset to "any", for a dense one; a fixed expert TP is searched
+    and shown in the table's "expert TP" column."""
+    from widgets.planner import PlannerPanel
+
+    st = _state()                                    # Llama 3 8B: dense
+    pp = PlannerPanel(st)
+    assert pp.fix["ep"].layout.display == "none" == pp.fix["expert_tp"].layout.display
+    st.load(load_scenario(ROOT / "examples/mixtral-8x7b-ep.yaml").to_dict())
+    assert st.scenario.model.moe is not None and not st.problems
+    assert pp.fix["ep"].layout.display == ""
+    assert st.scenario.training.engine == "generic"  # the idealised stack folds no experts
+    assert pp.fix["expert_tp"].layout.display == "none"
+    st.update({"training.engine": "megatron"})
+    assert pp.fix["expert_tp"].layout.display == ""
+    pp.fix["expert_tp"].value = 1
+    pp.fix["pp"].value = 1
+    pp.search(wait=True)
+    assert pp.result is not None and (pp.result.table["expert_tp"] == 1).all()
+    head, first = pp.table.value.split("</tr>")[:2]
+    cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", head), re.findall(r"<td>(.*?)</td>", first)
+    assert cells[1][cells[0].index("expert TP")] == "1"
+    st.load(load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml").to_dict())
+    assert pp.fix["expert_tp"].layout.display == "none" and chosen(pp.fix["expert_tp"]) is None
+
+
 def test_planner_search_can_be_cancelled():
     from widgets.planner import PlannerPanel
 

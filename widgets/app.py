@@ -176,9 +176,12 @@ class App:
         for widget, word in ((par.tp, "TP"), (par.pp, "PP"), (par.cp, "CP"), (par.ep, "EP"),
                              (par.zero, "ZeRO"), (par.sp, "SP"), (par.schedule, "bubble"),
                              (par.virtual, "bubble"), (tr.micro_batch, "micro-batch"),
-                             (tr.recompute, "recompute"), (self.planner.fix["tp"], "TP"),
+                             (tr.recompute, "recompute"), (tr.expert_tp, "Expert TP"),
+                             (self.planner.fix["tp"], "TP"),
                              (self.planner.fix["pp"], "PP"), (self.planner.fix["cp"], "CP"),
                              (self.planner.fix["zero"], "ZeRO"),
+                             (self.planner.fix["ep"], "EP"),
+                             (self.planner.fix["expert_tp"], "Expert TP"),
                              (self.planner.fix["recompute"], "recompute"),
                              (self.planner.fix["offload"], "offload")):
             add_tip(widget, word)

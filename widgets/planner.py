@@ -11,9 +11,10 @@ import ipywidgets as w
 
 from widgets.charts.pareto import ParetoChart
 from widgets.panels.base import (
-    FIELD_LAYOUT, STYLE, chosen, dropdown, error_html, run_controls, set_options,
+    FIELD_LAYOUT, STYLE, chosen, dropdown, error_html, run_controls, select, set_options,
 )
 from widgets.state import ScenarioState
+from workbench.engines import engine_of
 from workbench.errors import ScenarioError
 from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY
 from workbench.plan.summary import limit_sentence, switch_words
@@ -35,9 +36,13 @@ class PlannerPanel:
             "tp": dropdown("Fix tp", opts), "pp": dropdown("Fix pp", opts),
             "cp": dropdown("Fix cp", opts),
             "zero": dropdown("Fix ZeRO", [ANY] + [(str(z), z) for z in range(4)]),
+            # MoE models only (``_show_moe_fields``): the expert-parallel width and the TP of
+            # the experts (MoE parallel folding), where the engine offers it
+            "ep": dropdown("Fix ep", opts),
             "pp_schedule": dropdown("Fix schedule", [ANY] + [(s, s) for s in SCHEDULES]),
             "recompute": dropdown("Fix recompute", [ANY] + [(r, r) for r in RECOMPUTE]),
             "offload": dropdown("Fix offload", [ANY] + [(o, o) for o in OFFLOAD]),
+            "expert_tp": dropdown("Fix expert TP", opts),
         }
         for d in self.fix.values():   # two columns of fields: "any" and "interleaved" whole
             d.layout = w.Layout(width="300px")
@@ -67,11 +72,27 @@ class PlannerPanel:
         self.export_button.on_click(lambda _b: self.export())
         self.box = w.VBox([
             w.HTML("<b>Planner</b>: every layout of this hardware and model, fastest first"),
-            w.HBox([w.VBox(list(self.fix.values())[:4]), w.VBox(list(self.fix.values())[4:]
+            w.HBox([w.VBox(list(self.fix.values())[:5]), w.VBox(list(self.fix.values())[5:]
                                                                  + [self.memory])]),
             w.HBox([self.search_button, self.cancel_button]), self.progress, self.status,
             self.table, self.why, self.chart.widget, w.HBox([self.pick, self.load_button]),
             w.HBox([self.target, self.export_button]), self.download, self.export_text])
+        self._show_moe_fields(state)
+        state.on_change(self._show_moe_fields)
+
+    def _show_moe_fields(self, state: ScenarioState) -> None:
+        """Show "Fix ep" for an MoE model and "Fix expert TP" where its engine also offers
+        expert TP; hidden, they are reset to "any" so a search never applies a constraint the
+        page does not show."""
+        s = state.scenario
+        moe = s is not None and s.model.moe is not None
+        shown = {"ep": moe,
+                 "expert_tp": moe and engine_of(s.training).offers("expert_tp")}
+        for key, visible in shown.items():
+            field = self.fix[key]
+            field.layout.display = "" if visible else "none"
+            if not visible:
+                select(field, None)
 
     def search(self, wait: bool = False) -> None:
         """Start the search in a thread (``wait``: block until it is done, for tests)."""
@@ -139,13 +160,18 @@ class PlannerPanel:
                              + html.escape(limit_sentence(r)))
         # the engine's switches get a column once the engine has any (generic has none)
         switched = r.scenario.training.engine != "generic"
-        head = ("rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "schedule", "v", "mb",
+        moe = r.scenario.model.moe is not None     # the experts' own TP: an MoE column
+        head = ("rank", "dp", "tp", "pp", "cp", "ep", *(("expert TP",) if moe else ()), "zero",
+                "sp", "schedule", "v", "mb",
                 "recompute", "offload", *(("switches",) if switched else ()), "step s",
                 "tokens/s", "MFU", "GiB/GPU allocated", "GiB/GPU nvidia-smi", "Pareto")
         rows = []
         for _, x in r.table.head(top).iterrows():
             switches = ", ".join(switch_words(x)) or "-"
-            vals = (x["rank"], x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"],
+            etp = x["expert_tp"]
+            vals = (x["rank"], x["dp"], x["tp"], x["pp"], x["cp"], x["ep"],
+                    *((x["tp"] if etp is None or etp != etp else etp,) if moe else ()),
+                    x["zero"],
                     "on" if x["sequence_parallel"] else "off", x["pp_schedule"],
                     x["virtual_stages"], x["micro_batch"], x["recompute"], x["offload"],
                     *((switches,) if switched else ()),

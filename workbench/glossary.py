@@ -44,6 +44,13 @@ GLOSSARY: dict[str, Term] = {t.name.lower(): t for t in (
     Term("EP", "expert parallelism",
          "In a mixture-of-experts model, different GPUs hold different experts and send each "
          "token to the GPU of the expert it is routed to.", ("expert", "expert parallel")),
+    # Megatron-Core's "MoE parallel folding" (Liu et al., arXiv:2504.14960; Megatron-Core
+    # --expert-tensor-parallel-size): the experts get their own TP width, independent of the
+    # attention's
+    Term("Expert TP", "expert tensor parallelism",
+         "How many GPUs split each expert's weight matrices, set apart from the TP of the "
+         "attention layers: often 1, so each expert sits whole on one GPU and the GPUs TP "
+         "frees serve expert parallelism instead.", ("expert_tp", "expert tensor parallel")),
     Term("MFU", "model FLOPs utilisation",
          "The share of the GPUs' peak arithmetic speed that goes into the model's own "
          "computation. 40-55 % is good for large models; the rest is lost to communication, "

@@ -76,6 +76,28 @@ def test_the_counts_count_layouts_and_the_table_counts_rows():
     assert r.counts["fit"] <= r.counts["valid"] <= r.counts["candidates"]
 
 
+def test_a_fixed_switch_is_searched_only_with_engines_that_offer_it():
+    """--fix expert_tp=1 (or compile=true) on an engine without that switch is refused with
+    the engines that offer it, as the validator refuses the scenario; with several engines
+    it searches only those that offer it, and every ranked row passes the validator."""
+    s = load_scenario(ROOT / "examples/mixtral-8x7b-ep.yaml")
+    assert s.training.engine == "generic"
+    with pytest.raises(ScenarioError) as e:
+        plan(s, Constraints(fixed={"expert_tp": 1}))
+    assert str(e.value.problems[0]) == (
+        "fixed.expert_tp: engine generic does not offer it; search an engine that does "
+        "(megatron, torchtitan: training.engine or --engines) (got 1)")
+    with pytest.raises(ScenarioError) as e:
+        plan(s, Constraints(fixed={"compile": True}))
+    assert e.value.problems[0].path == "fixed.compile"
+    r = plan(s, Constraints(fixed={"expert_tp": 1},
+                            engines=("megatron", "deepspeed", "torchtitan")))
+    t = r.table
+    assert set(t["engine"]) <= {"megatron", "torchtitan"} and (t["expert_tp"] == 1).all()
+    assert len(t) > 0 and (t["ep"] == 1).any()    # a fixed expert TP lists EP 1 too
+    parse_scenario(r.scenario_of(1).to_dict())
+
+
 def test_a_small_model_on_nvlink_trains_fastest_with_plain_data_parallelism():
     """Checked by hand: every layout splits the same compute; data parallelism hides its
     gradient reduction behind backward, while TP exposes collectives and PP adds a bubble."""

@@ -27,7 +27,7 @@ from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model import evaluate_layouts
 from workbench.estimate.device_memory import device_overhead
 from workbench.estimate.grid_rows import Rows
-from workbench.plan.constraints import Constraints
+from workbench.plan.constraints import REAL_ENGINES, Constraints
 from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, window_rows
 from workbench.plan.result import PlanResult
 from workbench.plan.space import ROW_FIELDS, candidate_rows, expert_tp_values
@@ -66,8 +66,17 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
     names = [fixed["engine"]] if "engine" in fixed else list(c.engines or (s.training.engine,))
     out = []
     from workbench.scenario.rules import CLASSIC_OPTIMIZERS
+    # a switch fixed on is searched only with the engines that offer it (the validator
+    # refuses it elsewhere: rule engine_switches)
+    wanted = [k for k in ("compile", "async_tp", "tp_comm_overlap", "expert_tp", "fp8_recipe")
+              if fixed.get(k) not in (None, False)]
+    lacking = {}
     for name in names:
         eng = engine_of(dataclasses.replace(s.training, engine=name))
+        missing = [k for k in wanted if not eng.offers(k)]
+        if missing:
+            lacking[name] = missing
+            continue
         built = eng.optimizers or CLASSIC_OPTIMIZERS          # rule engine_numerics
         optimizers = [o for o in (c.optimizers or (s.training.optimizer,)) if o in built]
         comp = fixed.get("compile", eng.offers("compile"))
@@ -85,8 +94,15 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
                                       tp_comm_overlap=tco and eng.offers("tp_comm_overlap"),
                                       expert_tp=etp)
             out.append(dataclasses.replace(s, training=tr, parallel=par))
+    if not out and lacking:
+        offer = [e for e in REAL_ENGINES if all(engine_of(dataclasses.replace(
+            s.training, engine=e)).offers(k) for k in wanted)]
+        raise ScenarioError([Problem(f"fixed.{k}", fixed[k], (
+            f"engine {', '.join(n for n, m in lacking.items() if k in m)} does not offer it; "
+            f"search an engine that does ({', '.join(offer) or 'none offers all of them'}: "
+            "training.engine or --engines)")) for k in dict.fromkeys(
+                k for m in lacking.values() for k in m)])
     if not out:
-        from workbench.errors import Problem, ScenarioError
         raise ScenarioError([Problem("optimizers", list(c.optimizers), "none of these is built "
                                      "by engine " + ", ".join(names) + " (training.optimizer "
                                      "lists what each builds)")])

@@ -80,11 +80,18 @@ def _compact(span: Span) -> Span:
     return Span(span.size, per_node, nodes)
 
 
+# Rows from which ``_split_time`` times a collective on the rows that run it only: below it
+# numpy's per-call cost of picking them out outweighs the rows saved (timed on
+# benchmarks/estimate_speed.py's two grids: ~430 rows a call on the small one, slower with
+# the subset; 1,200-8,800 rows a call on the 405B one, faster).
+_SUBSET_ROWS = 1024
+
+
 def _split_time(kind: str, nbytes, span: Span, hw, run, split):
     """Per row: ``split`` collectives of ``nbytes / split`` bytes each over ``span`` where
-    ``run``, else 0 — timed on the rows that run them only (``collective_time`` is element by
-    element, so the seconds are the same)."""
-    if np.ndim(run) == 0 or run.all():
+    ``run``, else 0 — on a large grid timed on the rows that run them only
+    (``collective_time`` is element by element, so the seconds are the same)."""
+    if np.size(run) < _SUBSET_ROWS or run.all():
         return np.where(run, split * collective_time(kind, nbytes / split, span, hw), 0.0)
     at = np.flatnonzero(run)
 

@@ -76,9 +76,9 @@ def state_rates(tr, fts: _FineTuneStates, zero) -> tuple:
     return (np.choose(z, [g for g, _ in per]), np.choose(z, [mv for _, mv in per]), False)
 
 
-# The block data the time pass reads. ``block_sums`` gathers them for every row and layout in
-# one stacked gather per block kind: what ``Rows.blocks`` and ``Rows.model_total`` give one
-# datum at a time, with the same arithmetic in the same order.
+# The block data the time pass reads. ``block_sums`` gathers them all for every row (and every
+# layout) in one gather from a (block kind, datum, table entry) stack: what ``Rows.blocks`` and
+# ``Rows.model_total`` give one datum at a time, with the same arithmetic in the same order.
 _DATA = ("fwd", "bwd", "rc", "wgrad", "comm_tp", "comm_cp", "comm_ep")
 _KINDS = ("dense", "moe", "head", "embedding")
 
@@ -98,9 +98,10 @@ def block_sums(rows: Rows) -> tuple[dict, dict]:
     return dict(zip(_DATA, per_row)), dict(zip(_DATA, per_layout))
 
 
-def _no_wrappers(wrappers: tuple) -> bool:
-    """Whether the wrappers' seconds are all the plain 0.0 of an uncalibrated GPU."""
-    return all(isinstance(w, float) and w == 0.0 for pair in wrappers for w in pair)
+def _nothing(seconds) -> bool:
+    """Whether ``seconds`` (wrapper seconds) are all the plain 0.0 of an uncalibrated GPU
+    (``efficiency.wrapper_time``): adding them changes no figure."""
+    return all(isinstance(w, float) and w == 0.0 for w in seconds)
 
 
 def compute(rows: Rows, gpu, sums: dict) -> tuple:
@@ -111,7 +112,7 @@ def compute(rows: Rows, gpu, sums: dict) -> tuple:
     wl_f, wl_b = eff.wrapper_time(gpu, G, "layer")
     wr_f, wr_b = eff.wrapper_time(gpu, G, "rest")
     wrappers = ((wl_f, wr_f), (wl_b, wr_b))
-    if _no_wrappers(wrappers):          # adding 0.0 seconds changes no figure
+    if _nothing(wrappers[0] + wrappers[1]):
         return sums["fwd"], sums["bwd"], sums["rc"], wrappers
     edges = rows.has_head.astype(int) + rows.has_emb
     fwd = sums["fwd"] + rows.layers * wl_f + edges * wr_f / 2
@@ -145,7 +146,7 @@ def _comm_half(totals: dict) -> np.ndarray:
 def _model_total(rows: Rows, total: np.ndarray, wrappers: tuple) -> np.ndarray:
     """``total`` (a ``block_sums`` per-layout datum) plus the wrappers' (layer, rest) seconds
     per layer and for the rest, as ``Rows.model_total`` adds them."""
-    if all(isinstance(w, float) and w == 0.0 for w in wrappers):
+    if _nothing(wrappers):
         return total
     return total + rows.layers_total * rows.first(wrappers[0]) + rows.first(wrappers[1])
 

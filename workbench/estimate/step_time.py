@@ -17,7 +17,7 @@ import numpy as np
 from workbench.estimate.arrays import plain
 from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
-from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.comm import Span, collective_time, group_span
 from workbench.engines import engine_of
 from workbench.estimate.params import sequence_parallel_replicated
 from workbench.scenario.types import Scenario
@@ -61,6 +61,46 @@ class StepTime:
     volume: dict          # bytes and counts per dimension and collective, per GPU per step
     #                       (a GPU of pipeline rank 0)
     volume_per_stage: list[dict] = field(default_factory=list)   # one per pp rank
+
+
+def placed(size, stride, gpus_per_node: int) -> Span:
+    """``comm.group_span``, compacted (``_compact``)."""
+    return _compact(group_span(size, stride, gpus_per_node))
+
+
+def _compact(span: Span) -> Span:
+    """``span`` with a placement field that every row shares (each group inside one node, or
+    one member per node) as that one number: the same span element by element, so
+    ``collective_time`` gives the same seconds, computing only the link tier every row uses."""
+    per_node, nodes = span.per_node, span.nodes
+    if np.ndim(nodes) and not (nodes != 1).any():
+        nodes = 1
+    if np.ndim(per_node) and not (per_node != 1).any():
+        per_node = 1
+    return Span(span.size, per_node, nodes)
+
+
+# Rows from which ``_split_time`` times a collective on the rows that run it only: below it
+# numpy's per-call cost of picking them out outweighs the rows saved (timed on
+# benchmarks/estimate_speed.py's two grids: ~430 rows a call on the small one, slower with
+# the subset; 1,200-8,800 rows a call on the 405B one, faster).
+_SUBSET_ROWS = 1024
+
+
+def _split_time(kind: str, nbytes, span: Span, hw, run, split):
+    """Per row: ``split`` collectives of ``nbytes / split`` bytes each over ``span`` where
+    ``run``, else 0 — on a large grid timed on the rows that run them only
+    (``collective_time`` is element by element, so the seconds are the same)."""
+    if np.size(run) < _SUBSET_ROWS or run.all():
+        return np.where(run, split * collective_time(kind, nbytes / split, span, hw), 0.0)
+    at = np.flatnonzero(run)
+
+    def pick(x):
+        return x[at] if np.ndim(x) else x
+    sub = _compact(Span(pick(span.size), pick(span.per_node), pick(span.nodes)))
+    out = np.zeros(run.shape)
+    out[at] = pick(split) * collective_time(kind, pick(nbytes) / pick(split), sub, hw)
+    return out
 
 
 def group_sizes(par) -> dict[str, int]:
@@ -108,7 +148,10 @@ def sp_grad_reduction(s: Scenario, layers, has_head, zero, tp, mbs, sp, dp_cp=1,
                       * compute_dtype_bytes(s.training.precision), elements * 4)
     per_step = np.where(np.asarray(pp) > 1, 1, mbs)
     count = np.where(sp & (tensors > 0), np.where(fsdp, tensors * per_step, 1), 0)
-    span = group_span(tp, 1, s.hardware.gpus_per_node)
+    if not np.any(count):          # no sequence-parallel rank: no reduction to time
+        return nbytes, count, np.zeros(np.broadcast_shapes(count.shape, np.shape(nbytes),
+                                                           np.shape(tp)))
+    span = placed(tp, 1, s.hardware.gpus_per_node)
     secs = np.where(count > 0, count * collective_time("all_reduce", nbytes, span, s.hardware),
                     0.0)
     return nbytes, count, secs
@@ -153,41 +196,43 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
     ZeRO-3 ``offload_param`` fetches the partition before each gather)."""
     gpn = hw.gpus_per_node
     zero = np.asarray(par.zero)
+    zmin, zmax = int(zero.min()), int(zero.max())
+    # whether a row shards (ZeRO > 0) and runs ZeRO-3: one bool where every row agrees, so a
+    # grid of one stage computes only its own branch below
+    sharded = zmin > 0 if zmin > 0 or zmax == 0 else zero > 0
+    stage3 = zmin == 3 if zmin == 3 or zmax < 3 else zero == 3
     grad_b = grad_bytes   # fp32 gradient reduction (Megatron-LM main grads; FSDP2 reduce_dtype)
     param_b = compute_dtype_bytes(precision) if gather_bytes is None else gather_bytes
     tdense, texpert = (dense, expert) if trained is None else trained
-    counts = _dp_counts(par, mbs)
-    tp, ep = np.asarray(par.tp), np.asarray(par.ep)
-    # Without EP the experts replicate over the same ranks as the dense weights: one reduction
-    # (DDP buckets and FSDP2 units hold both), so they join the dense group.
-    joined = ep == 1
-    expert_units = units if expert_units is None else np.maximum(expert_units, 1)
-    groups = [(dense + np.where(joined, expert, 0), tdense + np.where(joined, texpert, 0),
-               np.asarray(par.dp) * par.cp, par.dense_shard, tp, units),
-              (np.where(joined, 0, expert), np.where(joined, 0, texpert),
-               np.asarray(par.expert_data_parallel), par.expert_shard, tp * ep, expert_units)]
+    counts = _dp_counts(par, mbs, zmax)
     ag = rs = ar = 0.0
-    for nparams, ngrads, n, shard, stride, group_units in groups:
-        if not np.any(nparams):      # no expert group (dense model, or experts joined): no cost
-            continue
-        shard = np.where(zero > 0, shard, n)
+    for nparams, ngrads, n, shard, stride, group_units in _dp_groups(
+            par, dense, expert, tdense, texpert, units, expert_units):
+        shard = _where(sharded, shard, n)
         rep = n // shard
-        shard_span = group_span(shard, stride, gpn)
-        rep_span = group_span(rep, stride * shard, gpn)
+        shard_span = placed(shard, stride, gpn)
         # DDP all-reduces the whole gradient over the group; under ZeRO the shard group
         # reduce-scatters it and, with HSDP replicas, the replicas all-reduce their shard.
-        ar_span = type(shard_span)(*(np.where(zero > 0, a, b) for a, b in zip(
-            (rep_span.size, rep_span.per_node, rep_span.nodes),
-            (shard_span.size, shard_span.per_node, shard_span.nodes))))
-        ar_bytes = np.where(zero > 0, np.where(rep > 1, ngrads * grad_b / shard, 0),
-                            ngrads * grad_b)
-        per_unit = np.where(zero == 3, group_units, 1)
+        replicas = rep > 1
+        if zmax > 0 and np.any(replicas & sharded):
+            ar_span = placed(_where(sharded, rep, n), _where(sharded, stride * shard, stride), gpn)
+            ar_bytes = _where(sharded, np.where(replicas, ngrads * grad_b / shard, 0),
+                              ngrads * grad_b)
+        else:
+            # no replicas: ZeRO rows reduce nothing more (0 bytes, no collective below) and
+            # DDP rows all-reduce over the whole group, which is their ``shard_span``
+            ar_span, ar_bytes = shard_span, _where(sharded, 0, ngrads * grad_b)
+        per_unit = _where(stage3, group_units, 1)
+        several = n > 1
         for kind, nbytes, span in (("all_gather", nparams * param_b, shard_span),
                                    ("reduce_scatter", ngrads * grad_b, shard_span),
                                    ("all_reduce", ar_bytes, ar_span)):
             split = per_unit if kind != "all_reduce" else 1
-            one = np.where((counts[kind] > 0) & (n > 1) & (nbytes > 0),
-                           split * collective_time(kind, nbytes / split, span, hw), 0.0)
+            one = 0.0      # no row runs it: DDP rows gather and scatter nothing
+            if kind == "all_reduce" or zmax > 0:
+                run = (counts[kind] > 0) & several & (nbytes > 0)
+                if np.any(run):
+                    one = _split_time(kind, nbytes, span, hw, run, split)
             if vol is not None:
                 vol.add("dp", kind, nbytes / split, np.where(one > 0, counts[kind] * split, 0))
             if kind == "all_gather":
@@ -196,29 +241,86 @@ def dp_exposed(par, hw, precision: str, mbs, dense, expert, fwd, bwd,
                 rs = rs + one
             else:
                 ar = ar + one
-    og, ogather = np.asarray(overlap_grad, dtype=bool), np.asarray(overlap_gather, dtype=bool)
-    ddp = np.where(og, np.maximum(0.0, ar - bwd), ar)
-    zero12 = (np.where(og, np.maximum(0.0, rs + ar - bwd), rs + ar)
-              + np.where(ogather, np.maximum(0.0, ag - fwd), ag))
-    gathers_bwd = np.where(par.reshards, mbs, 0)
-    gathers_fwd = counts["all_gather"] - gathers_bwd
-    # ZeRO-3 with the parameter shard offloaded: each unit's shard is copied in before its
-    # all-gather, on the same prefetching stream (``upload_s``: the stage's whole shard once)
-    ag3 = ag + upload_s
-    zero3 = (np.where(ogather, gathers_fwd * np.maximum(0.0, ag3 - fwd)
-                      + gathers_bwd * np.maximum(0.0, ag3 - bwd / 2),
-                      counts["all_gather"] * ag3)
-             + counts["reduce_scatter"] * np.where(og, np.maximum(0.0, rs - bwd / 2), rs) + ar)
-    return plain(np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3)))
+    og, ogather = _flag(overlap_grad), _flag(overlap_gather)
+    ddp = zero12 = zero3 = 0.0
+    if zmin == 0:
+        ddp = _hide(og, ar, bwd)
+    if zmax > 0 and zmin < 3:
+        zero12 = _hide(og, rs + ar, bwd) + _hide(ogather, ag, fwd)
+    if zmax == 3:
+        gathers_bwd = np.where(par.reshards, mbs, 0)
+        gathers_fwd = counts["all_gather"] - gathers_bwd
+        # ZeRO-3 with the parameter shard offloaded: each unit's shard is copied in before its
+        # all-gather, on the same prefetching stream (``upload_s``: the stage's whole shard once)
+        ag3 = ag + upload_s
+        zero3 = (_where(ogather, gathers_fwd * np.maximum(0.0, ag3 - fwd)
+                        + gathers_bwd * np.maximum(0.0, ag3 - bwd / 2),
+                        counts["all_gather"] * ag3)
+                 + counts["reduce_scatter"] * _hide(og, rs, bwd / 2) + ar)
+    if zmax == 0:
+        out = ddp
+    elif zmin > 0 and zmax < 3:
+        out = zero12
+    elif zmin == 3:
+        out = zero3
+    else:
+        out = np.where(zero == 0, ddp, np.where(zero < 3, zero12, zero3))
+    shape = np.broadcast_shapes(np.shape(out), zero.shape)
+    if np.shape(out) != shape:        # a stage's terms that are one number for every row
+        out = np.full(shape, out)
+    return plain(np.asarray(out, dtype=float))
 
 
-def _dp_counts(par, mbs) -> dict:
+def _dp_groups(par, dense, expert, tdense, texpert, units, expert_units) -> list:
+    """The data-parallel groups that reduce parameters, each (parameters, trained
+    parameters, ranks, shard group, stride, FSDP units). Without EP the experts replicate over
+    the same ranks as the dense weights: one reduction (DDP buckets and FSDP2 units hold
+    both), so they join the dense group; under EP they reduce over their own
+    expert-data-parallel group (a group with no parameters is left out: no cost)."""
+    tp = np.asarray(par.tp)
+    n_dense = np.asarray(par.dp) * par.cp
+    if not (np.any(expert) or np.any(texpert)):        # a dense model: one group
+        return [(dense, tdense, n_dense, par.dense_shard, tp, units)] if np.any(dense) else []
+    ep = np.asarray(par.ep)
+    joined = ep == 1
+    expert_units = units if expert_units is None else np.maximum(expert_units, 1)
+    groups = [(dense + np.where(joined, expert, 0), tdense + np.where(joined, texpert, 0),
+               n_dense, par.dense_shard, tp, units),
+              (np.where(joined, 0, expert), np.where(joined, 0, texpert),
+               np.asarray(par.expert_data_parallel), par.expert_shard, tp * ep, expert_units)]
+    return [g for g in groups if np.any(g[0])]
+
+
+def _where(cond, yes, no):
+    """``np.where``; where ``cond`` is one Python bool for every row, the branch itself."""
+    if isinstance(cond, bool):
+        return yes if cond else no
+    return np.where(cond, yes, no)
+
+
+def _flag(x):
+    """An overlap switch: one bool, or a bool array per row."""
+    x = np.asarray(x, dtype=bool)
+    return bool(x) if x.ndim == 0 else x
+
+
+def _hide(overlap, secs, under):
+    """``secs`` less what hides under ``under`` seconds of compute where ``overlap``."""
+    return _where(overlap, np.maximum(0.0, secs - under), secs)
+
+
+def _dp_counts(par, mbs, zmax: int = 3) -> dict:
     """Data-parallel collectives per step: DDP one all-reduce; ZeRO-1/2 one reduce-scatter and
     one all-gather (plus the HSDP-style replica all-reduce); ZeRO-3 (FSDP2) an all-gather per
     microbatch forward (once under pipelining without resharding) and per microbatch backward
     when resharding, a reduce-scatter per microbatch (once under pipelining: no-sync until the
-    last microbatch)."""
-    zero, pp = np.asarray(par.zero), np.asarray(par.pp)
+    last microbatch). ``zmax``: the highest ZeRO stage of ``par`` (below 3, no stage-3 counts
+    to compute)."""
+    zero = np.asarray(par.zero)
+    if zmax < 3:
+        once = np.where(zero == 0, 0, 1)
+        return {"all_gather": once, "reduce_scatter": once, "all_reduce": np.asarray(1)}
+    pp = np.asarray(par.pp)
     fwd = np.where(np.asarray(par.reshards) | (pp == 1), mbs, 1)
     bwd = np.where(par.reshards, mbs, 0)
     return {"all_gather": np.where(zero == 0, 0, np.where(zero < 3, 1, fwd + bwd)),

@@ -15,7 +15,7 @@ from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate import fp8_casts
 from workbench.estimate.buffers import compute_dtype_bytes
-from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.comm import collective_time
 from workbench.estimate.flops import model_flops_per_step
 from workbench.estimate.grid_rows import Rows
 from workbench.estimate.memory_pass import _FineTuneStates
@@ -23,7 +23,7 @@ from workbench.estimate.model_states import bytes_per_param, optimizer_params
 from workbench.estimate.pipeline_ranks import blocking_transfers
 from workbench.estimate.step_time import (
     dp_exposed, dp_overlap, optimizer_and_offload, optimizer_bytes_moved, param_upload_time,
-    pcie_bytes_per_s, serial_comm_time, sp_grad_reduction,
+    pcie_bytes_per_s, placed, serial_comm_time, sp_grad_reduction,
 )
 from workbench.engines import engine_of
 from workbench.scenario.layouts import LayoutGrid
@@ -76,17 +76,48 @@ def state_rates(tr, fts: _FineTuneStates, zero) -> tuple:
     return (np.choose(z, [g for g, _ in per]), np.choose(z, [mv for _, mv in per]), False)
 
 
-def compute(rows: Rows, gpu) -> tuple:
+# The block data the time pass reads. ``block_sums`` gathers them all for every row (and every
+# layout) in one gather from a (block kind, datum, table entry) stack: what ``Rows.blocks`` and
+# ``Rows.model_total`` give one datum at a time, with the same arithmetic in the same order.
+_DATA = ("fwd", "bwd", "rc", "wgrad", "comm_tp", "comm_cp", "comm_ep")
+_KINDS = ("dense", "moe", "head", "embedding")
+
+
+def block_sums(rows: Rows) -> tuple[dict, dict]:
+    """(per row: each of ``_DATA`` summed over the blocks the row's rank holds, as
+    ``Rows.blocks``; per layout: each over the whole model, as ``Rows.model_total`` without
+    wrappers)."""
+    col = rows.table.column
+    table = np.array([[col(kind, name) for name in _DATA] for kind in _KINDS])
+    dense, moe, head, emb = table[:, :, rows.entry]          # (kind, datum, row)
+    per_row = rows.dense * dense + rows.moe * moe + rows.has_head * head + rows.has_emb * emb
+    each = rows.entry[rows.starts]           # each layout's block data (one per layout)
+    n_moe = rows.layers_total - rows.dense_total
+    dense, moe, head, emb = table[:, :, each]
+    per_layout = (rows.layers_total - n_moe) * dense + n_moe * moe + head + emb
+    return dict(zip(_DATA, per_row)), dict(zip(_DATA, per_layout))
+
+
+def _nothing(seconds) -> bool:
+    """Whether ``seconds`` (wrapper seconds) are all the plain 0.0 of an uncalibrated GPU
+    (``efficiency.wrapper_time``): adding them changes no figure."""
+    return all(isinstance(w, float) and w == 0.0 for w in seconds)
+
+
+def compute(rows: Rows, gpu, sums: dict) -> tuple:
     """Per row, per microbatch: (forward, backward, recompute) compute seconds (the wrappers'
     cost on a calibrated machine included) and the wrappers' ((layer, rest) forward,
-    (layer, rest) backward) seconds."""
+    (layer, rest) backward) seconds. ``sums``: ``block_sums``' per-row data."""
     G = rows.grid
     wl_f, wl_b = eff.wrapper_time(gpu, G, "layer")
     wr_f, wr_b = eff.wrapper_time(gpu, G, "rest")
+    wrappers = ((wl_f, wr_f), (wl_b, wr_b))
+    if _nothing(wrappers[0] + wrappers[1]):
+        return sums["fwd"], sums["bwd"], sums["rc"], wrappers
     edges = rows.has_head.astype(int) + rows.has_emb
-    fwd = rows.blocks("fwd") + rows.layers * wl_f + edges * wr_f / 2
-    bwd = rows.blocks("bwd") + rows.layers * wl_b + edges * wr_b / 2
-    return fwd, bwd, rows.blocks("rc"), ((wl_f, wr_f), (wl_b, wr_b))
+    fwd = sums["fwd"] + rows.layers * wl_f + edges * wr_f / 2
+    bwd = sums["bwd"] + rows.layers * wl_b + edges * wr_b / 2
+    return fwd, bwd, sums["rc"], wrappers
 
 
 def step_floor(base: Scenario, rows: Rows, gpu, overlaps: bool) -> np.ndarray:
@@ -94,33 +125,43 @@ def step_floor(base: Scenario, rows: Rows, gpu, overlaps: bool) -> np.ndarray:
     the bubble, as ``per_step`` computes them. The step's other terms are sums of non-negative
     seconds (collective times and ``max(0, ...)`` exposures, the optimizer, offload), so the
     step is at least this (up to rounding)."""
-    fwd, bwd, rc, wrappers = compute(rows, gpu)
+    sums, totals = block_sums(rows)
+    fwd, bwd, rc, wrappers = compute(rows, gpu, sums)
     g, worst = rows.layouts, rows.worst
     if overlaps:
-        comm = rows.blocks("comm_tp") + rows.blocks("comm_cp") + rows.blocks("comm_ep")
-        compute_s, comm_half = worst(fwd + bwd + rc + comm), _comm_half(rows)
+        comm = sums["comm_tp"] + sums["comm_cp"] + sums["comm_ep"]
+        compute_s, comm_half = worst(fwd + bwd + rc + comm), _comm_half(totals)
     else:
         compute_s, comm_half = worst(fwd + bwd + rc), 0.0
     mbs = base.training.global_batch // (g.micro_batch * g.dp)
-    return mbs * compute_s + _bubble(rows, g, wrappers, comm_half)
+    return mbs * compute_s + _bubble(rows, g, totals, wrappers, comm_half)
 
 
-def _comm_half(rows: Rows) -> np.ndarray:
+def _comm_half(totals: dict) -> np.ndarray:
     """Per layout: half the exposed TP/CP/EP seconds of one microbatch over the whole model
-    (the pipeline's forward and backward each carry half)."""
-    return sum(rows.model_total(f"comm_{d}") for d in ("tp", "cp", "ep")) / 2
+    (the pipeline's forward and backward each carry half); ``totals``: ``block_sums``'."""
+    return (totals["comm_tp"] + totals["comm_cp"] + totals["comm_ep"]) / 2
 
 
-def _bubble(rows: Rows, g: LayoutGrid, wrappers: tuple, comm_half) -> np.ndarray:
+def _model_total(rows: Rows, total: np.ndarray, wrappers: tuple) -> np.ndarray:
+    """``total`` (a ``block_sums`` per-layout datum) plus the wrappers' (layer, rest) seconds
+    per layer and for the rest, as ``Rows.model_total`` adds them."""
+    if _nothing(wrappers):
+        return total
+    return total + rows.layers_total * rows.first(wrappers[0]) + rows.first(wrappers[1])
+
+
+def _bubble(rows: Rows, g: LayoutGrid, totals: dict, wrappers: tuple, comm_half
+            ) -> np.ndarray:
     """Per layout: the schedule's bubble from the mean forward, backward (with recompute) and
     weight-gradient seconds per microbatch over the ranks, ``comm_half`` added to the forward
     and the backward."""
     pp = g.pp
     (wl_f, wr_f), (wl_b, wr_b) = wrappers
     # means over all ranks: every layer, the head and the embedding, over p
-    f_mean = rows.model_total("fwd", (wl_f, wr_f)) / pp
-    b_mean = (rows.model_total("bwd", (wl_b, wr_b)) + rows.model_total("rc")) / pp
-    w_mean = rows.model_total("wgrad") / pp
+    f_mean = _model_total(rows, totals["fwd"], (wl_f, wr_f)) / pp
+    b_mean = (_model_total(rows, totals["bwd"], (wl_b, wr_b)) + totals["rc"]) / pp
+    w_mean = totals["wgrad"] / pp
     return np.asarray(g.schedule.bubble(pp, np.asarray(g.chunks_per_rank),
                                         f_mean + comm_half / pp, b_mean + comm_half / pp,
                                         w_mean), dtype=float)
@@ -133,8 +174,9 @@ def times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dic
     gradient reduction. Adds each collective to ``vol``."""
     hw, m, tr, G = base.hardware, base.model, base.training, rows.grid
     mbs = rows.microbatches
-    fwd, bwd, rc, wrappers = compute(rows, gpu)
-    comm = {dim: rows.blocks(f"comm_{dim}") for dim in ("tp", "cp", "ep")}
+    sums, totals = block_sums(rows)
+    fwd, bwd, rc, wrappers = compute(rows, gpu, sums)
+    comm = {dim: sums[f"comm_{dim}"] for dim in ("tp", "cp", "ep")}
     comm_sum = comm["tp"] + comm["cp"] + comm["ep"]
     if vol is not None:
         for kind, n_blocks in (("dense", rows.dense), ("moe", rows.moe),
@@ -169,9 +211,12 @@ def times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dic
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),
         None if classic else moved, params_up=np.asarray(G.zero) < 3)
-    opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
-        gpu, m, G, rows.dense * rows.col("dense", "tensors")
-        + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
+    if gpu.profile is None:          # no eager runtime to add (``_optimizer_ops_time``)
+        opt = opt if np.shape(opt) == (rows.n,) else np.full(rows.n, float(opt))
+    else:
+        opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
+            gpu, m, G, rows.dense * rows.col("dense", "tensors")
+            + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
     if tr.activation_offload:
         # the offloaded activations go to host memory in forward and come back in backward on
         # a side stream, under the compute of the microbatch (torchtune use_streams=True)
@@ -181,12 +226,12 @@ def times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dic
                                                     G.tp, mbs, G.sp, G.dp * G.cp, G.pp)
     if vol is not None:
         vol.add("tp", "all_reduce", sp_bytes, sp_count)
-    return {"fwd": fwd, "bwd": bwd, "wgrad": rows.blocks("wgrad"), "recompute": rc,
+    return {"fwd": fwd, "bwd": bwd, "wgrad": sums["wgrad"], "recompute": rc,
             **{f"comm_{dim}": v for dim, v in comm.items()},
             "f": fwd + comm_sum / 2, "b": bwd + rc + comm_sum / 2, "dp_exposed": exp_dp,
             "sp_grads": sp_secs, "optimizer_time": opt,
             "offload_time": np.broadcast_to(off, rows.n), "p2p_bytes": p2p_bytes,
-            "_wrappers": wrappers}
+            "_wrappers": wrappers, "_totals": totals, "_offload": off}
 
 
 def per_step(base: Scenario, g: LayoutGrid, rows: Rows, t: dict, vol: Volume | None,
@@ -196,25 +241,30 @@ def per_step(base: Scenario, g: LayoutGrid, rows: Rows, t: dict, vol: Volume | N
     overlaps, each row's serial collective time per dimension."""
     hw, m, tr = base.hardware, base.model, base.training
     pp, mbs = g.pp, tr.global_batch // (g.micro_batch * g.dp)
-    worst = rows.worst
-    p2p = np.where(pp > 1, collective_time("send_recv", rows.first(t["p2p_bytes"]), group_span(
-        pp, g.tp * g.cp * g.dp, hw.gpus_per_node), hw), 0.0)
+    worst, totals = rows.worst, t["_totals"]
+    if pp.max() > 1:
+        p2p = np.where(pp > 1, collective_time("send_recv", rows.first(t["p2p_bytes"]),
+                                               placed(pp, g.tp * g.cp * g.dp,
+                                                      hw.gpus_per_node), hw), 0.0)
+    else:                           # no pipeline: nothing sent
+        p2p = np.zeros(len(g))
     serial = {}
     # the step's terms that are not the pipeline's compute, each the worst rank's
-    terms = {"optimizer": worst(t["optimizer_time"]), "offload": worst(t["offload_time"])}
+    terms = {"optimizer": worst(t["optimizer_time"]), "offload": worst(t["_offload"])}
+    f_b = t["f"] + t["b"]
     if overlaps:
-        bubble = _bubble(rows, g, t["_wrappers"], _comm_half(rows))
+        bubble = _bubble(rows, g, totals, t["_wrappers"], _comm_half(totals))
         # fill and drain; where the engine's sends block (DeepSpeed), every micro-batch's too
         blocking = blocking_transfers(pp) * mbs if engine_of(tr).pp_blocking_p2p else 0
         terms.update(pp_exposed=(2 * (pp - 1) + blocking) * p2p, sp_grads=worst(t["sp_grads"]),
                      dp_exposed=worst(t["dp_exposed"]))
-        step = (mbs * worst(t["f"] + t["b"]) + bubble + terms["pp_exposed"]
+        step = (mbs * worst(f_b) + bubble + terms["pp_exposed"]
                 + terms["sp_grads"] + terms["dp_exposed"])
     else:
         # Ranks that occupy every core of a calibrated machine: no collective hides behind
         # compute, so the step is the pipeline's compute plus every collective of the step of
         # the pipeline rank whose collectives take longest.
-        bubble = _bubble(rows, g, t["_wrappers"], 0.0)
+        bubble = _bubble(rows, g, totals, t["_wrappers"], 0.0)
         serial = serial_comm_time(vol.arrays(), rows.grid, hw)
         step = (mbs * worst(t["fwd"] + t["bwd"] + t["recompute"]) + bubble
                 + worst(sum(serial.values())))
@@ -223,7 +273,7 @@ def per_step(base: Scenario, g: LayoutGrid, rows: Rows, t: dict, vol: Volume | N
     layout = {"step": step, "bubble": bubble,
               "tokens_per_s": tr.seq_len * tr.global_batch / step,
               "mfu": flops / (step * g.world * eff.peak_flops(hw.gpu, tr.precision)),
-              **terms, "worst_time_rank": rows.argworst(t["f"] + t["b"])}
+              **terms, "worst_time_rank": rows.argworst(f_b)}
     if serial:
         layout["worst_comm_rank"] = rows.argworst(sum(serial.values()))
     return layout, serial

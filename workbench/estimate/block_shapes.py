@@ -27,6 +27,7 @@ class BlockShapes:
     gpu: object
     run: object              # engine_terms.RunConventions
     eng: object              # the engine
+    tp_span: object          # the TP group's placement (``comm.group_span``; every block's)
 
     def full(self, x) -> np.ndarray:
         """``x`` (a number or an array) as one float per shape."""

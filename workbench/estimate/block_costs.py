@@ -105,9 +105,11 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
     passes = 3 if tr.recompute == "full" else (
         2 + layer_share if tr.recompute == "layer" else 2)
     et = np.broadcast_to(np.int64(par.expert_tp), t.shape) if par.expert_tp else t
-    x = BlockShapes(s, t, cp, ep, et, tr.seq_len * mb / cp, par.sequence_parallel, passes,
-                    layer_share, eff.on_hardware(s.hardware), conventions(s), eng,
-                    group_span(t, 1, s.hardware.gpus_per_node))
+    tokens = tr.seq_len * mb / cp
+    x = BlockShapes(s, t, cp, ep, et, tokens, par.sequence_parallel, passes, layer_share,
+                    eff.on_hardware(s.hardware), conventions(s), eng,
+                    group_span(t, 1, s.hardware.gpus_per_node),
+                    tokens * m.hidden * compute_dtype_bytes(tr.precision))
     kernel = attention_kernel(m, mb, tr.seq_len, t, cp)
     out = {"dense": _layer(x, False, kernel), **_edges(x)}
     if m.moe is not None:
@@ -225,7 +227,7 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
     e = compute_dtype_bytes(prec)
     tp_span = x.tp_span
     on = t > 1
-    nbytes = tokens * m.hidden * e
+    nbytes = x.hidden_bytes
     # (collective, bytes) per pass: under SP the attention gathers what its first
     # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width)
     ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
@@ -247,7 +249,7 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
         # Each collective split into chunks under the GEMMs it feeds or drains
         # (tp_overlap): the chunked GEMMs' extra time, the part no chunk covers and,
         # under TE userbuffers, the SMs the collective takes all show.
-        secs = dict(zip(keep, collective_times(ops, tp_span, hw)))
+        secs = dict(zip(keep, collective_times(ops, tp_span, hw, x.timed)))
         pairs = [p for i, p in enumerate(_tp_pairs(
             m, t, tokens, mats, None if moe else m.ffn_hidden / t,
             [secs.get(i, 0.0) for i in range(4)], nbytes)) if i in keep]
@@ -258,7 +260,7 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
         else:
             exposed = passes * tpo.async_tp_exposed(pairs, t, gpu, prec, rate)
     else:
-        exposed = passes * sum(collective_times(ops, tp_span, hw))
+        exposed = passes * sum(collective_times(ops, tp_span, hw, x.timed))
     return (np.where(on, exposed, 0.0),
             [("tp", k, x.full(b), np.where(on, passes, 0)) for k, b in ops])
 
@@ -267,7 +269,6 @@ def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
     """The output head (its GEMM, the loss over the vocabulary) and the embedding."""
     s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
     hw, m, tr = s.hardware, s.model, s.training
-    e = compute_dtype_bytes(tr.precision)
     g = eff.gemm_time(tokens, m.vocab / t, m.hidden, gpu, eff.edge_precision(tr.precision))
     # the loss runs over every vocabulary column where the head gathers them (Engine field)
     logits = tokens * m.vocab / (1 if x.eng.tp_gathers_logits else t)
@@ -280,9 +281,10 @@ def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
               + eff.runtime_ops(gpu, 0, ops_b))
     emb_f, emb_b = eager_ops.embedding_ops(m)
     on = t > 1
-    head_ops, emb_ops = _tp_edge_ops(m, x.sp, tokens * m.hidden * e, tokens)
-    # both blocks' collectives timed at once: they share their buffer
-    times = iter(collective_times([(k, nb) for k, nb, _ in head_ops + emb_ops], x.tp_span, hw))
+    head_ops, emb_ops = _tp_edge_ops(m, x.sp, x.hidden_bytes, tokens)
+    # both blocks' collectives timed at once: they share their buffer (and the layers')
+    times = iter(collective_times([(k, nb) for k, nb, _ in head_ops + emb_ops], x.tp_span, hw,
+                                  x.timed))
     out = {}
     for kind, (f, b, w), ops in (("head", (head_f, head_b, head_w), head_ops),
                                  ("embedding", (eff.runtime_ops(gpu, emb_f),

@@ -3,7 +3,7 @@ tokens as arrays and the scenario's switches (``block_costs.block_cost_arrays`` 
 ``block_costs`` and ``moe_block`` read it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,9 @@ class BlockShapes:
     run: object              # engine_terms.RunConventions
     eng: object              # the engine
     tp_span: object          # the TP group's placement (``comm.group_span``; every block's)
+    hidden_bytes: np.ndarray  # one microbatch's hidden states on a TP rank (tokens x hidden x
+    #                           the compute dtype's bytes): the buffer of most TP collectives
+    timed: dict = field(default_factory=dict, compare=False)   # ``comm.collective_times``'
 
     def full(self, x) -> np.ndarray:
         """``x`` (a number or an array) as one float per shape."""

@@ -165,19 +165,21 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: b
 _LINK_ALIKE = {"reduce_scatter": "all_gather"}
 
 
-def collective_times(ops: list, span: Span, hw: Hardware) -> list:
+def collective_times(ops: list, span: Span, hw: Hardware, timed: dict | None = None) -> list:
     """``collective_time`` of each (kind, nbytes) of ``ops`` over one group ``span``, in order;
     one collective is timed once for every entry that must take the same time (the same
-    ``nbytes`` object, the same kind or, on the links, an all-gather and a reduce-scatter):
-    a layer's and the edges' TP collectives repeat one buffer."""
+    ``nbytes`` object over the same ``span`` object, the same kind or, on the links, an
+    all-gather and a reduce-scatter): a layer's and the edges' TP collectives repeat one
+    buffer. ``timed`` carries what was timed over several calls (it keeps each buffer and
+    span alive, so their identities stay theirs)."""
     alike = _LINK_ALIKE if hw.gpu.profile is None else {}
-    done: dict = {}          # (kind, id(nbytes)) -> seconds; ``ops`` keeps each nbytes alive
+    timed = {} if timed is None else timed
     out = []
     for kind, nbytes in ops:
-        key = (alike.get(kind, kind), id(nbytes))
-        if key not in done:
-            done[key] = collective_time(kind, nbytes, span, hw)
-        out.append(done[key])
+        key = (alike.get(kind, kind), id(nbytes), id(span))
+        if key not in timed:
+            timed[key] = (collective_time(kind, nbytes, span, hw), nbytes, span)
+        out.append(timed[key][0])
     return out
 
 

@@ -173,8 +173,12 @@ def gemm_time(m, n, k, gpu: GPU, precision: str, count=1):
     """Seconds for ``count`` GEMMs of (m x k) @ (k x n) (on a calibrated profile: the measured
     seconds of that shape; the eager runtime's per-operation cost is ``runtime_ops``). Numbers
     or arrays (one entry per shape)."""
-    live = (np.asarray(m) > 0) & (np.asarray(n) > 0) & (np.asarray(k) > 0) & (
-        np.asarray(count) > 0)
+    live = True          # where every operand is positive (True: everywhere, no mask to apply)
+    for v in (m, n, k, count):
+        if isinstance(v, np.ndarray):
+            live = v > 0 if live is True else live & (v > 0)
+        elif not v > 0:
+            live = False
     if gpu.profile is not None:
         return _each(lambda m, n, k, c, on: c * gpu.profile.gemm(m, n, k, precision) if on
                      else 0.0, m, n, k, count, live)
@@ -183,7 +187,8 @@ def gemm_time(m, n, k, gpu: GPU, precision: str, count=1):
     nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
     compute = work / _gemm_rate(gpu, precision)
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
-    return plain(np.where(live, count * (np.maximum(compute, memory) + KERNEL_OVERHEAD_S), 0.0))
+    out = count * (np.maximum(compute, memory) + KERNEL_OVERHEAD_S)
+    return plain(out if live is True else np.where(live, out, 0.0))
 
 
 def looped_gemm_time(m, n, k, gpu: GPU, precision: str, count, host_ops):

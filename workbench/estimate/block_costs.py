@@ -229,8 +229,11 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
     on = t > 1
     nbytes = x.hidden_bytes
     # (collective, bytes) per pass: under SP the attention gathers what its first
-    # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width)
-    ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
+    # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width; else the hidden
+    # states, the buffer itself: timed once)
+    width = tp_gather_width(m)
+    gather = nbytes if width == m.hidden else tokens * width * e
+    ops = ([("all_gather", gather), ("all_gather", nbytes),
             ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if x.sp
            else [("all_reduce", nbytes), ("all_reduce", nbytes)])
     # Megatron-Core's MoE layer under SP has no MLP all-gather / reduce-scatter: its
@@ -261,8 +264,8 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
             exposed = passes * tpo.async_tp_exposed(pairs, t, gpu, prec, rate)
     else:
         exposed = passes * sum(collective_times(ops, tp_span, hw, x.timed))
-    return (np.where(on, exposed, 0.0),
-            [("tp", k, x.full(b), np.where(on, passes, 0)) for k, b in ops])
+    count = np.where(on, passes, 0)      # (every op's: one array)
+    return np.where(on, exposed, 0.0), [("tp", k, x.full(b), count) for k, b in ops]
 
 
 def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
@@ -285,6 +288,7 @@ def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
     # both blocks' collectives timed at once: they share their buffer (and the layers')
     times = iter(collective_times([(k, nb) for k, nb, _ in head_ops + emb_ops], x.tp_span, hw,
                                   x.timed))
+    counts = {n: np.where(on, n, 0) for n in {n for _, _, n in head_ops + emb_ops}}
     out = {}
     for kind, (f, b, w), ops in (("head", (head_f, head_b, head_w), head_ops),
                                  ("embedding", (eff.runtime_ops(gpu, emb_f),
@@ -292,7 +296,7 @@ def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
         secs = sum(n * next(times) for _, _, n in ops)
         out[kind] = BlockArrays(x.full(f), x.full(b), x.full(w), x.full(0.0),
                                 {"tp": np.where(on, secs, 0.0)},
-                                [("tp", k, x.full(nb), np.where(on, n, 0)) for k, nb, n in ops])
+                                [("tp", k, x.full(nb), counts[n]) for k, nb, n in ops])
     return out
 
 

@@ -101,7 +101,10 @@ def _flat(kind: str, nbytes, n, bw, lat, zero):
     when n <= 1. Element-wise over arrays (both sides computed: the caller silences numpy's
     division warnings, and the side not taken is dropped); for a number only the side taken."""
     if isinstance(n, np.ndarray):
-        return np.where(n > 1, STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw, zero)
+        live = n > 1
+        if not live.any():     # (a level no group spans: a TP group inside its node)
+            return zero
+        return np.where(live, STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw, zero)
     return STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw if n > 1 else zero
 
 

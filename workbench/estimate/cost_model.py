@@ -82,25 +82,25 @@ def _block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: bo
     tr = base.training
     # what the activations take from the shape (s, b, t, sp) set on the scenario's own
     # (``activation_shape``; tests/test_block_arrays.py checks it against a call per shape)
-    x0 = vars(act.activation_shape(tr, s.parallel, pytorch_eager))
+    x0 = act.activation_shape(tr, s.parallel, pytorch_eager)
     params: dict = {}     # (tp, ep) -> (sequence parallel, ``_param_data``): cp, micro-batch free
     rows = []
     for i, (t, c, e, b) in enumerate(shapes):
         got = params.get((t, e))
         if got is None:
-            par = dataclasses.replace(s.parallel, tp=t, ep=e, dp=max(e, 1), pp=1,
-                                      virtual_stages=1, shard_group=None)
+            par = type(s.parallel)(**{**vars(s.parallel), "tp": t, "ep": e, "dp": max(e, 1),
+                                      "pp": 1, "virtual_stages": 1, "shard_group": None})
             got = params[t, e] = (par.sp, _param_data(
                 base, par, None if m.moe is None else m.moe.experts // e))
-        x = act.ActivationShape(**{**x0, "s": tr.seq_len // c, "b": b, "t": t, "sp": got[0]})
+        x = act.with_fields(x0, s=tr.seq_len // c, b=b, t=t, sp=got[0])
         entries[i]["x"] = x
-        rows.append({**_activation_data(m, x), **got[1]})
+        rows.append({**_shape_data(m, x), **got[1]})
     # one conversion for every datum (the rows' keys come in one order)
     cols.update(zip(rows[0], np.array([list(r.values()) for r in rows], dtype=float).T.copy()))
     return cols, entries
 
 
-def _activation_data(m, x: act.ActivationShape) -> dict:
+def _shape_data(m, x: act.ActivationShape) -> dict:
     """One shape's saved activations: a layer's of each kind (and what a recomputed one
     rebuilds), the embedding's and the head's: {(block, datum) or (datum, None): bytes}."""
     out: dict = {}
@@ -134,14 +134,15 @@ def _param_data(base: Scenario, par, local: int | None) -> dict:
     emb = embedding_params(m, par.tp)
     head_same = head_params(m, par.tp, separate_stage=False)
     head_sep = head_params(m, par.tp, separate_stage=True)
+    norm = _norm(m)
+    train = ft.edge_trainable(tr, "head") or (
+        m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
+    norms = ft.edge_trainable(tr, "norms")
 
     def head_trained(total: float) -> float:
         """The head's trained part: its matrix with lora.trainable head (or a tied embedding
         that trains), its final norm with norms."""
-        matrix = total - _norm(m)
-        train = ft.edge_trainable(tr, "head") or (
-            m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
-        return matrix * train + _norm(m) * ft.edge_trainable(tr, "norms")
+        return (total - norm) * train + norm * norms
 
     for name, value in (("emb_params", emb), ("head_params_same", head_same),
                         ("head_params_sep", head_sep),

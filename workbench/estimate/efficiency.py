@@ -187,7 +187,9 @@ def gemm_time(m, n, k, gpu: GPU, precision: str, count=1):
     nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
     compute = work / _gemm_rate(gpu, precision)
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
-    out = count * (np.maximum(compute, memory) + KERNEL_OVERHEAD_S)
+    out = np.maximum(compute, memory) + KERNEL_OVERHEAD_S
+    if not (type(count) is int and count == 1):     # (1 x out is out)
+        out = count * out
     return plain(out if live is True else np.where(live, out, 0.0))
 
 

@@ -88,15 +88,16 @@ def _block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: bo
     for i, (t, c, e, b) in enumerate(shapes):
         got = params.get((t, e))
         if got is None:
-            par = type(s.parallel)(**{**vars(s.parallel), "tp": t, "ep": e, "dp": max(e, 1),
-                                      "pp": 1, "virtual_stages": 1, "shard_group": None})
+            par = dataclasses.replace(s.parallel, tp=t, ep=e, dp=max(e, 1), pp=1,
+                                      virtual_stages=1, shard_group=None)
             got = params[t, e] = (par.sp, _param_data(
                 base, par, None if m.moe is None else m.moe.experts // e))
         x = act.with_fields(x0, s=tr.seq_len // c, b=b, t=t, sp=got[0])
         entries[i]["x"] = x
         rows.append({**_shape_data(m, x), **got[1]})
-    # one conversion for every datum (the rows' keys come in one order)
-    cols.update(zip(rows[0], np.array([list(r.values()) for r in rows], dtype=float).T.copy()))
+    if rows:      # one conversion for every datum (the rows' keys come in one order)
+        cols.update(zip(rows[0], np.array([list(r.values()) for r in rows],
+                                          dtype=float).T.copy()))
     return cols, entries
 
 

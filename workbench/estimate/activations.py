@@ -30,6 +30,7 @@ Small terms are kept (norm statistics in fp32) so trials can be matched; Korthik
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.attention_shapes import qkv_widths
@@ -78,6 +79,17 @@ class ActivationShape:
     fused_swiglu: bool = False    # the SwiGLU saves its two inputs only (Liger), even eager
     fused_linear_loss: bool = False   # head + loss over token chunks (Liger): no logits kept
     vocab_split: bool = True      # the loss sees V / tp columns (False: the head gathers them)
+
+
+def with_fields(x: ActivationShape, **changes) -> ActivationShape:
+    """``x`` with ``changes`` (``dataclasses.replace``'s value): its fields copied into a new
+    instance. ``ActivationShape`` is frozen and has no ``__post_init__``, so the copy is the
+    value ``replace`` builds without re-running ``__init__`` (which costs more than the
+    formulas reading it, on the cost model's block table: one per shape)."""
+    y = object.__new__(type(x))
+    y.__dict__.update(x.__dict__)
+    y.__dict__.update(changes)
+    return y
 
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
@@ -297,6 +309,11 @@ def layer_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[
     return out
 
 
+def _layer_total(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
+    """``layer_terms``' sum, added in its order, without building its prefixed names."""
+    return sum(chain(attention_terms(model, x).values(), mlp_terms(model, x, moe_layer).values()))
+
+
 def checkpointed_fraction(model: ModelShape, every: int, from_first: bool = False) -> float:
     """The share of blocks recompute "layer" checkpoints: one in ``every``, counted from the
     ``every``-th (torchtitan's ``_layer_sac_count % ac_freq == 0``): floor(layers / k) of the
@@ -317,11 +334,10 @@ def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float
         # torchtitan's layer SAC wraps every k-th block in a checkpoint (the block's input is
         # kept) and leaves the others as they are: per layer, the average of the two
         f = checkpointed_fraction(model, x.recompute_every, x.recompute_from_first)
-        full = layer_bytes(model, x.__class__(**{**x.__dict__, "recompute": "full"}), moe_layer)
-        none = sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
-                               moe_layer).values())
+        full = layer_bytes(model, with_fields(x, recompute="full"), moe_layer)
+        none = _layer_total(model, with_fields(x, recompute="none"), moe_layer)
         return full * f + none * (1 - f)
-    return sum(layer_terms(model, x, moe_layer).values())
+    return _layer_total(model, x, moe_layer)
 
 
 def op_saved_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:
@@ -356,8 +372,7 @@ def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer:
     its backward."""
     if x.recompute not in ("full", "op", "layer"):
         return 0.0
-    return sum(layer_terms(model, x.__class__(**{**x.__dict__, "recompute": "none"}),
-                           moe_layer).values())
+    return _layer_total(model, with_fields(x, recompute="none"), moe_layer)
 
 
 def embedding_bytes(model: ModelShape, x: ActivationShape) -> float:

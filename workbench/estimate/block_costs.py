@@ -32,7 +32,7 @@ from workbench.estimate.attention_shapes import (
     attention_gemms, attention_kernel, qkv_widths, tp_gather_width,
 )
 from workbench.estimate.buffers import compute_dtype_bytes
-from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.comm import collective_time, collective_times, group_span
 from workbench.estimate.engine_terms import conventions
 from workbench.estimate.flops import layer_flops
 from workbench.estimate.block_shapes import BlockShapes
@@ -105,8 +105,11 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
     passes = 3 if tr.recompute == "full" else (
         2 + layer_share if tr.recompute == "layer" else 2)
     et = np.broadcast_to(np.int64(par.expert_tp), t.shape) if par.expert_tp else t
-    x = BlockShapes(s, t, cp, ep, et, tr.seq_len * mb / cp, par.sequence_parallel, passes,
-                layer_share, eff.on_hardware(s.hardware), conventions(s), eng)
+    tokens = tr.seq_len * mb / cp
+    x = BlockShapes(s, t, cp, ep, et, tokens, par.sequence_parallel, passes, layer_share,
+                    eff.on_hardware(s.hardware), conventions(s), eng,
+                    group_span(t, 1, s.hardware.gpus_per_node),
+                    tokens * m.hidden * compute_dtype_bytes(tr.precision))
     kernel = attention_kernel(m, mb, tr.seq_len, t, cp)
     out = {"dense": _layer(x, False, kernel), **_edges(x)}
     if m.moe is not None:
@@ -192,10 +195,11 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     # ring attention (cp > 1): cp-1 K/V block passes forward, K/V + dK/dV backward
     ring = cp > 1
     block = tokens * (kw + vw) / t * e
-    step_t = collective_time("send_recv", block, group_span(cp, t, hw.gpus_per_node), hw)
-    ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
-    comm["cp"] = np.where(ring, np.maximum(0.0, ring_f - a_f) + np.maximum(0.0, ring_b - a_b),
-                          0.0)
+    if ring.any():      # (none of the shapes: 0 s, not worth timing)
+        step_t = collective_time("send_recv", block, group_span(cp, t, hw.gpus_per_node), hw)
+        ring_f, ring_b = (cp - 1) * step_t, 2 * (cp - 1) * step_t
+        comm["cp"] = np.where(ring, np.maximum(0.0, ring_f - a_f)
+                              + np.maximum(0.0, ring_b - a_b), 0.0)
     volume.append(("cp", "send_recv", block, np.where(ring, 3 * (cp - 1), 0)))
     comm["tp"], tp_volume = _tp_layer(x, moe, mats)
     volume += tp_volume
@@ -221,12 +225,15 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
     s, t, tokens, gpu, run, passes = x.s, x.t, x.tokens, x.gpu, x.run, x.passes
     hw, m, par, prec = s.hardware, s.model, s.parallel, s.training.precision
     e = compute_dtype_bytes(prec)
-    tp_span = group_span(t, 1, hw.gpus_per_node)
+    tp_span = x.tp_span
     on = t > 1
-    nbytes = tokens * m.hidden * e
+    nbytes = x.hidden_bytes
     # (collective, bytes) per pass: under SP the attention gathers what its first
-    # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width)
-    ops = ([("all_gather", tokens * tp_gather_width(m) * e), ("all_gather", nbytes),
+    # GEMMs read (MLA: the latent inputs, attention_shapes.tp_gather_width; else the hidden
+    # states, the buffer itself: timed once)
+    width = tp_gather_width(m)
+    gather = nbytes if width == m.hidden else tokens * width * e
+    ops = ([("all_gather", gather), ("all_gather", nbytes),
             ("reduce_scatter", nbytes), ("reduce_scatter", nbytes)] if x.sp
            else [("all_reduce", nbytes), ("all_reduce", nbytes)])
     # Megatron-Core's MoE layer under SP has no MLP all-gather / reduce-scatter: its
@@ -245,7 +252,7 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
         # Each collective split into chunks under the GEMMs it feeds or drains
         # (tp_overlap): the chunked GEMMs' extra time, the part no chunk covers and,
         # under TE userbuffers, the SMs the collective takes all show.
-        secs = dict(zip(keep, (collective_time(k, b, tp_span, hw) for k, b in ops)))
+        secs = dict(zip(keep, collective_times(ops, tp_span, hw, x.timed)))
         pairs = [p for i, p in enumerate(_tp_pairs(
             m, t, tokens, mats, None if moe else m.ffn_hidden / t,
             [secs.get(i, 0.0) for i in range(4)], nbytes)) if i in keep]
@@ -256,16 +263,15 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
         else:
             exposed = passes * tpo.async_tp_exposed(pairs, t, gpu, prec, rate)
     else:
-        exposed = passes * sum(collective_time(k, b, tp_span, hw) for k, b in ops)
-    return (np.where(on, exposed, 0.0),
-            [("tp", k, x.full(b), np.where(on, passes, 0)) for k, b in ops])
+        exposed = passes * sum(collective_times(ops, tp_span, hw, x.timed))
+    count = np.where(on, passes, 0)      # (every op's: one array)
+    return np.where(on, exposed, 0.0), [("tp", k, x.full(b), count) for k, b in ops]
 
 
 def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
     """The output head (its GEMM, the loss over the vocabulary) and the embedding."""
     s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
     hw, m, tr = s.hardware, s.model, s.training
-    e = compute_dtype_bytes(tr.precision)
     g = eff.gemm_time(tokens, m.vocab / t, m.hidden, gpu, eff.edge_precision(tr.precision))
     # the loss runs over every vocabulary column where the head gathers them (Engine field)
     logits = tokens * m.vocab / (1 if x.eng.tp_gathers_logits else t)
@@ -278,16 +284,19 @@ def _edges(x: BlockShapes) -> dict[str, BlockArrays]:
               + eff.runtime_ops(gpu, 0, ops_b))
     emb_f, emb_b = eager_ops.embedding_ops(m)
     on = t > 1
-    span = group_span(t, 1, hw.gpus_per_node)
-    head_ops, emb_ops = _tp_edge_ops(m, x.sp, tokens * m.hidden * e, tokens)
+    head_ops, emb_ops = _tp_edge_ops(m, x.sp, x.hidden_bytes, tokens)
+    # both blocks' collectives timed at once: they share their buffer (and the layers')
+    times = iter(collective_times([(k, nb) for k, nb, _ in head_ops + emb_ops], x.tp_span, hw,
+                                  x.timed))
+    counts = {n: np.where(on, n, 0) for n in {n for _, _, n in head_ops + emb_ops}}
     out = {}
     for kind, (f, b, w), ops in (("head", (head_f, head_b, head_w), head_ops),
                                  ("embedding", (eff.runtime_ops(gpu, emb_f),
                                                 eff.runtime_ops(gpu, 0, emb_b), 0.0), emb_ops)):
-        secs = sum(n * collective_time(k, nb, span, hw) for k, nb, n in ops)
+        secs = sum(n * next(times) for _, _, n in ops)
         out[kind] = BlockArrays(x.full(f), x.full(b), x.full(w), x.full(0.0),
                                 {"tp": np.where(on, secs, 0.0)},
-                                [("tp", k, x.full(nb), np.where(on, n, 0)) for k, nb, n in ops])
+                                [("tp", k, x.full(nb), counts[n]) for k, nb, n in ops])
     return out
 
 

@@ -3,7 +3,7 @@ tokens as arrays and the scenario's switches (``block_costs.block_cost_arrays`` 
 ``block_costs`` and ``moe_block`` read it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,8 +27,17 @@ class BlockShapes:
     gpu: object
     run: object              # engine_terms.RunConventions
     eng: object              # the engine
+    tp_span: object          # the TP group's placement (``comm.group_span``; every block's)
+    hidden_bytes: np.ndarray  # one microbatch's hidden states on a TP rank (tokens x hidden x
+    #                           the compute dtype's bytes): the buffer of most TP collectives
+    # what ``comm.collective_times`` has timed over these shapes (blocks share buffers)
+    timed: dict = field(default_factory=dict, compare=False)
 
     def full(self, x) -> np.ndarray:
         """``x`` (a number or an array) as one float per shape."""
         a = np.asarray(x, dtype=float)
-        return a if a.shape == self.t.shape else np.full(self.t.shape, a)
+        if a.shape == self.t.shape:
+            return a
+        out = np.empty(self.t.shape)      # (np.full's value, at a third of its cost)
+        out[...] = a
+        return out

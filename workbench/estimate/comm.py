@@ -96,10 +96,46 @@ def _pick(cond, yes, no):
     return np.where(cond, yes(), no())
 
 
-def _flat(kind: str, nbytes, n, bw, lat):
-    """One flat (ring) collective over ``n`` ranks on one tier; 0 when n <= 1."""
-    return _pick(n > 1, lambda: STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw,
-                 lambda: 0.0 * nbytes)
+def _flat(kind: str, nbytes, n, bw, lat, zero):
+    """One flat (ring) collective over ``n`` ranks on one tier; ``zero`` (``0.0 * nbytes``)
+    when n <= 1. Element-wise over arrays (both sides computed: the caller silences numpy's
+    division warnings, and the side not taken is dropped); for a number only the side taken."""
+    if isinstance(n, np.ndarray):
+        live = n > 1
+        if not live.any():     # (a level no group spans: a TP group inside its node)
+            return zero
+        return np.where(live, STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw, zero)
+    return STEPS[kind](n) * lat + nbytes * FACTORS[kind](n) / bw if n > 1 else zero
+
+
+def _hierarchical(kind: str, nbytes, n, k, nn, tiers: tuple, zero):
+    """``_link_time`` of a group of ``n`` ranks, ``k`` in each of ``nn`` nodes, where n > 1 and
+    nbytes > 0 (the caller returns 0 elsewhere). All-gather, reduce-scatter and all-reduce run
+    as NCCL's hierarchical algorithms; where one level has a single member that level's flat
+    part is 0 and the sum is exactly the other level's flat collective (0.0 added; the
+    all-reduce's reduce-scatter and all-gather halves each take n-1 steps and (n-1)/n of the
+    bytes, half of the flat all-reduce's 2(n-1) and 2(n-1)/n, so their sum is exactly it), so
+    one formula serves every placement, numbers and arrays alike."""
+    a_bw, a_lat, e_bw, e_lat = tiers
+    if kind == "send_recv":       # one message over the link between the two ranks
+        if isinstance(nn, np.ndarray):
+            across = nn > 1
+            return _flat(kind, nbytes, 2, np.where(across, e_bw, a_bw),
+                         np.where(across, e_lat, a_lat), zero)
+        return _flat(kind, nbytes, 2, *((e_bw, e_lat) if nn > 1 else (a_bw, a_lat)), zero)
+    if kind == "all_to_all":
+        def hier():
+            # A share (n-k)/n of every rank's buffer leaves the node; both links run at once.
+            return np.maximum(nbytes * (n - k) / n / e_bw + (nn - 1) * e_lat,
+                              nbytes * (k - 1) / n / a_bw + (k - 1) * a_lat)
+        return _pick(nn == 1, lambda: _flat(kind, nbytes, k, a_bw, a_lat, zero),
+                     lambda: _pick(k == 1, lambda: _flat(kind, nbytes, nn, e_bw, e_lat, zero),
+                                   hier))
+    # all-reduce: reduce-scatter in the node, all-reduce across nodes, all-gather back;
+    # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
+    inside = _flat("all_gather" if kind == "all_reduce" else kind, nbytes, k, a_bw, a_lat, zero)
+    across = _flat(kind, nbytes / k, nn, e_bw, e_lat, zero)
+    return inside + across + inside if kind == "all_reduce" else inside + across
 
 
 def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: bool = False):
@@ -125,39 +161,46 @@ def collective_time(kind: str, nbytes, span: Span, hw: Hardware, back_to_back: b
     return plain(np.where(covered, measured, linked))
 
 
+# On the links an all-gather and a reduce-scatter of the same buffer over the same group take
+# the same time: the same bus-bandwidth factor (n-1)/n and ring steps n-1 (nccl-tests
+# doc/PERFORMANCE.md; ``FACTORS``, ``STEPS``) and the same hierarchical split
+# (``_hierarchical``). A calibrated profile measures each kind apart.
+_LINK_ALIKE = {"reduce_scatter": "all_gather"}
+
+
+def collective_times(ops: list, span: Span, hw: Hardware, timed: dict | None = None) -> list:
+    """``collective_time`` of each (kind, nbytes) of ``ops`` over one group ``span``, in order;
+    one collective is timed once for every entry that must take the same time (the same
+    ``nbytes`` object over the same ``span`` object, the same kind or, on the links, an
+    all-gather and a reduce-scatter): a layer's and the edges' TP collectives repeat one
+    buffer. ``timed`` carries what was timed over several calls (it keeps each buffer and
+    span alive, so their identities stay theirs)."""
+    alike = _LINK_ALIKE if hw.gpu.profile is None else {}
+    timed = {} if timed is None else timed
+    out = []
+    for kind, nbytes in ops:
+        key = (alike.get(kind, kind), id(nbytes), id(span))
+        if key not in timed:
+            timed[key] = (collective_time(kind, nbytes, span, hw), nbytes, span)
+        out.append(timed[key][0])
+    return out
+
+
 def _link_time(kind: str, nbytes, span: Span, hw: Hardware):
     """``collective_time`` on the scenario's links (the alpha-beta model of the docstring)."""
     intra, inter = intra_tier(hw), inter_tier(hw)
-    a_bw, a_lat, e_bw, e_lat = intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s
-    scalar = np.ndim(nbytes) == 0 and np.ndim(span.size) == 0
-    nbytes = float(nbytes) if scalar else np.asarray(nbytes, dtype=float)
+    tiers = (intra.gb_per_s, intra.latency_s, inter.gb_per_s, inter.latency_s)
     n, k, nn = span.size, span.per_node, span.nodes
-    if not scalar:
-        n, k, nn = np.asarray(n), np.asarray(k), np.asarray(nn)
-
-    def cost():
-        if kind == "send_recv":
-            return _pick(nn > 1, lambda: _flat(kind, nbytes, 2, e_bw, e_lat),
-                         lambda: _flat(kind, nbytes, 2, a_bw, a_lat))
-
-        def hier():
-            if kind == "all_to_all":
-                # A share (n-k)/n of every rank's buffer leaves the node; both links run at once.
-                return np.maximum(nbytes * (n - k) / n / e_bw + (nn - 1) * e_lat,
-                                  nbytes * (k - 1) / n / a_bw + (k - 1) * a_lat)
-            if kind == "all_reduce":
-                # reduce-scatter in the node, all-reduce across nodes, all-gather back
-                return (_flat("reduce_scatter", nbytes, k, a_bw, a_lat)
-                        + _flat("all_reduce", nbytes / k, nn, e_bw, e_lat)
-                        + _flat("all_gather", nbytes, k, a_bw, a_lat))
-            # all-gather / reduce-scatter: the inter-node part moves 1/k per rank
-            return _flat(kind, nbytes, k, a_bw, a_lat) + _flat(kind, nbytes / k, nn, e_bw, e_lat)
-        return _pick(nn == 1, lambda: _flat(kind, nbytes, k, a_bw, a_lat),
-                     lambda: _pick(k == 1, lambda: _flat(kind, nbytes, nn, e_bw, e_lat),
-                                   hier))
-
-    if scalar:     # one layout: plain Python arithmetic, only the branch taken is computed
-        return float(_pick(n <= 1 or nbytes <= 0, lambda: 0.0 * nbytes, cost))
+    if np.ndim(nbytes) == 0 and np.ndim(n) == 0:
+        # one layout: plain Python arithmetic, only the branch taken is computed
+        nbytes = float(nbytes)
+        if n <= 1 or nbytes <= 0:
+            return 0.0 * nbytes
+        return float(_hierarchical(kind, nbytes, n, k, nn, tiers, 0.0 * nbytes))
+    nbytes = np.asarray(nbytes, dtype=float)
+    n, k, nn = np.asarray(n), np.asarray(k), np.asarray(nn)
+    zero = 0.0 * nbytes
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = _pick((n <= 1) | (nbytes <= 0), lambda: 0.0 * nbytes, cost)
+        t = np.where((n <= 1) | (nbytes <= 0), zero,
+                     _hierarchical(kind, nbytes, n, k, nn, tiers, zero))
     return plain(np.asarray(t, dtype=float))

@@ -60,8 +60,8 @@ def _block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: bo
     run)."""
     m = base.model
     tp, cp, ep, mb = (np.array([sh[i] for sh in shapes], dtype=np.int64) for i in range(4))
-    s = dataclasses.replace(base, parallel=dataclasses.replace(base.parallel,
-                                                               sequence_parallel=sp))
+    s = base if base.parallel.sequence_parallel == sp else dataclasses.replace(
+        base, parallel=dataclasses.replace(base.parallel, sequence_parallel=sp))
     cols: dict = {}
     entries: list[dict] = [{} for _ in shapes]
     for kind, c in block_cost_arrays(s, tp, cp, ep, mb).items():
@@ -72,31 +72,50 @@ def _block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: bo
         for dim, coll, nbytes, count in c.volume:
             b, n = vol.get((dim, coll), (0.0, 0.0))
             vol[dim, coll] = (b + nbytes * count, n + count)
-        runs = {key: (n > 0).tolist() for key, (b, n) in vol.items()}
-        per = {key: (b.tolist(), n.tolist()) for key, (b, n) in vol.items()}
-        for i, entry in enumerate(entries):
-            entry[kind] = {"vol": {key: (b[i], n[i]) for key, (b, n) in per.items()
-                                   if runs[key][i]}}
-    local = m.moe.experts // ep if m.moe is not None else None
+        per: list[dict] = [{} for _ in shapes]     # each shape's: the collectives that run
+        for key, (b, n) in vol.items():
+            for one, bi, ni in zip(per, b.tolist(), n.tolist()):
+                if ni > 0:
+                    one[key] = (bi, ni)
+        for entry, one in zip(entries, per):
+            entry[kind] = {"vol": one}
     tr = base.training
     # what the activations take from the shape (s, b, t, sp) set on the scenario's own
     # (``activation_shape``; tests/test_block_arrays.py checks it against a call per shape)
     x0 = act.activation_shape(tr, s.parallel, pytorch_eager)
-    rest: dict = {}
+    params: dict = {}     # (tp, ep) -> (sequence parallel, ``_param_data``): cp, micro-batch free
+    rows = []
     for i, (t, c, e, b) in enumerate(shapes):
-        par = dataclasses.replace(s.parallel, tp=t, cp=c, ep=e, dp=max(e, 1), pp=1,
-                                  virtual_stages=1, shard_group=None)
-        x = dataclasses.replace(x0, s=tr.seq_len // c, b=b, t=t, sp=par.sp)
+        got = params.get((t, e))
+        if got is None:
+            par = dataclasses.replace(s.parallel, tp=t, ep=e, dp=max(e, 1), pp=1,
+                                      virtual_stages=1, shard_group=None)
+            got = params[t, e] = (par.sp, _param_data(
+                base, par, None if m.moe is None else m.moe.experts // e))
+        x = act.with_fields(x0, s=tr.seq_len // c, b=b, t=t, sp=got[0])
         entries[i]["x"] = x
-        for name, value in _shape_data(base, par, x,
-                                       None if local is None else int(local[i])).items():
-            rest.setdefault(name, []).append(value)
-    cols.update({key: np.asarray(v, dtype=float) for key, v in rest.items()})
+        rows.append({**_shape_data(m, x), **got[1]})
+    if rows:      # one conversion for every datum (the rows' keys come in one order)
+        cols.update(zip(rows[0], np.array([list(r.values()) for r in rows],
+                                          dtype=float).T.copy()))
     return cols, entries
 
 
-def _shape_data(base: Scenario, par, x, local: int | None) -> dict:
-    """One shape's layer activations and parameters, and the embedding's and the head's:
+def _shape_data(m, x: act.ActivationShape) -> dict:
+    """One shape's saved activations: a layer's of each kind (and what a recomputed one
+    rebuilds), the embedding's and the head's: {(block, datum) or (datum, None): bytes}."""
+    out: dict = {}
+    for kind in ("dense", "moe") if m.moe is not None else ("dense",):
+        moe = kind == "moe"
+        out[kind, "act"] = act.layer_bytes(m, x, moe)
+        out[kind, "ws"] = act.full_recompute_working_set(m, x, moe)
+    out["emb_act", None] = act.embedding_bytes(m, x)
+    out["head_act", None] = act.head_bytes(m, x)
+    return out
+
+
+def _param_data(base: Scenario, par, local: int | None) -> dict:
+    """One (tp, ep) shape's layer parameters of each kind, and the embedding's and the head's:
     {(block, datum) or (datum, None): number}."""
     m, tr = base.model, base.training
     out: dict = {}
@@ -106,9 +125,7 @@ def _shape_data(base: Scenario, par, x, local: int | None) -> dict:
         lp = layer_params(m, index, par.tp, par.ep, par.etp)
         split = ft.layer_split(m, tr, moe, lp.dense, lp.expert, 2 * _norm(m), par.tp, par.etp,
                                local or 1)
-        out.update({(kind, "act"): act.layer_bytes(m, x, moe),
-                    (kind, "ws"): act.full_recompute_working_set(m, x, moe),
-                    (kind, "pdense"): lp.dense + split.adapter_dense,
+        out.update({(kind, "pdense"): lp.dense + split.adapter_dense,
                     (kind, "pexpert"): lp.expert + split.adapter_expert,
                     (kind, "tdense"): split.trainable_dense,
                     (kind, "texpert"): split.trainable_expert,
@@ -118,17 +135,17 @@ def _shape_data(base: Scenario, par, x, local: int | None) -> dict:
     emb = embedding_params(m, par.tp)
     head_same = head_params(m, par.tp, separate_stage=False)
     head_sep = head_params(m, par.tp, separate_stage=True)
+    norm = _norm(m)
+    train = ft.edge_trainable(tr, "head") or (
+        m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
+    norms = ft.edge_trainable(tr, "norms")
 
     def head_trained(total: float) -> float:
         """The head's trained part: its matrix with lora.trainable head (or a tied embedding
         that trains), its final norm with norms."""
-        matrix = total - _norm(m)
-        train = ft.edge_trainable(tr, "head") or (
-            m.tied_embeddings and ft.edge_trainable(tr, "embeddings"))
-        return matrix * train + _norm(m) * ft.edge_trainable(tr, "norms")
+        return (total - norm) * train + norm * norms
 
-    for name, value in (("emb_act", act.embedding_bytes(m, x)), ("head_act", act.head_bytes(m, x)),
-                        ("emb_params", emb), ("head_params_same", head_same),
+    for name, value in (("emb_params", emb), ("head_params_same", head_same),
                         ("head_params_sep", head_sep),
                         ("emb_trained", emb * ft.edge_trainable(tr, "embeddings")),
                         ("head_trained_same", head_trained(head_same)),

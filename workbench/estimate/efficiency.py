@@ -22,6 +22,7 @@ prints the error of the form on every measured shape.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -159,21 +160,37 @@ def _each(fn, *args):
                        count=len(flat[0])).reshape(shape)
 
 
+@functools.lru_cache(maxsize=256)
+def _gemm_rate(gpu: GPU, precision: str) -> float:
+    """The large-GEMM FLOP/s ``gemm_time`` divides by: the dense peak x the sustained ceiling,
+    once per (GPU, precision): the ceiling looks the part up in the catalog
+    (``sustained.catalog_key``), too slow for every GEMM of a grid. A ``GPU`` hashes and
+    compares on its datasheet fields (its profile excluded, which neither factor reads)."""
+    return peak_flops(gpu, precision) * matmul_efficiency(gpu, precision)
+
+
 def gemm_time(m, n, k, gpu: GPU, precision: str, count=1):
     """Seconds for ``count`` GEMMs of (m x k) @ (k x n) (on a calibrated profile: the measured
     seconds of that shape; the eager runtime's per-operation cost is ``runtime_ops``). Numbers
     or arrays (one entry per shape)."""
-    live = (np.asarray(m) > 0) & (np.asarray(n) > 0) & (np.asarray(k) > 0) & (
-        np.asarray(count) > 0)
+    live = True          # where every operand is positive (True: everywhere, no mask to apply)
+    for v in (m, n, k, count):
+        if isinstance(v, np.ndarray):
+            live = v > 0 if live is True else live & (v > 0)
+        elif not v > 0:
+            live = False
     if gpu.profile is not None:
         return _each(lambda m, n, k, c, on: c * gpu.profile.gemm(m, n, k, precision) if on
                      else 0.0, m, n, k, count, live)
     work = 2.0 * m * n * (k + GEMM_K0)
     elem = GEMM_INPUT_BYTES.get(precision, 2)
     nbytes = elem * (m * k + k * n) + 2 * m * n   # low-precision inputs, 16-bit output
-    compute = work / (peak_flops(gpu, precision) * matmul_efficiency(gpu, precision))
+    compute = work / _gemm_rate(gpu, precision)
     memory = nbytes / (gpu.hbm_gb_per_s * 1e9 * MEMORY_BOUND_FRACTION)
-    return plain(np.where(live, count * (np.maximum(compute, memory) + KERNEL_OVERHEAD_S), 0.0))
+    out = np.maximum(compute, memory) + KERNEL_OVERHEAD_S
+    if not (type(count) is int and count == 1):     # (1 x out is out)
+        out = count * out
+    return plain(out if live is True else np.where(live, out, 0.0))
 
 
 def looped_gemm_time(m, n, k, gpu: GPU, precision: str, count, host_ops):

@@ -105,7 +105,8 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
         # torchtitan: the counts go by one all_to_all_single before the tokens
         # (ExpertParallel._token_dispatch)
         ops.append(("all_to_all", mo.experts * 8, passes - 1, ep_span, multi))
-    exposed = sum(np.where(on, n * collective_time(k, b, span, hw), 0.0)
-                  for k, b, n, span, on in ops)
+    # (a collective that runs on none of the shapes is not timed: 0 s there)
+    exposed = sum(np.where(on, n * collective_time(k, b, span, hw), 0.0) if on.any()
+                  else x.full(0.0) for k, b, n, span, on in ops)
     volume = [("ep", k, x.full(b), np.where(on, n, 0)) for k, b, n, _, on in ops]
     return g, ge, mem, exposed, volume, routed, local_experts, fe

@@ -83,11 +83,26 @@ class Rows:
             self._columns[key] = self.table.column(kind, name)[self.entry]
         return self._columns[key]
 
+    def layer_sum(self, name: str) -> np.ndarray:
+        """The sum of a layer datum over the layers each row's rank holds (dense and MoE),
+        once per bound rows; a model without MoE layers holds none on any rank, so their
+        term (zero) is not added."""
+        key = ("sum", "layers", name)
+        if key not in self._columns:
+            out = self.dense * self.col("dense", name)
+            if self.layers_total > self.dense_total:
+                out = out + self.moe * self.col("moe", name)
+            self._columns[key] = out
+        return self._columns[key]
+
     def blocks(self, name: str) -> np.ndarray:
-        """The sum of a block datum over the blocks each row's rank holds."""
-        return (self.dense * self.col("dense", name) + self.moe * self.col("moe", name)
-                + self.has_head * self.col("head", name)
-                + self.has_emb * self.col("embedding", name))
+        """The sum of a block datum over the blocks each row's rank holds (once per bound
+        rows: the passes ask for some twice)."""
+        key = ("sum", "blocks", name)
+        if key not in self._columns:
+            self._columns[key] = (self.layer_sum(name) + self.has_head * self.col("head", name)
+                                  + self.has_emb * self.col("embedding", name))
+        return self._columns[key]
 
     def model_total(self, name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
         """Per layout: a block datum over the whole model (every layer, the head and the
@@ -99,6 +114,10 @@ class Rows:
                 + moe * block("moe", name)[each] + block("head", name)[each]
                 + block("embedding", name)[each]
                 + self.layers_total * first(wrappers[0]) + first(wrappers[1]))
+
+    def full(self, x) -> np.ndarray:
+        """``x`` (a number or a per-row array) as one entry per row (``per_row``)."""
+        return per_row(x, self.n)
 
     def _per_layout(self, x) -> np.ndarray | None:
         """``x`` as one entry per layout when it is a scalar (None when it is per row)."""
@@ -120,6 +139,15 @@ class Rows:
         """Per layout: the value of its first row (for what every row of a layout shares)."""
         same = self._per_layout(x)
         return same if same is not None else np.asarray(x)[self.starts]
+
+
+def per_row(x, n: int) -> np.ndarray:
+    """``x`` (a number or an array of ``n``) as an array of ``n``: an array of ``n`` as it is
+    (``np.broadcast_to``'s view costs microseconds a call, and a pass makes dozens), else
+    broadcast (a read-only view)."""
+    if type(x) is np.ndarray and x.shape == (n,):
+        return x
+    return np.broadcast_to(x, n)
 
 
 def take_rows(x, row: np.ndarray, n: int):

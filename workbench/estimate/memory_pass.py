@@ -24,7 +24,7 @@ from workbench.estimate.buffers import (
     ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, reserved_bytes,
 )
 from workbench.estimate.device_memory import device_overhead
-from workbench.estimate.grid_rows import Rows
+from workbench.estimate.grid_rows import Rows, per_row
 from workbench.estimate.model_states import (
     bytes_per_param, model_states, stage_dtype,
 )
@@ -62,10 +62,10 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     cd = compute_dtype_bytes(tr.precision)
     head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
                             col("head_trained_same"))
-    tdense = (nd * col("dense", "tdense") + nm * col("moe", "tdense")
-              + rows.has_emb * col("emb_trained") + rows.has_head * head_trained)
+    tdense = (rows.layer_sum("tdense") + rows.has_emb * col("emb_trained")
+              + rows.has_head * head_trained)
     texpert = nm * col("moe", "texpert")
-    qd = nd * col("dense", "qdense") + nm * col("moe", "qdense")
+    qd = rows.layer_sum("qdense")
     qe = nm * col("moe", "qexpert")
     qb = ft.quantized_bytes_per_param(tr, m) if tr.method == "qlora" else cd
     frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
@@ -103,8 +103,8 @@ def held_params(rows: Rows) -> tuple:
     col, nd, nm = rows.col, rows.dense, rows.moe
     head_params_r = np.where(rows.head_rank != 0, col("head_params_sep"),
                              col("head_params_same"))
-    pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
-              + rows.has_emb * col("emb_params") + rows.has_head * head_params_r)
+    pdense = (rows.layer_sum("pdense") + rows.has_emb * col("emb_params")
+              + rows.has_head * head_params_r)
     pexpert = nm * col("moe", "pexpert")
     return pdense, pexpert, head_params_r
 
@@ -124,7 +124,7 @@ def saved_activations(base: Scenario, rows: Rows) -> tuple:
     tr, G, col, nd, nm = base.training, rows.grid, rows.col, rows.dense, rows.moe
     sched, p, cpr, mbs = G.schedule, G.pp, G.chunks_per_rank, rows.microbatches
     inflight = sched.inflight(p, mbs, cpr, rows.rank)
-    layer_act = nd * col("dense", "act") + nm * col("moe", "act")
+    layer_act = rows.layer_sum("act")
     # one microbatch through every chunk of the rank, embedding and head included
     one_microbatch = layer_act + rows.has_emb * col("emb_act") + rows.has_head * col("head_act")
     activ = layer_act * inflight / cpr
@@ -170,8 +170,8 @@ def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, pa
     parameter shard in host memory or on NVMe (``ModelStates.params_far``)."""
     return {"dense_params": pdense, "expert_params": pexpert,
             "trained_dense": fts.trained[0], "trained_expert": fts.trained[1],
-            "params_far": np.broadcast_to(params_far, n),
-            "offloaded_activations": np.broadcast_to(offloaded_activations, n),
+            "params_far": per_row(params_far, n),
+            "offloaded_activations": per_row(offloaded_activations, n),
             "_finetune": fts}
 
 
@@ -219,7 +219,7 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
         bufs["lp_grads"] = np.choose(np.clip(np.asarray(G.zero), 0, 3),
                                      eng.lp_grad_bytes_by_zero) * (fts.trained[0]
                                                                    + fts.trained[1])
-    bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
+    bufs = {k: rows.full(v) for k, v in bufs.items()}
     return Shared(pdense, pexpert, fts, saved_activations(base, rows), bufs, x, loss_kwargs)
 
 
@@ -288,7 +288,7 @@ def setting_memory(base: Scenario, rows: Rows, sh: Shared, offloads: list[str], 
         t = _totals(base, rows, sh, offload, overhead, moment=False, known=tuple(known))
         known.append(t)
         out[offload] = (layout_memory(base, rows, t, detail=False),
-                        np.broadcast_to(t["ms"].params_far, rows.n))
+                        rows.full(t["ms"].params_far))
     return out
 
 
@@ -314,12 +314,12 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": peak, "peak_phase": at,
-           **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
-           **({f"at_peak_{c}": np.broadcast_to(v, rows.n)
+           **{f"phase_{name}": rows.full(v) for name, v in phases.items()},
+           **({f"at_peak_{c}": rows.full(v)
                for c, v in pk.at_peak(parts, at).items()} if detail else {}),
            "reserved": t["reserved"], "host": t["host"], "nvme": ms.nvme,
-           "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
-           "paged": np.broadcast_to(ms.paged, rows.n), "device": t["device"]}
+           "params_frozen": rows.full(ms.params_frozen),
+           "paged": rows.full(ms.paged), "device": t["device"]}
     return out, bufs
 
 

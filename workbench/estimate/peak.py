@@ -85,9 +85,18 @@ def phase_totals(parts: dict) -> dict:
 
 
 def at_peak(parts: dict, at) -> dict:
-    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``)."""
-    return {c: np.choose(np.asarray(at), [np.broadcast_to(parts[p][c], np.shape(at))
-                                          for p in PHASES]) for c in CATEGORIES}
+    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``). A
+    category every phase holds alike (the same object: params, optimizer) is that value, with
+    nothing to choose."""
+    at = np.asarray(at)
+    out = {}
+    for c in CATEGORIES:
+        first, *rest = (parts[p][c] for p in PHASES)
+        if all(x is first for x in rest):
+            out[c] = first if np.shape(first) == at.shape else np.broadcast_to(first, at.shape)
+        else:     # np.choose broadcasts the choices and ``at`` together
+            out[c] = np.choose(at, [first, *rest])
+    return out
 
 
 def peak_bytes(phases: dict) -> np.ndarray:

@@ -127,7 +127,7 @@ def compute_dtype_bytes(precision: str) -> int:
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
                  gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
-                 vocab_split=True, head_trains=True, loss_style=None) -> dict:
+                 vocab_split=True, head_trains=True, loss_style=None, loss_bytes=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present, zero where it does not apply). Fine-tuning:
@@ -136,7 +136,8 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy). The
     loss: ``logits_kept`` (the compute-dtype logits alive in its backward), ``vocab_split``
     (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
-    gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy)."""
+    gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy);
+    ``loss_bytes``: ``loss_moments``' (forward, backward) of these where the caller has them."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
     rb = cd + 4 if grad_bytes is None else grad_bytes
@@ -154,9 +155,9 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
         "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
             model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
-        "logits": np.where(has_head, loss_moments(model, x, tp, loss, cd, logits_kept,
-                                                  vocab_split, head_trains,
-                                                  **(loss_style or {}))[1], 0),
+        "logits": np.where(has_head, (loss_bytes or loss_moments(
+            model, x, tp, loss, cd, logits_kept, vocab_split, head_trains,
+            **(loss_style or {})))[1], 0),
         # the quantized weights of the unit TE caches across the microbatches of a step, rowwise
         # and columnwise: FP8 1 B each, NVFP4 (16x16-block scaled) NVFP4_BYTES each
         "fp8_weights": np.asarray(2 * unit * QUANTIZED_WEIGHT_BYTES.get(precision, 0)),

@@ -44,7 +44,8 @@ class Rows:
     def _derive(self) -> None:
         """The columns that follow from the ones set: counts, layout starts, edges."""
         self.n = len(self.rank)
-        self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])
+        self.starts = np.flatnonzero(np.concatenate((
+            [True], self.layout_of[1:] != self.layout_of[:-1])))
         self.moe = self.layers - self.dense
         self.has_emb = self.rank == 0
         self.has_head = self.head_rank == self.rank
@@ -92,6 +93,43 @@ class Rows:
             out = self.dense * self.col("dense", name)
             if self.layers_total > self.dense_total:
                 out = out + self.moe * self.col("moe", name)
+            self._columns[key] = out
+        return self._columns[key]
+
+    def head_col(self, name: str) -> np.ndarray:
+        """A datum of the output head per row, ``name`` + "_sep" where the head is on its own
+        stage (head rank not 0), + "_same" where it is beside the last layers; once per bound
+        rows."""
+        key = ("head", name)
+        if key not in self._columns:
+            self._columns[key] = np.where(self.head_rank != 0, self.col(name + "_sep"),
+                                          self.col(name + "_same"))
+        return self._columns[key]
+
+    def on_head(self, name: str) -> np.ndarray:
+        """A datum (``col(name)``) on the rows whose rank holds the head, 0 elsewhere; once
+        per bound rows."""
+        key = ("on_head", name)
+        if key not in self._columns:
+            self._columns[key] = self.has_head * self.col(name)
+        return self._columns[key]
+
+    def on_embedding(self, name: str) -> np.ndarray:
+        """A datum (``col(name)``) on the rows whose rank holds the embedding, 0 elsewhere;
+        once per bound rows."""
+        key = ("on_emb", name)
+        if key not in self._columns:
+            self._columns[key] = self.has_emb * self.col(name)
+        return self._columns[key]
+
+    def layer_max(self, name: str) -> np.ndarray:
+        """The larger of a layer datum (a size, >= 0) over the kinds of layer (dense, MoE)
+        each row's rank holds, 0 where it holds none; once per bound rows."""
+        key = ("max", "layers", name)
+        if key not in self._columns:
+            out = np.where(self.dense > 0, self.col("dense", name), 0)
+            if self.layers_total > self.dense_total:
+                out = np.maximum(out, np.where(self.moe > 0, self.col("moe", name), 0))
             self._columns[key] = out
         return self._columns[key]
 
@@ -168,23 +206,21 @@ def take_rows(x, row: np.ndarray, n: int):
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:
     """Per row: the layers a pipeline rank holds, how many of them are the leading dense ones,
     the activations it sends per microbatch (forward to the next chunk, backward to the
-    previous, when that chunk is on another rank), and the rank holding the head. Computed once
-    per distinct (pp, chunks per rank, rank)."""
-    code = (pp * 1024 + cpr) * 65536 + rank
-    uniq, inverse = np.unique(code, return_inverse=True)
-    rest, r = np.divmod(uniq, 65536)
-    p, c_per = np.divmod(rest, 1024)
+    previous, when that chunk is on another rank), and the rank holding the head. Row by row
+    (a few ufuncs over the rows cost less than finding the distinct (pp, chunks per rank,
+    rank) first)."""
+    p, c_per, r = np.asarray(pp), np.asarray(cpr), np.asarray(rank)
     chunks = p * c_per
-    held = np.zeros(len(uniq), dtype=np.int64)
-    dense = np.zeros(len(uniq), dtype=np.int64)
-    sends = np.zeros(len(uniq), dtype=np.int64)
-    for k in range(int(c_per.max())):
+    held = dense = sends = 0
+    for k in range(int(c_per.max()) if c_per.size else 0):
         on = k < c_per
         c = chunk_of(r, k, p, v_shape)
         size = chunk_size(layers, chunks, c)
-        held += np.where(on, size, 0)
-        dense += np.where(on, np.clip(dense_layers - chunk_start(layers, chunks, c), 0, size), 0)
-        sends += on & (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r)
-        sends += on & (c > 0) & (chunk_owner(c - 1, p, v_shape) != r)
+        # the chunk's leading dense layers: dense_layers - its first layer, within 0..size
+        lead = np.minimum(np.maximum(dense_layers - chunk_start(layers, chunks, c), 0), size)
+        held = held + np.where(on, size, 0)
+        dense = dense + np.where(on, lead, 0)
+        sends = sends + (on & (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r))
+        sends = sends + (on & (c > 0) & (chunk_owner(c - 1, p, v_shape) != r))
     head = chunk_owner(chunks - 1, p, v_shape)
-    return held[inverse], dense[inverse], sends[inverse], head[inverse]
+    return tuple(np.broadcast_to(x, r.shape).astype(np.int64) for x in (held, dense, sends, head))

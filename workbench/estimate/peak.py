@@ -38,7 +38,12 @@ def grads_before_backward(engine, zero, microbatches, pp):
     """Whether the gradient memory is alive before the step's first backward, per row: always
     unless the engine makes its gradients in the backward at this ZeRO stage
     (``Engine.grads_in_backward``) and the step has one microbatch on one pipeline stage."""
-    made = np.isin(np.asarray(zero), list(engine.grads_in_backward))
+    zero = np.asarray(zero)
+    if zero.size and 0 <= zero.min() and zero.max() <= 3:
+        # ZeRO stages 0-3: a lookup per stage (``np.isin`` costs several times more)
+        made = np.array([z in engine.grads_in_backward for z in range(4)])[zero]
+    else:
+        made = np.isin(zero, list(engine.grads_in_backward))
     return ~made | (np.asarray(microbatches) > 1) | (np.asarray(pp) > 1)
 
 
@@ -85,17 +90,21 @@ def phase_totals(parts: dict) -> dict:
 
 
 def at_peak(parts: dict, at) -> dict:
-    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``). A
-    category every phase holds alike (the same object: params, optimizer) is that value, with
-    nothing to choose."""
+    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``): the
+    first phase's, replaced where the peak is at a later phase that holds the category
+    differently (params and optimizer are alike in every phase: nothing to choose)."""
     at = np.asarray(at)
+    at_phase = {}
     out = {}
     for c in CATEGORIES:
         first, *rest = (parts[p][c] for p in PHASES)
-        if all(x is first for x in rest):
-            out[c] = first if np.shape(first) == at.shape else np.broadcast_to(first, at.shape)
-        else:     # np.choose broadcasts the choices and ``at`` together
-            out[c] = np.choose(at, [first, *rest])
+        chosen = first
+        for i, value in enumerate(rest, 1):
+            if value is not first:
+                if i not in at_phase:
+                    at_phase[i] = at == i
+                chosen = np.where(at_phase[i], value, chosen)
+        out[c] = chosen if np.shape(chosen) == at.shape else np.broadcast_to(chosen, at.shape)
     return out
 
 

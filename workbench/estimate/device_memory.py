@@ -174,11 +174,13 @@ def _groups(par, gpus_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     peer = np.where(pp > 1, 2, 1)
     shape = np.broadcast(tp, cp, ep, pp, dpcp, sg, etp, edp).shape
     size = np.empty((8, *shape), dtype=np.int64)
-    stride = np.empty((8, *shape), dtype=np.int64)
+    stride = np.empty((6, *shape), dtype=np.int64)     # the collective groups' (not the peers')
     for i, (n, apart) in enumerate(((sg, tp), (dpcp // np.maximum(sg, 1), tp * sg), (tp, 1),
-                                    (cp, tp), (ep, etp), (edp, etp * ep), (peer, 1), (peer, 1))):
+                                    (cp, tp), (ep, etp), (edp, etp * ep))):
         size[i], stride[i] = n, apart
-    crosses = np.asarray(group_span(size, stride, gpus_per_node).nodes) > 1
+    size[6:] = peer
+    crosses = np.empty(size.shape, dtype=bool)
+    crosses[:6] = np.asarray(group_span(size[:6], stride, gpus_per_node).nodes) > 1
     # the pipeline peers: the neighbour stage is one stage's GPUs (dp x cp x tp) away
     crosses[6:] = dpcp * tp >= gpus_per_node
     return size, crosses

@@ -12,7 +12,6 @@ and the time pass (``time_pass``) only where the memory can fit. The terms no of
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +169,14 @@ def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, pa
             "_finetune": fts}
 
 
+def _replaced(record, **changes):
+    """``dataclasses.replace`` of a frozen record without ``__post_init__`` (an
+    ``ActivationShape``), made without running ``__init__`` over every field again."""
+    out = object.__new__(type(record))
+    out.__dict__.update(record.__dict__, **changes)
+    return out
+
+
 def shared_terms(base: Scenario, rows: Rows) -> Shared:
     """The ``Shared`` terms of ``rows`` under ``base``'s recompute (its offload unread)."""
     m, tr, G = base.model, base.training, rows.grid
@@ -186,8 +193,7 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     eng = engine_of(tr)
     cd = compute_dtype_bytes(tr.precision)
     fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
-    x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
-                            sp=G.sp)
+    x = _replaced(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
     loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
                    "vocab_split": not eng.tp_gathers_logits,
                    "head_trains": ft.edge_trainable(tr, "head"),
@@ -330,18 +336,19 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) ->
     """Per layout: the worst rank's memory (the peak allocated, the allocator's reserved bytes,
     nvidia-smi's device bytes), host memory and NVMe per node, whether the device bytes fit
     the GPU and the offload fits the node (``host_fits``), and (``detail``) the worst rank."""
-    hw, worst = base.hardware, rows.worst
+    hw = base.hardware
     gpn = hw.gpus_per_node
-    host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
-    device = worst(mem["device"])
-    return {"memory_per_gpu": worst(mem["total"]),
+    total, reserved, device, host, nvme = rows.worst_of(
+        [mem[k] for k in ("total", "reserved", "device", "host", "nvme")])
+    host_node, nvme_node = gpn * host, gpn * nvme
+    return {"memory_per_gpu": total,
             "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
                           & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb
                              * TB)),
             "fits": device <= hbm_bytes(hw.gpu.memory_gb),
-            "reserved_per_gpu": worst(mem["reserved"]), "device_per_gpu": device,
+            "reserved_per_gpu": reserved, "device_per_gpu": device,
             "host_per_node": host_node, "nvme_per_node": nvme_node,
-            **({"worst_memory_rank": rows.argworst(mem["total"])} if detail else {})}
+            **({"worst_memory_rank": rows.argworst(mem["total"], total)} if detail else {})}
 
 
 def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, loss_forward,

@@ -86,7 +86,11 @@ def phase_parts(params, grads, optimizer, activations, bufs: dict, early, head_g
 
 def phase_totals(parts: dict) -> dict:
     """Each phase's bytes: the sum of its categories (``phase_parts``)."""
-    return {p: sum(parts[p][c] for c in CATEGORIES) for p in PHASES}
+    out = {}
+    for p in PHASES:
+        params, grads, optimizer, activations, buffers = (parts[p][c] for c in CATEGORIES)
+        out[p] = params + grads + optimizer + activations + buffers   # CATEGORIES' order
+    return out
 
 
 def at_peak(parts: dict, at) -> dict:

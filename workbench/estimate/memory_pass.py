@@ -276,8 +276,7 @@ def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
                "total": peak, "peak_phase": at, "reserved": reserved,
                # nvidia-smi's view: the same context and communicators on every rank of a
                # layout
-               "device": reserved + np.broadcast_to(overhead, len(rows.layouts))[
-                   rows.layout_of]}
+               "device": reserved + per_row(overhead, len(rows.layouts))[rows.layout_of]}
     out.update(ms=ms, nvme=ms.nvme, host=ms.host + sh.activations[1]
                + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0))
     return out

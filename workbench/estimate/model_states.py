@@ -29,6 +29,7 @@ and for stage 3 the parameters, on NVMe; gradients stay in host memory.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,6 +134,18 @@ def optimizer_params(dense, expert, zero, dense_shard, expert_shard):
                          _sharded(dense, dense_shard) + _sharded(expert, expert_shard)))
 
 
+@functools.lru_cache(maxsize=256)
+def _per_stage(precision: str, optimizer: str, state_dtype, factored: tuple) -> np.ndarray:
+    """``bytes_per_param`` at ZeRO stages 0-3: rows params, grads, optimizer; a column per
+    stage (the same few settings recur in every call of a search)."""
+    stages = [bytes_per_param(precision, optimizer, z, stage_dtype(state_dtype, z), factored)
+              for z in range(4)]
+    out = np.array([[b.params for b in stages], [b.grads for b in stages],
+                    [b.optimizer for b in stages]])
+    out.flags.writeable = False
+    return out
+
+
 def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shard,
                  expert_shard, offload: str = "none", *, trained=None, frozen_bytes=(0, 0),
                  state_dtype: str = "mixed", factored: tuple[float, float] = (1, 1),
@@ -149,10 +162,8 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     shard = _sharded(tdense, dense_shard) + _sharded(texpert, expert_shard)
     stage_of = np.clip(zero, 0, 3) if zero.ndim == 0 or zero.min() < 0 or zero.max() > 3 else zero
     # bytes per parameter at each ZeRO stage, one row per field (params, grads, optimizer)
-    stages = [bytes_per_param(precision, optimizer, z, stage_dtype(state_dtype, z), factored)
-              for z in range(4)]
-    per_stage = np.array([[b.params for b in stages], [b.grads for b in stages],
-                          [b.optimizer for b in stages]])
+    per_stage = _per_stage(precision, optimizer, state_dtype if isinstance(state_dtype, str)
+                           else tuple(state_dtype), tuple(factored))
     sharded = {3: zero >= 3, 2: zero >= 2, 1: zero >= 1}
 
     def column(stage: int, field: int) -> np.ndarray:

@@ -212,13 +212,29 @@ def take_rows(x, row: np.ndarray, n: int):
     return x
 
 
+# Rows times chunks per rank above which ``_placement`` computes each distinct (pp, chunks per
+# rank, rank) once (np.unique's sort costs less than the per-chunk arithmetic on every row)
+DISTINCT_PLACEMENT_WORK = 2048
+
+
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:
     """Per row: the layers a pipeline rank holds, how many of them are the leading dense ones,
     the activations it sends per microbatch (forward to the next chunk, backward to the
-    previous, when that chunk is on another rank), and the rank holding the head. Row by row
-    (a few ufuncs over the rows cost less than finding the distinct (pp, chunks per rank,
-    rank) first)."""
-    p, c_per, r = np.asarray(pp), np.asarray(cpr), np.asarray(rank)
+    previous, when that chunk is on another rank), and the rank holding the head: row by row,
+    or once per distinct (pp, chunks per rank, rank) where there are many rows
+    (``DISTINCT_PLACEMENT_WORK``)."""
+    pp, cpr, rank = np.asarray(pp), np.asarray(cpr), np.asarray(rank)
+    if rank.size * (int(cpr.max()) if cpr.size else 0) <= DISTINCT_PLACEMENT_WORK:
+        return _placed(layers, dense_layers, pp, cpr, rank, v_shape)
+    code = (pp * 1024 + cpr) * 65536 + rank
+    uniq, inverse = np.unique(code, return_inverse=True)
+    rest, r = np.divmod(uniq, 65536)
+    p, c_per = np.divmod(rest, 1024)
+    return tuple(x[inverse] for x in _placed(layers, dense_layers, p, c_per, r, v_shape))
+
+
+def _placed(layers: int, dense_layers: int, p, c_per, r, v_shape: bool) -> tuple:
+    """``_placement`` of rows (pp ``p``, chunks per rank ``c_per``, rank ``r``: arrays)."""
     chunks = p * c_per
     held = dense = sends = 0
     for k in range(int(c_per.max()) if c_per.size else 0):

@@ -32,6 +32,7 @@ PHASES = ("forward", "loss", "backward", "optimizer")
 LOSS_ONLY = ("logits",)
 BACKWARD_ONLY = ("fsdp_unsharded_grads", "in_backward_gradient")
 WHOLE_STEP = ("engine_grad_buffer", "lp_grads")
+NOT_TRANSIENT = frozenset(LOSS_ONLY + BACKWARD_ONLY + WHOLE_STEP)
 
 
 def grads_before_backward(engine, zero, microbatches, pp):
@@ -60,7 +61,7 @@ def phase_parts(params, grads, optimizer, activations, bufs: dict, early, head_g
     bytes beyond its saved tensors."""
     def total(names) -> np.ndarray:
         return sum((bufs[k] for k in names if k in bufs), np.zeros(np.shape(params)))
-    transient = total(k for k in bufs if k not in LOSS_ONLY + BACKWARD_ONLY + WHOLE_STEP)
+    transient = total(k for k in bufs if k not in NOT_TRANSIENT)
     whole = total(WHOLE_STEP)
     before = np.where(early, grads, 0.0)
     made = grads - before
@@ -88,8 +89,8 @@ def phase_totals(parts: dict) -> dict:
     """Each phase's bytes: the sum of its categories (``phase_parts``)."""
     out = {}
     for p in PHASES:
-        params, grads, optimizer, activations, buffers = (parts[p][c] for c in CATEGORIES)
-        out[p] = params + grads + optimizer + activations + buffers   # CATEGORIES' order
+        q = parts[p]       # summed in CATEGORIES' order
+        out[p] = q["params"] + q["grads"] + q["optimizer"] + q["activations"] + q["buffers"]
     return out
 
 

@@ -167,14 +167,6 @@ class Rows:
         same = self._per_layout(x)
         return same if same is not None else np.maximum.reduceat(x, self.starts)
 
-    def worst_of(self, xs: list) -> list:
-        """``worst`` of each of ``xs``: the per-row arrays reduced together (one reduceat)."""
-        per_row = [x for x in xs if np.ndim(x)]
-        if len(per_row) < 2:
-            return [self.worst(x) for x in xs]
-        each = iter(np.maximum.reduceat(np.stack(per_row), self.starts, axis=1))
-        return [next(each) if np.ndim(x) else self.worst(x) for x in xs]
-
     def argworst(self, x, worst=None) -> np.ndarray:
         """The pipeline rank of each layout's largest value (the lowest on ties); ``worst``:
         ``worst(x)`` where the caller has it."""

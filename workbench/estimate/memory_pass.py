@@ -337,8 +337,8 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) ->
     the GPU and the offload fits the node (``host_fits``), and (``detail``) the worst rank."""
     hw = base.hardware
     gpn = hw.gpus_per_node
-    total, reserved, device, host, nvme = rows.worst_of(
-        [mem[k] for k in ("total", "reserved", "device", "host", "nvme")])
+    total, reserved, device, host, nvme = (rows.worst(mem[k]) for k in (
+        "total", "reserved", "device", "host", "nvme"))
     host_node, nvme_node = gpn * host, gpn * nvme
     return {"memory_per_gpu": total,
             "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))

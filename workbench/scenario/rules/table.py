@@ -151,11 +151,17 @@ def check_rules(s: Scenario, layout: bool | None = None) -> list[Problem]:
 COMPACT_ROWS = 4096
 
 
+_CONDITIONS: dict = {}     # (rules registered, varying, reading) -> ``_layout_conditions``
+
+
 def _layout_conditions(varying: str | None = None, reading: bool = False) -> list[Condition]:
     """Every layout rule's conditions in table order (``varying``: only those that read the
-    field, ``reading``, or only those that do not)."""
-    return [c for r in RULES for c in r.conditions
-            if varying is None or (varying in c.reads) == reading]
+    field, ``reading``, or only those that do not); listed once per set of rules registered."""
+    key = (len(RULES), varying, reading)
+    if key not in _CONDITIONS:
+        _CONDITIONS[key] = [c for r in RULES for c in r.conditions
+                            if varying is None or (varying in c.reads) == reading]
+    return _CONDITIONS[key]
 
 
 def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) -> np.ndarray:
@@ -178,7 +184,9 @@ def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) ->
             v = Layouts(sub, sub.micro_batch, base)
             held = np.ones(k, dtype=bool)
 
-    compact()
+    big = len(held) > COMPACT_ROWS
+    if big:
+        compact()
     for c in conditions:
         r = c.ok(v)
         if type(r) is bool or type(r) is np.bool_:    # the same for every row
@@ -186,7 +194,8 @@ def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) ->
                 held[:] = False
             continue
         np.logical_and(held, r, out=held)
-        compact()
+        if big:
+            compact()
     if rows is not None:
         ok[:] = False
         ok[rows] = held

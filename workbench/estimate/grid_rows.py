@@ -230,14 +230,17 @@ def _placed(layers: int, dense_layers: int, p, c_per, r, v_shape: bool) -> tuple
     chunks = p * c_per
     held = dense = sends = 0
     for k in range(int(c_per.max()) if c_per.size else 0):
-        on = k < c_per
         c = chunk_of(r, k, p, v_shape)
         size = chunk_size(layers, chunks, c)
         # the chunk's leading dense layers: dense_layers - its first layer, within 0..size
         lead = np.minimum(np.maximum(dense_layers - chunk_start(layers, chunks, c), 0), size)
-        held = held + np.where(on, size, 0)
-        dense = dense + np.where(on, lead, 0)
-        sends = sends + (on & (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r))
-        sends = sends + (on & (c > 0) & (chunk_owner(c - 1, p, v_shape) != r))
+        nxt = (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r)
+        prev = (c > 0) & (chunk_owner(c - 1, p, v_shape) != r)
+        if k:      # the k-th chunk where the rank has one (every rank has a first)
+            on = k < c_per
+            size, lead, nxt, prev = np.where(on, size, 0), np.where(on, lead, 0), on & nxt, on & prev
+        held, dense, sends = held + size, dense + lead, sends + nxt + prev
     head = chunk_owner(chunks - 1, p, v_shape)
-    return tuple(np.broadcast_to(x, r.shape).astype(np.int64) for x in (held, dense, sends, head))
+    return tuple(x if type(x) is np.ndarray and x.shape == r.shape and x.dtype == np.int64
+                 else np.broadcast_to(x, r.shape).astype(np.int64)
+                 for x in (held, dense, sends, head))

@@ -183,9 +183,11 @@ class Rows:
 def per_row(x, n: int) -> np.ndarray:
     """``x`` (a number or an array of ``n``) as an array of ``n``: an array of ``n`` as it is
     (``np.broadcast_to``'s view costs microseconds a call, and a pass makes dozens), else
-    broadcast (a read-only view)."""
+    filled (a number) or broadcast (a read-only view)."""
     if type(x) is np.ndarray and x.shape == (n,):
         return x
+    if np.ndim(x) == 0:
+        return np.full(n, x)
     return np.broadcast_to(x, n)
 
 

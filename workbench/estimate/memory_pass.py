@@ -12,6 +12,7 @@ and the time pass (``time_pass``) only where the memory can fit. The terms no of
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,8 +171,10 @@ def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, pa
 
 
 def _replaced(record, **changes):
-    """``dataclasses.replace`` of a frozen record without ``__post_init__`` (an
-    ``ActivationShape``), made without running ``__init__`` over every field again."""
+    """``dataclasses.replace`` of a frozen record (an ``ActivationShape``), made without
+    running ``__init__`` over every field again where the class checks nothing on init."""
+    if hasattr(type(record), "__post_init__"):
+        return dataclasses.replace(record, **changes)
     out = object.__new__(type(record))
     out.__dict__.update(record.__dict__, **changes)
     return out

@@ -127,22 +127,26 @@ def compute_dtype_bytes(precision: str) -> int:
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
                  gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
-                 vocab_split=True, head_trains=True, loss_style=None) -> dict:
+                 vocab_split=True, head_trains=True, loss_style=None, loss_bytes=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
-    layouts (then every term is present, zero where it does not apply). Fine-tuning:
+    layouts (then every term is present: zero where it does not apply, a zero number where no
+    layout has it). Fine-tuning:
     ``gather_bytes`` per gathered parameter (its stored format; default the compute dtype),
     ``grad_share`` of the parameters that have gradients, ``grad_bytes`` per unsharded gradient
     and its reduction copy (default: the compute dtype plus FSDP2's fp32 reduce copy). The
     loss: ``logits_kept`` (the compute-dtype logits alive in its backward), ``vocab_split``
     (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
-    gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy)."""
+    gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy);
+    ``loss_bytes``: ``loss_moments``' (forward, backward) of these where the caller has them."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
     rb = cd + 4 if grad_bytes is None else grad_bytes
     tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
     fsdp = (np.asarray(par.zero) == 3) & (np.asarray(par.dense_shard) > 1)
     sb = np.asarray(x.s) * x.b
+    # the terms no layout can have are 0.0 (their formulas give zeros there), not computed
+    quantized = QUANTIZED_WEIGHT_BYTES.get(precision, 0)
     terms = {
         "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * gb,
                                                          stage_params * gb), 0),
@@ -151,15 +155,16 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
         "fsdp_unsharded_grads": grad_share * np.where(
             fsdp, np.where(pp > 1, stage_params * (rb - cd) + unit * cd, unit * rb), 0),
         "tp_comm": np.where(tp > 1, np.where(par.sp, 2, 1) * sb * model.hidden * x.elem, 0),
-        "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0),
-        "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * (
-            model.moe.top_k if model.moe else 0) * model.hidden * x.elem, 0),
-        "logits": np.where(has_head, loss_moments(model, x, tp, loss, cd, logits_kept,
-                                                  vocab_split, head_trains,
-                                                  **(loss_style or {}))[1], 0),
+        "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0)
+        if np.any(cp > 1) else 0.0,
+        "ep_all_to_all": np.where((ep > 1) & has_moe_layer, 2 * sb * model.moe.top_k
+                                  * model.hidden * x.elem, 0) if model.moe else 0,
+        "logits": np.where(has_head, (loss_bytes or loss_moments(
+            model, x, tp, loss, cd, logits_kept, vocab_split, head_trains,
+            **(loss_style or {})))[1], 0),
         # the quantized weights of the unit TE caches across the microbatches of a step, rowwise
         # and columnwise: FP8 1 B each, NVFP4 (16x16-block scaled) NVFP4_BYTES each
-        "fp8_weights": np.asarray(2 * unit * QUANTIZED_WEIGHT_BYTES.get(precision, 0)),
+        "fp8_weights": np.asarray(2 * unit * quantized) if quantized else 0.0,
     }
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}

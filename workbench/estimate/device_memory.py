@@ -33,6 +33,8 @@ nvidia-smi):
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from workbench.estimate.comm import group_span
@@ -118,26 +120,26 @@ def cuda_context_bytes(gpu_arch: str) -> float:
 
 
 def communicator_bytes(
-    gpu_arch: str, ranks: int, crosses_nodes: bool, nccl_channels: int | None = None
-) -> float:
-    """NCCL device buffers of one rank in one communicator (Ring, Tree across nodes, NVLS)."""
-    if ranks <= 1:
-        return 0.0
+    gpu_arch: str, ranks, crosses_nodes, nccl_channels: int | None = None
+):
+    """NCCL device buffers of one rank in one communicator (Ring, Tree across nodes, NVLS):
+    a float for numbers, element-wise for arrays of ``ranks`` and ``crosses_nodes`` (every
+    communicator of every layout at once: ``device_overhead``)."""
     arch = _arch(gpu_arch)
+    ranks, crosses = np.asarray(ranks), np.asarray(crosses_nodes, dtype=bool)
     p2p_pair = P2P_RECV_CONN + P2P_SEND_CONN
-    if crosses_nodes:
-        channels = nccl_channels or INTER_CHANNELS
-        buffers = channels * (p2p_pair + NET_RECV_CONN + NET_SEND_CONN)
-        local_ranks = min(ranks, GPUS_PER_NODE)
-    else:
-        channels = nccl_channels or INTRA_CHANNELS.get(arch, INTRA_CHANNELS["hopper"])
-        buffers = channels * p2p_pair
-        local_ranks = ranks
-    nvls = 0
-    if arch in NVLS_CHANNELS and local_ranks >= NVLS_MIN_RANKS:
-        nvls_channels = NVLS_CHANNELS[arch][1 if crosses_nodes else 0]
-        nvls = nvls_channels * 2 * NVLS_CHUNK * NCCL_STEPS * local_ranks
-    return float(buffers + nvls)
+    # across nodes: Ring and Tree over NET connections, NVLS among the node's local ranks
+    inter = (nccl_channels or INTER_CHANNELS) * (p2p_pair + NET_RECV_CONN + NET_SEND_CONN)
+    intra = (nccl_channels or INTRA_CHANNELS.get(arch, INTRA_CHANNELS["hopper"])) * p2p_pair
+    buffers = np.where(crosses, inter, intra)
+    local_ranks = np.where(crosses, np.minimum(ranks, GPUS_PER_NODE), ranks)
+    if arch in NVLS_CHANNELS:
+        single, multi = NVLS_CHANNELS[arch]
+        nvls_channels = np.where(crosses, multi, single)
+        buffers = buffers + np.where(local_ranks >= NVLS_MIN_RANKS, nvls_channels * 2 * NVLS_CHUNK
+                                     * NCCL_STEPS * local_ranks, 0)
+    out = np.where(ranks > 1, buffers, 0).astype(float)
+    return float(out) if out.ndim == 0 else out
 
 
 def device_terms(
@@ -158,43 +160,52 @@ def device_terms(
     }
 
 
+def _groups(par, gpus_per_node: int) -> tuple[np.ndarray, np.ndarray]:
+    """``communicators`` stacked: (ranks, crosses nodes), each an array of one row per
+    communicator (over the layouts of ``par`` where it is a grid), every group placed by one
+    ``group_span`` call."""
+    tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
+    dpcp = np.asarray(par.dp) * cp
+    sg = np.asarray(par.shard_group if par.shard_group is not None else 0)
+    sg = np.where(sg > 0, sg, dpcp)
+    etp = np.asarray(par.etp)
+    # expert groups exist only under EP (without it the experts replicate with the dense weights)
+    edp = np.where(ep > 1, np.asarray(par.expert_data_parallel), 1)
+    peer = np.where(pp > 1, 2, 1)
+    shape = np.broadcast(tp, cp, ep, pp, dpcp, sg, etp, edp).shape
+    size = np.empty((8, *shape), dtype=np.int64)
+    stride = np.empty((6, *shape), dtype=np.int64)     # the collective groups' (not the peers')
+    for i, (n, apart) in enumerate(((sg, tp), (dpcp // np.maximum(sg, 1), tp * sg), (tp, 1),
+                                    (cp, tp), (ep, etp), (edp, etp * ep))):
+        size[i], stride[i] = n, apart
+    size[6:] = peer
+    crosses = np.empty(size.shape, dtype=bool)
+    crosses[:6] = np.asarray(group_span(size[:6], stride, gpus_per_node).nodes) > 1
+    # the pipeline peers: the neighbour stage is one stage's GPUs (dp x cp x tp) away
+    crosses[6:] = dpcp * tp >= gpus_per_node
+    return size, crosses
+
+
 def communicators(par, gpus_per_node: int) -> list[tuple[object, object]]:
     """(ranks, crosses nodes) of each NCCL communicator one GPU of the layout belongs to (numbers
     or arrays; ranks 1 where the group does not exist): its data-parallel group over dp x cp
     (and, under HSDP, the shard and replica groups), TP, CP, EP, the expert-data-parallel group,
     and under pipelining one point-to-point communicator with each neighbour stage (PyTorch's
     ProcessGroupNCCL creates one per peer pair for send/recv)."""
-    tp, cp, ep, pp = (np.asarray(v) for v in (par.tp, par.cp, par.ep, par.pp))
-    dpcp = np.asarray(par.dp) * cp
-    sg = np.asarray(par.shard_group if par.shard_group is not None else 0)
-    sg = np.where(sg > 0, sg, dpcp)
-    out = []
-    # expert groups exist only under EP (without it the experts replicate with the dense weights)
-    edp = np.where(ep > 1, np.asarray(par.expert_data_parallel), 1)
-    for size, stride in ((sg, tp), (dpcp // np.maximum(sg, 1), tp * sg), (tp, 1), (cp, tp),
-                         (ep, np.asarray(par.etp)), (edp, np.asarray(par.etp) * ep)):
-        span = group_span(size, stride, gpus_per_node)
-        out.append((size, np.asarray(span.nodes) > 1))
-    world_stage = dpcp * tp
-    crosses = world_stage >= gpus_per_node
-    for _ in range(2):
-        out.append((np.where(pp > 1, 2, 1), crosses))
-    return out
+    return list(zip(*_groups(par, gpus_per_node)))
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_bytes(arch: str) -> float:
+    """The device terms no communicator adds (context and workspaces) of ``arch``."""
+    return sum(device_terms(arch, []).values())
 
 
 def device_overhead(hw, par) -> np.ndarray | float:
     """What nvidia-smi shows beyond the allocator's reserved bytes for one GPU of each layout of
     ``par`` (``device_terms``: CUDA context, NCCL communicator buffers, library
-    workspaces). The NCCL term is a sum over communicators, so each communicator slot is
-    evaluated once per distinct (ranks, crosses nodes)."""
-    arch = hw.gpu.arch
-    fixed = sum(device_terms(arch, []).values())       # context and workspaces
-    total = 0.0
-    for size, crosses in communicators(par, hw.gpus_per_node):
-        code = np.asarray(size, dtype=np.int64) * 2 + np.asarray(crosses, dtype=np.int64)
-        uniq, inverse = np.unique(code, return_inverse=True)
-        each = np.array([communicator_bytes(arch, int(c) // 2, bool(c % 2)) for c in uniq])
-        total = total + each[inverse.reshape(np.shape(code))]
-    out = fixed + total
+    workspaces): the NCCL term summed over every communicator of every layout at once."""
+    size, crosses = _groups(par, hw.gpus_per_node)
+    # whole bytes below 2**53: the sum is exact in any order
+    out = _fixed_bytes(hw.gpu.arch) + communicator_bytes(hw.gpu.arch, size, crosses).sum(axis=0)
     return float(out) if np.ndim(out) == 0 else out
-

@@ -44,7 +44,8 @@ class Rows:
     def _derive(self) -> None:
         """The columns that follow from the ones set: counts, layout starts, edges."""
         self.n = len(self.rank)
-        self.starts = np.flatnonzero(np.r_[True, self.layout_of[1:] != self.layout_of[:-1]])
+        self.starts = np.flatnonzero(np.concatenate((
+            [True], self.layout_of[1:] != self.layout_of[:-1])))
         self.moe = self.layers - self.dense
         self.has_emb = self.rank == 0
         self.has_head = self.head_rank == self.rank
@@ -83,11 +84,63 @@ class Rows:
             self._columns[key] = self.table.column(kind, name)[self.entry]
         return self._columns[key]
 
+    def layer_sum(self, name: str) -> np.ndarray:
+        """The sum of a layer datum over the layers each row's rank holds (dense and MoE),
+        once per bound rows; a model without MoE layers holds none on any rank, so their
+        term (zero) is not added."""
+        key = ("sum", "layers", name)
+        if key not in self._columns:
+            out = self.dense * self.col("dense", name)
+            if self.layers_total > self.dense_total:
+                out = out + self.moe * self.col("moe", name)
+            self._columns[key] = out
+        return self._columns[key]
+
+    def head_col(self, name: str) -> np.ndarray:
+        """A datum of the output head per row, ``name`` + "_sep" where the head is on its own
+        stage (head rank not 0), + "_same" where it is beside the last layers; once per bound
+        rows."""
+        key = ("head", name)
+        if key not in self._columns:
+            self._columns[key] = np.where(self.head_rank != 0, self.col(name + "_sep"),
+                                          self.col(name + "_same"))
+        return self._columns[key]
+
+    def on_head(self, name: str) -> np.ndarray:
+        """A datum (``col(name)``) on the rows whose rank holds the head, 0 elsewhere; once
+        per bound rows."""
+        key = ("on_head", name)
+        if key not in self._columns:
+            self._columns[key] = self.has_head * self.col(name)
+        return self._columns[key]
+
+    def on_embedding(self, name: str) -> np.ndarray:
+        """A datum (``col(name)``) on the rows whose rank holds the embedding, 0 elsewhere;
+        once per bound rows."""
+        key = ("on_emb", name)
+        if key not in self._columns:
+            self._columns[key] = self.has_emb * self.col(name)
+        return self._columns[key]
+
+    def layer_max(self, name: str) -> np.ndarray:
+        """The larger of a layer datum (a size, >= 0) over the kinds of layer (dense, MoE)
+        each row's rank holds, 0 where it holds none; once per bound rows."""
+        key = ("max", "layers", name)
+        if key not in self._columns:
+            out = np.where(self.dense > 0, self.col("dense", name), 0)
+            if self.layers_total > self.dense_total:
+                out = np.maximum(out, np.where(self.moe > 0, self.col("moe", name), 0))
+            self._columns[key] = out
+        return self._columns[key]
+
     def blocks(self, name: str) -> np.ndarray:
-        """The sum of a block datum over the blocks each row's rank holds."""
-        return (self.dense * self.col("dense", name) + self.moe * self.col("moe", name)
-                + self.has_head * self.col("head", name)
-                + self.has_emb * self.col("embedding", name))
+        """The sum of a block datum over the blocks each row's rank holds (once per bound
+        rows: the passes ask for some twice)."""
+        key = ("sum", "blocks", name)
+        if key not in self._columns:
+            self._columns[key] = (self.layer_sum(name) + self.has_head * self.col("head", name)
+                                  + self.has_emb * self.col("embedding", name))
+        return self._columns[key]
 
     def model_total(self, name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
         """Per layout: a block datum over the whole model (every layer, the head and the
@@ -100,6 +153,10 @@ class Rows:
                 + block("embedding", name)[each]
                 + self.layers_total * first(wrappers[0]) + first(wrappers[1]))
 
+    def full(self, x) -> np.ndarray:
+        """``x`` (a number or a per-row array) as one entry per row (``per_row``)."""
+        return per_row(x, self.n)
+
     def _per_layout(self, x) -> np.ndarray | None:
         """``x`` as one entry per layout when it is a scalar (None when it is per row)."""
         x = np.asarray(x)
@@ -110,9 +167,10 @@ class Rows:
         same = self._per_layout(x)
         return same if same is not None else np.maximum.reduceat(x, self.starts)
 
-    def argworst(self, x) -> np.ndarray:
-        """The pipeline rank of each layout's largest value (the lowest on ties)."""
-        hit = x == self.worst(x)[self.layout_of]
+    def argworst(self, x, worst=None) -> np.ndarray:
+        """The pipeline rank of each layout's largest value (the lowest on ties); ``worst``:
+        ``worst(x)`` where the caller has it."""
+        hit = x == (self.worst(x) if worst is None else worst)[self.layout_of]
         return self.rank[np.minimum.reduceat(np.where(hit, np.arange(self.n), self.n),
                                              self.starts)]
 
@@ -120,6 +178,17 @@ class Rows:
         """Per layout: the value of its first row (for what every row of a layout shares)."""
         same = self._per_layout(x)
         return same if same is not None else np.asarray(x)[self.starts]
+
+
+def per_row(x, n: int) -> np.ndarray:
+    """``x`` (a number or an array of ``n``) as an array of ``n``: an array of ``n`` as it is
+    (``np.broadcast_to``'s view costs microseconds a call, and a pass makes dozens), else
+    filled (a number) or broadcast (a read-only view)."""
+    if type(x) is np.ndarray and x.shape == (n,):
+        return x
+    if np.ndim(x) == 0:
+        return np.full(n, x)
+    return np.broadcast_to(x, n)
 
 
 def take_rows(x, row: np.ndarray, n: int):
@@ -137,26 +206,43 @@ def take_rows(x, row: np.ndarray, n: int):
     return x
 
 
+# Rows times chunks per rank above which ``_placement`` computes each distinct (pp, chunks per
+# rank, rank) once (np.unique's sort costs less than the per-chunk arithmetic on every row)
+DISTINCT_PLACEMENT_WORK = 2048
+
+
 def _placement(layers: int, dense_layers: int, pp, cpr, rank, v_shape: bool) -> tuple:
     """Per row: the layers a pipeline rank holds, how many of them are the leading dense ones,
     the activations it sends per microbatch (forward to the next chunk, backward to the
-    previous, when that chunk is on another rank), and the rank holding the head. Computed once
-    per distinct (pp, chunks per rank, rank)."""
+    previous, when that chunk is on another rank), and the rank holding the head: row by row,
+    or once per distinct (pp, chunks per rank, rank) where there are many rows
+    (``DISTINCT_PLACEMENT_WORK``)."""
+    pp, cpr, rank = np.asarray(pp), np.asarray(cpr), np.asarray(rank)
+    if rank.size * (int(cpr.max()) if cpr.size else 0) <= DISTINCT_PLACEMENT_WORK:
+        return _placed(layers, dense_layers, pp, cpr, rank, v_shape)
     code = (pp * 1024 + cpr) * 65536 + rank
     uniq, inverse = np.unique(code, return_inverse=True)
     rest, r = np.divmod(uniq, 65536)
     p, c_per = np.divmod(rest, 1024)
+    return tuple(x[inverse] for x in _placed(layers, dense_layers, p, c_per, r, v_shape))
+
+
+def _placed(layers: int, dense_layers: int, p, c_per, r, v_shape: bool) -> tuple:
+    """``_placement`` of rows (pp ``p``, chunks per rank ``c_per``, rank ``r``: arrays)."""
     chunks = p * c_per
-    held = np.zeros(len(uniq), dtype=np.int64)
-    dense = np.zeros(len(uniq), dtype=np.int64)
-    sends = np.zeros(len(uniq), dtype=np.int64)
-    for k in range(int(c_per.max())):
-        on = k < c_per
+    held = dense = sends = 0
+    for k in range(int(c_per.max()) if c_per.size else 0):
         c = chunk_of(r, k, p, v_shape)
         size = chunk_size(layers, chunks, c)
-        held += np.where(on, size, 0)
-        dense += np.where(on, np.clip(dense_layers - chunk_start(layers, chunks, c), 0, size), 0)
-        sends += on & (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r)
-        sends += on & (c > 0) & (chunk_owner(c - 1, p, v_shape) != r)
+        # the chunk's leading dense layers: dense_layers - its first layer, within 0..size
+        lead = np.minimum(np.maximum(dense_layers - chunk_start(layers, chunks, c), 0), size)
+        nxt = (c + 1 < chunks) & (chunk_owner(c + 1, p, v_shape) != r)
+        prev = (c > 0) & (chunk_owner(c - 1, p, v_shape) != r)
+        if k:      # the k-th chunk where the rank has one (every rank has a first)
+            on = k < c_per
+            size, lead, nxt, prev = np.where(on, size, 0), np.where(on, lead, 0), on & nxt, on & prev
+        held, dense, sends = held + size, dense + lead, sends + nxt + prev
     head = chunk_owner(chunks - 1, p, v_shape)
-    return held[inverse], dense[inverse], sends[inverse], head[inverse]
+    return tuple(x if type(x) is np.ndarray and x.shape == r.shape and x.dtype == np.int64
+                 else np.broadcast_to(x, r.shape).astype(np.int64)
+                 for x in (held, dense, sends, head))

@@ -24,7 +24,7 @@ from workbench.estimate.buffers import (
     ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, reserved_bytes,
 )
 from workbench.estimate.device_memory import device_overhead
-from workbench.estimate.grid_rows import Rows
+from workbench.estimate.grid_rows import Rows, per_row
 from workbench.estimate.model_states import (
     bytes_per_param, model_states, stage_dtype,
 )
@@ -57,15 +57,14 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     states are in managed memory (bitsandbytes pages a state of >= 1e5 elements:
     optim/optimizer.py ``get_state_buffer`` L383-389 @ 95f9af30)."""
     m, tr, col = base.model, base.training, rows.col
-    nd, nm = rows.dense, rows.moe
+    nm = rows.moe
     eng = engine_of(tr)
     cd = compute_dtype_bytes(tr.precision)
-    head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
-                            col("head_trained_same"))
-    tdense = (nd * col("dense", "tdense") + nm * col("moe", "tdense")
-              + rows.has_emb * col("emb_trained") + rows.has_head * head_trained)
+    head_trained = rows.head_col("head_trained")
+    tdense = (rows.layer_sum("tdense") + rows.on_embedding("emb_trained")
+              + rows.has_head * head_trained)
     texpert = nm * col("moe", "texpert")
-    qd = nd * col("dense", "qdense") + nm * col("moe", "qdense")
+    qd = rows.layer_sum("qdense")
     qe = nm * col("moe", "qexpert")
     qb = ft.quantized_bytes_per_param(tr, m) if tr.method == "qlora" else cd
     frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
@@ -77,22 +76,22 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     kwargs = {"trained": (tdense, texpert), "frozen_bytes": frozen, "state_dtype": state_dtype,
               "factored": typical,
               "paged": tr.optimizer == "paged_adamw8bit" and typical[0] * typical[1] >= 1e5}
-    held = np.maximum(pdense + pexpert, 1)
     # the FSDP buffers below are ZeRO-3's: the stage-3 state dtype
     sd3 = stage_dtype(state_dtype, 3)
     grad_b = bytes_per_param(tr.precision, tr.optimizer, 3, sd3).grads
     buffer_kwargs = {}
     if tr.method != "pretrain" or sd3 != "mixed":
+        held = np.maximum(pdense + pexpert, 1)
         buffer_kwargs = {"gather_bytes": (frozen[0] + frozen[1] + (tdense + texpert) * cd)
                          / held,
                          "grad_share": (tdense + texpert) / held,
                          "grad_bytes": cd + 4 if sd3 == "mixed" else grad_b}
     embedding = np.where(rows.has_emb & (col("emb_trained") > 0), col("emb_params"), 0)
     head = np.where(rows.has_head & (head_trained > 0), head_params_r, 0)
-    largest = np.maximum.reduce([embedding, head, ft.largest_linear(m, 1) / rows.grid.tp
-                                 if not tr.adapters else np.zeros(rows.n)])
-    if tr.adapters:   # an adapter's larger factor
-        largest = np.maximum(largest, tr.lora.rank * m.hidden)
+    largest = np.maximum(embedding, head)
+    # the largest linear's gradient, or an adapter's larger factor
+    largest = np.maximum(largest, tr.lora.rank * m.hidden if tr.adapters
+                         else ft.largest_linear(m, 1) / rows.grid.tp)
     return _FineTuneStates((tdense, texpert), kwargs, buffer_kwargs,
                            largest * (grad_b if sd3 != "mixed" else 4))
 
@@ -100,12 +99,10 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
 def held_params(rows: Rows) -> tuple:
     """Per row: the (dense, expert) parameters the rank holds and the head's parameters (the
     head on its own stage or beside the last layers)."""
-    col, nd, nm = rows.col, rows.dense, rows.moe
-    head_params_r = np.where(rows.head_rank != 0, col("head_params_sep"),
-                             col("head_params_same"))
-    pdense = (nd * col("dense", "pdense") + nm * col("moe", "pdense")
-              + rows.has_emb * col("emb_params") + rows.has_head * head_params_r)
-    pexpert = nm * col("moe", "pexpert")
+    head_params_r = rows.head_col("head_params")
+    pdense = (rows.layer_sum("pdense") + rows.on_embedding("emb_params")
+              + rows.has_head * head_params_r)
+    pexpert = rows.moe * rows.col("moe", "pexpert")
     return pdense, pexpert, head_params_r
 
 
@@ -121,18 +118,18 @@ def saved_activations(base: Scenario, rows: Rows) -> tuple:
     """Per row: (the activations on the GPU at the peak, those offloaded to host memory, the
     microbatches in flight per chunk, one microbatch's activations through every chunk of the
     rank) under ``base``'s recompute (the rows bound to its block data)."""
-    tr, G, col, nd, nm = base.training, rows.grid, rows.col, rows.dense, rows.moe
+    tr, G = base.training, rows.grid
     sched, p, cpr, mbs = G.schedule, G.pp, G.chunks_per_rank, rows.microbatches
     inflight = sched.inflight(p, mbs, cpr, rows.rank)
-    layer_act = nd * col("dense", "act") + nm * col("moe", "act")
+    layer_act = rows.layer_sum("act")
+    emb_act, head_act = rows.on_embedding("emb_act"), rows.on_head("head_act")
     # one microbatch through every chunk of the rank, embedding and head included
-    one_microbatch = layer_act + rows.has_emb * col("emb_act") + rows.has_head * col("head_act")
+    one_microbatch = layer_act + emb_act + head_act
     activ = layer_act * inflight / cpr
-    activ = activ + rows.has_emb * col("emb_act") * sched.inflight_first_chunk(p, mbs)
-    activ = activ + rows.has_head * col("head_act") * sched.inflight_last_chunk(p, mbs)
+    activ = activ + emb_act * sched.inflight_first_chunk(p, mbs)
+    activ = activ + head_act * sched.inflight_last_chunk(p, mbs)
     if tr.recompute in ("full", "op", "layer"):
-        activ = activ + np.maximum(np.where(nd > 0, col("dense", "ws"), 0),
-                                   np.where(nm > 0, col("moe", "ws"), 0))
+        activ = activ + rows.layer_max("ws")
     host_activations = 0.0
     if tr.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py @ v0.6.1) copies
@@ -140,9 +137,7 @@ def saved_activations(base: Scenario, rows: Rows) -> tuple:
         # its backward; the output head's stay on the GPU (NoOpManager), and a stash of recent
         # tensors until their copies finish: on the GPU, the head's and about two layers' sets
         # (the one being offloaded in forward, the one prefetched in backward).
-        layer_one = np.maximum(np.where(nd > 0, col("dense", "act"), 0),
-                               np.where(nm > 0, col("moe", "act"), 0))
-        kept = np.minimum(activ, 2 * layer_one + rows.has_head * col("head_act"))
+        kept = np.minimum(activ, 2 * rows.layer_max("act") + head_act)
         host_activations = activ - kept
         activ = kept
     return activ, host_activations, inflight / cpr, one_microbatch
@@ -152,15 +147,15 @@ def saved_activations(base: Scenario, rows: Rows) -> tuple:
 class Shared:
     """What a row's memory holds that offload does not change, under one recompute (the rows
     bound to its block data): the parameters held, the method's states, the activations
-    (``saved_activations``), the named buffers, the activation shape and the loss's style."""
+    (``saved_activations``), the named buffers and the loss's forward bytes on the rows with
+    the head (``buffers.loss_moments``)."""
 
     pdense: np.ndarray
     pexpert: np.ndarray
     fts: _FineTuneStates
     activations: tuple
     bufs: dict
-    x: object
-    loss_kwargs: dict
+    loss_forward: np.ndarray
 
 
 def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, params_far,
@@ -170,9 +165,19 @@ def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, pa
     parameter shard in host memory or on NVMe (``ModelStates.params_far``)."""
     return {"dense_params": pdense, "expert_params": pexpert,
             "trained_dense": fts.trained[0], "trained_expert": fts.trained[1],
-            "params_far": np.broadcast_to(params_far, n),
-            "offloaded_activations": np.broadcast_to(offloaded_activations, n),
+            "params_far": per_row(params_far, n),
+            "offloaded_activations": per_row(offloaded_activations, n),
             "_finetune": fts}
+
+
+def _replaced(record, **changes):
+    """``dataclasses.replace`` of a frozen record (an ``ActivationShape``), made without
+    running ``__init__`` over every field again where the class checks nothing on init."""
+    if hasattr(type(record), "__post_init__"):
+        return dataclasses.replace(record, **changes)
+    out = object.__new__(type(record))
+    out.__dict__.update(record.__dict__, **changes)
+    return out
 
 
 def shared_terms(base: Scenario, rows: Rows) -> Shared:
@@ -180,14 +185,18 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     m, tr, G = base.model, base.training, rows.grid
     col, nd, nm = rows.col, rows.dense, rows.moe
     pdense, pexpert, head_params_r = held_params(rows)
-    unit = np.maximum.reduce([
-        np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0),
-        np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"), 0),
-        rows.has_emb * col("emb_params"), rows.has_head * head_params_r])
+    stage_params = pdense + pexpert
+    # the largest FSDP unit: a layer (of the kinds the rank holds), the embedding or the head
+    unit = np.where(nd > 0, col("dense", "pdense") + col("dense", "pexpert"), 0)
+    if rows.layers_total > rows.dense_total:
+        unit = np.maximum(unit, np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert"),
+                                         0))
+    unit = np.maximum(np.maximum(unit, rows.on_embedding("emb_params")),
+                      rows.has_head * head_params_r)
     eng = engine_of(tr)
+    cd = compute_dtype_bytes(tr.precision)
     fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
-    x = dataclasses.replace(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
-                            sp=G.sp)
+    x = _replaced(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
     loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
                    "vocab_split": not eng.tp_gathers_logits,
                    "head_trains": ft.edge_trainable(tr, "head"),
@@ -197,21 +206,23 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     gathered = dict(fts.buffer_kwargs)
     if tr.precision == "fp8" and tr.fp8_param_gather:   # the gathered linear weights in FP8
         gathered["gather_bytes"] = fp8_casts.fp8_gather_bytes(
-            m, gathered.get("gather_bytes"), nd, nm, pdense + pexpert,
-            compute_dtype_bytes(tr.precision), G)
-    bufs = buffer_terms(m, G, x, tr.precision, pdense + pexpert, unit, rows.has_head, nm > 0,
-                        eng.loss, **gathered, **loss_kwargs)
+            m, gathered.get("gather_bytes"), nd, nm, stage_params, cd, G)
+    # the loss's (forward, backward) bytes: the forward's for the moments (``_phases``), the
+    # backward's a named buffer
+    loss = loss_moments(m, x, G.tp, eng.loss, cd, **{
+        k: v for k, v in loss_kwargs.items() if k != "loss_style"}, **loss_kwargs["loss_style"])
+    bufs = buffer_terms(m, G, x, tr.precision, stage_params, unit, rows.has_head, nm > 0,
+                        eng.loss, **gathered, **loss_kwargs, loss_bytes=loss)
     if tr.method == "qlora":
         # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
         # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
-        bufs["dequantized_weight"] = np.asarray(ft.largest_linear(m, G.tp)
-                                                * compute_dtype_bytes(tr.precision))
+        bufs["dequantized_weight"] = np.asarray(ft.largest_linear(m, G.tp) * cd)
     if tr.optimizer_in_backward:
         # each parameter steps from its gradient hook and frees the gradient: one tensor's
         # gradient alive instead of all (torchtune optimizer_in_bwd)
         bufs["in_backward_gradient"] = np.asarray(fts.largest_grad)
     if eng.unsharded_grad_bytes:
-        bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * (pdense + pexpert)
+        bufs["engine_grad_buffer"] = eng.unsharded_grad_bytes * stage_params
     if eng.dp_bucket_bytes:
         bufs["dp_buckets"] = np.where(G.dp * G.cp > 1, eng.dp_bucket_bytes, 0.0)
     if any(eng.lp_grad_bytes_by_zero):
@@ -219,8 +230,9 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
         bufs["lp_grads"] = np.choose(np.clip(np.asarray(G.zero), 0, 3),
                                      eng.lp_grad_bytes_by_zero) * (fts.trained[0]
                                                                    + fts.trained[1])
-    bufs = {k: np.broadcast_to(v, rows.n) for k, v in bufs.items()}
-    return Shared(pdense, pexpert, fts, saved_activations(base, rows), bufs, x, loss_kwargs)
+    bufs = {k: rows.full(v) for k, v in bufs.items()}
+    return Shared(pdense, pexpert, fts, saved_activations(base, rows), bufs,
+                  np.where(rows.has_head, loss[0], 0.0))
 
 
 def _parts(base: Scenario, rows: Rows, sh: Shared, ms) -> tuple:
@@ -228,7 +240,7 @@ def _parts(base: Scenario, rows: Rows, sh: Shared, ms) -> tuple:
     engine counts it in the total), and the bytes alive at each moment of the step by
     category (``_phases``), for the model states ``ms``."""
     grads = ms.grads * 0 if base.training.optimizer_in_backward else ms.grads
-    parts = _phases(base, rows, ms, grads, sh.activations[0], sh.bufs, sh.x, sh.loss_kwargs,
+    parts = _phases(base, rows, ms, grads, sh.activations[0], sh.bufs, sh.loss_forward,
                     sh.fts.trained)
     bufs = dict(sh.bufs)
     if engine_of(base.training).allowance_in_total:
@@ -267,8 +279,7 @@ def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
                "total": peak, "peak_phase": at, "reserved": reserved,
                # nvidia-smi's view: the same context and communicators on every rank of a
                # layout
-               "device": reserved + np.broadcast_to(overhead, len(rows.layouts))[
-                   rows.layout_of]}
+               "device": reserved + per_row(overhead, len(rows.layouts))[rows.layout_of]}
     out.update(ms=ms, nvme=ms.nvme, host=ms.host + sh.activations[1]
                + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0))
     return out
@@ -288,7 +299,7 @@ def setting_memory(base: Scenario, rows: Rows, sh: Shared, offloads: list[str], 
         t = _totals(base, rows, sh, offload, overhead, moment=False, known=tuple(known))
         known.append(t)
         out[offload] = (layout_memory(base, rows, t, detail=False),
-                        np.broadcast_to(t["ms"].params_far, rows.n))
+                        rows.full(t["ms"].params_far))
     return out
 
 
@@ -314,12 +325,12 @@ def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
            "optimizer": ms.optimizer, "activations": activ,
            "activations_one_microbatch": one_microbatch, "buffers": buffers,
            "total": peak, "peak_phase": at,
-           **{f"phase_{name}": np.broadcast_to(v, rows.n) for name, v in phases.items()},
-           **({f"at_peak_{c}": np.broadcast_to(v, rows.n)
+           **{f"phase_{name}": rows.full(v) for name, v in phases.items()},
+           **({f"at_peak_{c}": rows.full(v)
                for c, v in pk.at_peak(parts, at).items()} if detail else {}),
            "reserved": t["reserved"], "host": t["host"], "nvme": ms.nvme,
-           "params_frozen": np.broadcast_to(ms.params_frozen, rows.n),
-           "paged": np.broadcast_to(ms.paged, rows.n), "device": t["device"]}
+           "params_frozen": rows.full(ms.params_frozen),
+           "paged": rows.full(ms.paged), "device": t["device"]}
     return out, bufs
 
 
@@ -327,37 +338,30 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) ->
     """Per layout: the worst rank's memory (the peak allocated, the allocator's reserved bytes,
     nvidia-smi's device bytes), host memory and NVMe per node, whether the device bytes fit
     the GPU and the offload fits the node (``host_fits``), and (``detail``) the worst rank."""
-    hw, worst = base.hardware, rows.worst
+    hw = base.hardware
     gpn = hw.gpus_per_node
-    host_node, nvme_node = gpn * worst(mem["host"]), gpn * worst(mem["nvme"])
-    device = worst(mem["device"])
-    return {"memory_per_gpu": worst(mem["total"]),
+    total, reserved, device, host, nvme = (rows.worst(mem[k]) for k in (
+        "total", "reserved", "device", "host", "nvme"))
+    host_node, nvme_node = gpn * host, gpn * nvme
+    return {"memory_per_gpu": total,
             "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
                           & (nvme_node <= hw.storage.drives * hw.storage.drive.capacity_tb
                              * TB)),
             "fits": device <= hbm_bytes(hw.gpu.memory_gb),
-            "reserved_per_gpu": worst(mem["reserved"]), "device_per_gpu": device,
+            "reserved_per_gpu": reserved, "device_per_gpu": device,
             "host_per_node": host_node, "nvme_per_node": nvme_node,
-            **({"worst_memory_rank": rows.argworst(mem["total"])} if detail else {})}
+            **({"worst_memory_rank": rows.argworst(mem["total"], total)} if detail else {})}
 
 
-def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, x,
-            loss_kwargs: dict, trained_params: tuple) -> dict:
+def _phases(base: Scenario, rows: Rows, ms, grads, activ, bufs: dict, loss_forward,
+            trained_params: tuple) -> dict:
     """Per row: the bytes alive at each moment of the step by category (``peak.phase_parts``);
     ``trained_params``: the (dense, expert) parameters that train, whose gradients ``grads``
-    holds (the head's share of them is made first in the backward)."""
-    m, tr, G, col = base.model, base.training, rows.grid, rows.col
-    eng = engine_of(tr)
-    early = pk.grads_before_backward(eng, G.zero, rows.microbatches, G.pp)
-    head_trained = np.where(rows.head_rank != 0, col("head_trained_sep"),
-                            col("head_trained_same"))
+    holds (the head's share of them is made first in the backward); ``loss_forward``: the
+    loss's forward bytes on the rows with the head."""
+    G = rows.grid
+    early = pk.grads_before_backward(engine_of(base.training), G.zero, rows.microbatches, G.pp)
     trained = np.asarray(trained_params[0] + trained_params[1], dtype=float)
-    share = rows.has_head * head_trained / np.maximum(trained, 1)
-    loss_forward = np.where(rows.has_head, loss_moments(
-        m, x, G.tp, eng.loss, compute_dtype_bytes(tr.precision), **{
-            k: v for k, v in loss_kwargs.items() if k != "loss_style"},
-        **loss_kwargs["loss_style"])[0], 0.0)
+    share = rows.has_head * rows.head_col("head_trained") / np.maximum(trained, 1)
     return pk.phase_parts(ms.params, grads, ms.optimizer, activ, bufs, early,
-                           grads * share, rows.has_head * col("head_act"), loss_forward)
-
-
+                          grads * share, rows.on_head("head_act"), loss_forward)

@@ -29,6 +29,7 @@ and for stage 3 the parameters, on NVMe; gradients stay in host memory.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,6 +134,18 @@ def optimizer_params(dense, expert, zero, dense_shard, expert_shard):
                          _sharded(dense, dense_shard) + _sharded(expert, expert_shard)))
 
 
+@functools.lru_cache(maxsize=256)
+def _per_stage(precision: str, optimizer: str, state_dtype, factored: tuple) -> np.ndarray:
+    """``bytes_per_param`` at ZeRO stages 0-3: rows params, grads, optimizer; a column per
+    stage (the same few settings recur in every call of a search)."""
+    stages = [bytes_per_param(precision, optimizer, z, stage_dtype(state_dtype, z), factored)
+              for z in range(4)]
+    out = np.array([[b.params for b in stages], [b.grads for b in stages],
+                    [b.optimizer for b in stages]])
+    out.flags.writeable = False
+    return out
+
+
 def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shard,
                  expert_shard, offload: str = "none", *, trained=None, frozen_bytes=(0, 0),
                  state_dtype: str = "mixed", factored: tuple[float, float] = (1, 1),
@@ -147,18 +160,19 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     tdense, texpert = (dense, expert) if trained is None else trained
     full = np.asarray(tdense) + texpert
     shard = _sharded(tdense, dense_shard) + _sharded(texpert, expert_shard)
-    stage_of = np.clip(zero, 0, 3)
-    per_stage = [bytes_per_param(precision, optimizer, z, stage_dtype(state_dtype, z), factored)
-                 for z in range(4)]
+    stage_of = np.clip(zero, 0, 3) if zero.ndim == 0 or zero.min() < 0 or zero.max() > 3 else zero
+    # bytes per parameter at each ZeRO stage, one row per field (params, grads, optimizer)
+    per_stage = _per_stage(precision, optimizer, state_dtype if isinstance(state_dtype, str)
+                           else tuple(state_dtype), tuple(factored))
+    sharded = {3: zero >= 3, 2: zero >= 2, 1: zero >= 1}
 
-    def column(stage: int, field: str) -> np.ndarray:
+    def column(stage: int, field: int) -> np.ndarray:
         # each row's bytes per parameter at its ZeRO stage: a gather from the four stages'
-        nbytes = np.array([getattr(b, field) for b in per_stage])[stage_of]
-        return nbytes * np.where(zero >= stage, shard, full)
+        return per_stage[field][stage_of] * np.where(sharded[stage], shard, full)
 
-    params, grads, opt = column(3, "params"), column(2, "grads"), column(1, "optimizer")
+    params, grads, opt = column(3, 0), column(2, 1), column(1, 2)
     fd, fe = (np.asarray(b, dtype=float) for b in frozen_bytes)
-    frozen = np.where(zero >= 3, fd / np.asarray(dense_shard) + fe / np.asarray(expert_shard),
+    frozen = np.where(sharded[3], fd / np.asarray(dense_shard) + fe / np.asarray(expert_shard),
                       fd + fe)
     params = params + frozen
     host = np.zeros_like(params, dtype=float)
@@ -168,18 +182,25 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
         far_is_host = offload == "cpu"     # where optimizer and ZeRO-3 params go
         (host if far_is_host else nvme)[...] += opt
         opt = opt * 0
-        moved = np.where(zero >= 2, grads, 0)   # the gradient shard lives in host memory
+        moved = np.where(sharded[2], grads, 0)   # the gradient shard lives in host memory
         host = host + moved
         grads = grads - moved
-        moved = np.where(zero >= 3, params, 0)
+        moved = np.where(sharded[3], params, 0)
         params_far = moved
         if far_is_host:
             host = host + moved
         else:
             nvme = nvme + moved
         params = params - moved
-        frozen = np.where(zero >= 3, 0, frozen)
+        frozen = np.where(sharded[3], 0, frozen)
     in_managed = opt if paged else opt * 0
     opt = opt - in_managed
-    return ModelStates(*(plain(np.asarray(x, dtype=float)) for x in (
+    return ModelStates(*(_float(x) for x in (
         params, grads, opt, host, nvme, frozen, in_managed, params_far)))
+
+
+def _float(x):
+    """``x`` as floats: a float array as it is, else converted (``plain``: a number for one)."""
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim:
+        return x
+    return plain(np.asarray(x, dtype=float))

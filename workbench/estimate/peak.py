@@ -32,13 +32,19 @@ PHASES = ("forward", "loss", "backward", "optimizer")
 LOSS_ONLY = ("logits",)
 BACKWARD_ONLY = ("fsdp_unsharded_grads", "in_backward_gradient")
 WHOLE_STEP = ("engine_grad_buffer", "lp_grads")
+NOT_TRANSIENT = frozenset(LOSS_ONLY + BACKWARD_ONLY + WHOLE_STEP)
 
 
 def grads_before_backward(engine, zero, microbatches, pp):
     """Whether the gradient memory is alive before the step's first backward, per row: always
     unless the engine makes its gradients in the backward at this ZeRO stage
     (``Engine.grads_in_backward``) and the step has one microbatch on one pipeline stage."""
-    made = np.isin(np.asarray(zero), list(engine.grads_in_backward))
+    zero = np.asarray(zero)
+    if zero.size and 0 <= zero.min() and zero.max() <= 3:
+        # ZeRO stages 0-3: a lookup per stage (``np.isin`` costs several times more)
+        made = np.array([z in engine.grads_in_backward for z in range(4)])[zero]
+    else:
+        made = np.isin(zero, list(engine.grads_in_backward))
     return ~made | (np.asarray(microbatches) > 1) | (np.asarray(pp) > 1)
 
 
@@ -55,7 +61,7 @@ def phase_parts(params, grads, optimizer, activations, bufs: dict, early, head_g
     bytes beyond its saved tensors."""
     def total(names) -> np.ndarray:
         return sum((bufs[k] for k in names if k in bufs), np.zeros(np.shape(params)))
-    transient = total(k for k in bufs if k not in LOSS_ONLY + BACKWARD_ONLY + WHOLE_STEP)
+    transient = total(k for k in bufs if k not in NOT_TRANSIENT)
     whole = total(WHOLE_STEP)
     before = np.where(early, grads, 0.0)
     made = grads - before
@@ -81,13 +87,30 @@ def phase_parts(params, grads, optimizer, activations, bufs: dict, early, head_g
 
 def phase_totals(parts: dict) -> dict:
     """Each phase's bytes: the sum of its categories (``phase_parts``)."""
-    return {p: sum(parts[p][c] for c in CATEGORIES) for p in PHASES}
+    out = {}
+    for p in PHASES:
+        q = parts[p]       # summed in CATEGORIES' order
+        out[p] = q["params"] + q["grads"] + q["optimizer"] + q["activations"] + q["buffers"]
+    return out
 
 
 def at_peak(parts: dict, at) -> dict:
-    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``)."""
-    return {c: np.choose(np.asarray(at), [np.broadcast_to(parts[p][c], np.shape(at))
-                                          for p in PHASES]) for c in CATEGORIES}
+    """Per category, the bytes alive at the peak phase ``at`` (indices into ``PHASES``): the
+    first phase's, replaced where the peak is at a later phase that holds the category
+    differently (params and optimizer are alike in every phase: nothing to choose)."""
+    at = np.asarray(at)
+    at_phase = {}
+    out = {}
+    for c in CATEGORIES:
+        first, *rest = (parts[p][c] for p in PHASES)
+        chosen = first
+        for i, value in enumerate(rest, 1):
+            if value is not first:
+                if i not in at_phase:
+                    at_phase[i] = at == i
+                chosen = np.where(at_phase[i], value, chosen)
+        out[c] = chosen if np.shape(chosen) == at.shape else np.broadcast_to(chosen, at.shape)
+    return out
 
 
 def peak_bytes(phases: dict) -> np.ndarray:

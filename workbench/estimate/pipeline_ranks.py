@@ -35,14 +35,18 @@ def rank_rows(model: ModelShape, g: LayoutGrid, every_rank: bool) -> tuple[np.nd
                         rem + -(-(d - long_part) // np.maximum(base, 1)))
         k = np.clip(np.minimum(held, p), 1, None)
     other = np.where(rem <= p, rem, 2 * p - rem) if g.v_shape else rem % p
-    last = p - 1
-    lead = np.minimum(np.arange(int(k.max()) + 1)[None, :], last[:, None])
+    last, most = p - 1, int(k.max())
+    lead = np.minimum(np.arange(most + 1)[None, :], last[:, None])
     ranks = np.concatenate([lead, np.minimum(np.maximum(other, k), last)[:, None],
                             last[:, None]], axis=1)
-    ranks = np.sort(ranks, axis=1)
+    if most > 1:
+        # leading ranks 0..max k clipped to the last may pass a row's own other-count rank
+        # (at least min(its k, last)); with k 1 everywhere the columns are already ascending
+        ranks = np.sort(ranks, axis=1)
     once = np.ones(ranks.shape, dtype=bool)
     once[:, 1:] = ranks[:, 1:] != ranks[:, :-1]
-    return np.broadcast_to(np.arange(n)[:, None], ranks.shape)[once], ranks[once]
+    layout, column = np.nonzero(once)      # row-major: by layout, then rank
+    return layout, ranks[layout, column]
 
 
 def blocking_transfers(pp) -> np.ndarray:

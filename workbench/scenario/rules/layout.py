@@ -11,6 +11,13 @@ from workbench.scenario.rules.table import (
 from workbench.scenario.schedules import schedule
 
 
+def _off(switch) -> bool:
+    """Whether a switch is off for every layout (a False number, not a column): the
+    condition it gates holds without reading the degrees (the same answer, a few array
+    operations fewer per mask)."""
+    return switch is False or switch is np.False_
+
+
 def _degrees(v: Layouts) -> dict:
     par = v.par
     return {"dp": par.dp, "tp": par.tp, "pp": par.pp, "cp": par.cp}
@@ -58,13 +65,13 @@ layout_rule(
     "virtual_stages", "parallel.virtual_stages >= 2 with interleaved-1f1b and zero-bubble "
     "(pp > 1), and 1 with every other schedule or without pipelining",
     Condition(P + "virtual_stages", _VS,
-              lambda v: np.logical_not((v.par.pp > 1) & schedule(v.par.pp_schedule).interleaved
-                          & (v.par.virtual_stages < 2)),
+              lambda v: (not schedule(v.par.pp_schedule).interleaved)
+              or np.logical_not((v.par.pp > 1) & (v.par.virtual_stages < 2)),
               lambda v: (f"{v.par.pp_schedule} needs virtual_stages >= 2 (model chunks per "
                          "pipeline rank, as PyTorch's interleaved schedules require); or use "
                          "1f1b / dualpipev")),
     Condition(P + "virtual_stages", _VS,
-              lambda v: (v.par.virtual_stages == 1) | schedule(v.par.pp_schedule).interleaved,
+              lambda v: schedule(v.par.pp_schedule).interleaved or (v.par.virtual_stages == 1),
               lambda v: (f"must be 1 for pp_schedule {v.par.pp_schedule}; virtual stages need "
                          "interleaved-1f1b or zero-bubble")),
     Condition(P + "virtual_stages", _VS,
@@ -132,8 +139,9 @@ layout_rule(
     "seq_split", "training.seq_len is divisible by tp with sequence parallelism and by 2 x cp "
     "with context parallelism (load-balanced ring attention chunks)",
     Condition("training.seq_len", ("training.seq_len", P + "tp", P + "sequence_parallel"),
-              lambda v: (np.logical_not(v.par.sequence_parallel & (v.par.tp > 1))
-                         | (v.tr.seq_len % v.par.tp == 0)),
+              lambda v: (_off(v.par.sequence_parallel)
+                         or (np.logical_not(v.par.sequence_parallel & (v.par.tp > 1))
+                             | (v.tr.seq_len % v.par.tp == 0))),
               lambda v: f"must be divisible by tp = {v.par.tp} with sequence_parallel"),
     Condition("training.seq_len", ("training.seq_len", P + "cp"),
               lambda v: (v.par.cp == 1) | (v.tr.seq_len % (2 * v.par.cp) == 0),
@@ -143,7 +151,7 @@ layout_rule(
 layout_rule(
     "offload", "training.offload needs zero >= 1, and nvme needs hardware.storage.drives >= 1",
     Condition("training.offload", ("training.offload", P + "zero"),
-              lambda v: (v.tr.offload == "none") | (v.par.zero >= 1),
+              lambda v: v.tr.offload == "none" or (v.par.zero >= 1),
               lambda v: ("needs zero >= 1 (ZeRO-Offload / FSDP2 CPUOffloadPolicy offload "
                          "sharded states)")),
     Condition("training.offload", ("training.offload", "hardware.storage.drives"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -36,7 +37,9 @@ DEGREES = ("dp", "tp", "pp", "cp", "ep", "shard_group")   # the layout's integer
 @dataclass(frozen=True)
 class Layouts:
     """What a layout condition reads: the degrees (``par``: a ``Parallel`` or a ``LayoutGrid``),
-    the micro-batch, and the scenario's model, training and hardware."""
+    the micro-batch, and the scenario's model, training and hardware. The derived values
+    (engine record, microbatches, shard group) are computed once per view: a mask asks for
+    them in dozens of conditions."""
 
     par: object
     micro_batch: object
@@ -59,19 +62,19 @@ class Layouts:
     def hw(self):
         return self.s.hardware
 
-    @property
+    @cached_property
     def shard_group(self):
         """HSDP shard group, 0 for none (a grid's column already says 0)."""
         sg = self.par.shard_group
         return sg if np.ndim(sg) else (sg or 0)
 
-    @property
+    @cached_property
     def eng(self):
         """The engine whose limits apply: ``engine`` when given (an export to that engine's
         format), else the scenario's training.engine (the hf record of its back end)."""
         return self.engine or engine_of(self.tr)
 
-    @property
+    @cached_property
     def microbatches(self):
         return self.tr.global_batch // np.maximum(self.micro_batch * self.par.dp, 1)
 
@@ -141,38 +144,80 @@ def check_rules(s: Scenario, layout: bool | None = None) -> list[Problem]:
     return [p for r in RULES if layout is None or r.layout == layout for p in r.check(s)]
 
 
+# A grid of more rows than this is judged on the rows still standing once a condition has
+# failed at least half of them: every condition is element-wise over the rows, so the mask is
+# the same, and the later conditions read a fraction of the rows (the planner's candidate grids
+# lose most rows to a few of the layout rules).
+COMPACT_ROWS = 4096
+
+
+_CONDITIONS: dict = {}     # (rules registered, varying, reading) -> ``_layout_conditions``
+
+
+def _layout_conditions(varying: str | None = None, reading: bool = False) -> list[Condition]:
+    """Every layout rule's conditions in table order (``varying``: only those that read the
+    field, ``reading``, or only those that do not); listed once per set of rules registered."""
+    key = (len(RULES), varying, reading)
+    if key not in _CONDITIONS:
+        _CONDITIONS[key] = [c for r in RULES for c in r.conditions
+                            if varying is None or (varying in c.reads) == reading]
+    return _CONDITIONS[key]
+
+
+def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) -> np.ndarray:
+    """``ok`` (a mask over ``grid``'s rows, changed in place) where every one of
+    ``conditions`` holds too, each condition decided over every row still standing. A large
+    grid is compacted to those rows (``COMPACT_ROWS``) once at most half of them stand."""
+    v = Layouts(grid, grid.micro_batch, base)
+    rows = None          # the compacted grid's rows in ``grid`` (None: not compacted)
+    held = ok
+
+    def compact():
+        nonlocal rows, held, v
+        if len(held) <= COMPACT_ROWS:
+            return
+        k = np.count_nonzero(held)
+        if 0 < k and 2 * k <= len(held):
+            keep = np.flatnonzero(held)
+            rows = keep if rows is None else rows[keep]
+            sub = v.par.take(keep)
+            v = Layouts(sub, sub.micro_batch, base)
+            held = np.ones(k, dtype=bool)
+
+    big = len(held) > COMPACT_ROWS
+    if big:
+        compact()
+    for c in conditions:
+        r = c.ok(v)
+        if type(r) is bool or type(r) is np.bool_:    # the same for every row
+            if not r:
+                held[:] = False
+            continue
+        np.logical_and(held, r, out=held)
+        if big:
+            compact()
+    if rows is not None:
+        ok[:] = False
+        ok[rows] = held
+    return ok
+
+
 def layout_mask(base: Scenario, grid) -> np.ndarray:
     """Which rows of a ``LayoutGrid`` pass every layout rule, for ``base``'s model, hardware and
     training (recompute and offload as the base has them)."""
-    v = Layouts(grid, grid.micro_batch, base)
-    ok = np.ones(len(grid), dtype=bool)
-    for r in RULES:
-        for c in r.conditions:
-            ok &= np.asarray(c.ok(v), dtype=bool)
-    return ok
+    return _judge(_layout_conditions(), base, grid, np.ones(len(grid), dtype=bool))
 
 
 def layout_masks(bases: dict, grid, varying: str) -> dict:
     """``layout_mask`` of ``grid`` under each of ``bases`` (scenarios that differ only in the
     field ``varying``, e.g. "training.offload"): the conditions that do not read it (a
     condition's ``reads`` names every field its check reads) evaluated once for all, the
-    others once per scenario."""
+    others once per scenario over the rows the first left standing."""
     first = next(iter(bases.values()))
-    v = Layouts(grid, grid.micro_batch, first)
-    common = np.ones(len(grid), dtype=bool)
-    moving = [c for r in RULES for c in r.conditions if varying in c.reads]
-    for r in RULES:
-        for c in r.conditions:
-            if varying not in c.reads:
-                common &= np.asarray(c.ok(v), dtype=bool)
-    out = {}
-    for key, base in bases.items():
-        vb = Layouts(grid, grid.micro_batch, base)
-        ok = common.copy()
-        for c in moving:
-            ok &= np.asarray(c.ok(vb), dtype=bool)
-        out[key] = ok
-    return out
+    common = _judge(_layout_conditions(varying, False), first, grid,
+                    np.ones(len(grid), dtype=bool))
+    moving = _layout_conditions(varying, True)
+    return {key: _judge(moving, base, grid, common.copy()) for key, base in bases.items()}
 
 
 def allowed_values(s: Scenario, field: str, values, moving=()) -> list:

@@ -235,18 +235,20 @@ def bound_rows(base: Scenario, rows: Rows, cache: dict | None, pytorch_eager: bo
 
 def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
              cache: dict | None = None, volume: bool = False,
-             pytorch_eager: bool = False) -> Evaluation:
+             pytorch_eager: bool = False, detail: bool = True) -> Evaluation:
     """Evaluate every layout of ``g`` (valid for ``base``'s model, hardware and training by the
     rule table) on the pipeline ranks ``pipeline_ranks.rank_rows`` picks (``every_rank``: all).
     ``volume``: also the traffic per rank (always computed where no communication overlaps,
     as on a calibrated CPU machine). ``cache`` keeps block costs per (tp, cp, ep, micro-batch,
     sequence parallelism, recompute) between calls on the same model, hardware and training.
     ``pytorch_eager``: count the activations eager PyTorch saves (the trial model's), as an
-    engine whose model runs eager modules does unless ``training.compile`` fuses them."""
+    engine whose model runs eager modules does unless ``training.compile`` fuses them.
+    ``detail``: the report's breakdowns too (what is alive at the peak, the worst rank);
+    a search reads the totals."""
     pytorch_eager = eager_activations(base, pytorch_eager)
     rows = bound_rows(base, Rows(base.model, base.training.global_batch, g, every_rank), cache,
                       pytorch_eager)
-    stage = MemoryStage(base, rows, pytorch_eager)
+    stage = MemoryStage(base, rows, pytorch_eager, detail=detail)
     return stage.evaluate(volume=volume)
 
 
@@ -303,5 +305,6 @@ def _time_pass(base: Scenario, rows: Rows, mem: dict, volume: bool) -> tuple:
 def evaluate_layouts(base: Scenario, g: LayoutGrid, cache: dict | None = None
                      ) -> dict[str, np.ndarray]:
     """The layout figures of ``evaluate`` (step, bubble, memory_per_gpu, fits, host_fits,
-    tokens_per_s, mfu), one entry per layout: the planner's and the scaling curves' call."""
-    return evaluate(base, g, cache=cache).layout
+    tokens_per_s, mfu), one entry per layout: the planner's and the scaling curves' call
+    (no breakdowns: they read the totals)."""
+    return evaluate(base, g, cache=cache, detail=False).layout

@@ -89,12 +89,24 @@ def block_sums(rows: Rows) -> tuple[dict, dict]:
     wrappers)."""
     col = rows.table.column
     table = np.array([[col(kind, name) for name in _DATA] for kind in _KINDS])
-    dense, moe, head, emb = table[:, :, rows.entry]          # (kind, datum, row)
-    per_row = rows.dense * dense + rows.moe * moe + rows.has_head * head + rows.has_emb * emb
-    each = rows.entry[rows.starts]           # each layout's block data (one per layout)
+    entry = rows.entry
+    # the terms that are exactly zero are left out (x + 0.0 * y is x): the MoE blocks of a
+    # model without MoE layers; the head and the embedding where a row's rank lacks them,
+    # added only at the rows that hold them (most ranks of a deep pipeline hold neither)
+    per_row = rows.dense * table[0][:, entry]                # (datum, row)
+    if np.any(rows.moe):
+        per_row = per_row + rows.moe * table[1][:, entry]
+    for edge, kind in ((rows.has_head, 2), (rows.has_emb, 3)):
+        at = np.flatnonzero(edge)
+        if len(at):
+            per_row[:, at] += table[kind][:, entry[at]]
+    each = entry[rows.starts]                # each layout's block data (one per layout)
     n_moe = rows.layers_total - rows.dense_total
     dense, moe, head, emb = table[:, :, each]
-    per_layout = (rows.layers_total - n_moe) * dense + n_moe * moe + head + emb
+    per_layout = (rows.layers_total - n_moe) * dense
+    if np.any(n_moe):
+        per_layout = per_layout + n_moe * moe
+    per_layout = per_layout + head + emb
     return dict(zip(_DATA, per_row)), dict(zip(_DATA, per_layout))
 
 

@@ -141,13 +141,15 @@ def versus_llm_analysis(peers: Path) -> None:
     def workbench_side() -> tuple[int, int]:
         n = asked = 0
         for sp in (True, False):
+            r = rows if sp else rows[:, rows[1] > 1]
+            g = LayoutGrid(*r, pp_schedule="1f1b", sequence_parallel=sp)
+            sub = None
             for rc in ("none", "selective", "full"):
                 s = dataclasses.replace(base, parallel=Parallel(sequence_parallel=sp),
                                         training=dataclasses.replace(base.training, recompute=rc))
-                r = rows if sp else rows[:, rows[1] > 1]
                 asked += r.shape[1]
-                g = LayoutGrid(*r, pp_schedule="1f1b", sequence_parallel=sp)
-                sub = g.take(layout_mask(s, g))
+                if sub is None:     # one mask per SP, as the planner screens: the rules read
+                    sub = g.take(layout_mask(s, g))   # no recompute (plan/search.py)
                 evaluate_layouts(s, sub)            # a fresh cache: nothing carried over
                 n += len(sub)
         return n, asked

@@ -1,5 +1,6 @@
 """How fast the planner searches: the full layout search for Llama 3.1 405B on 16,384 H200
-(2,048 nodes of 8; goal < 2 s), and the examples' machines.
+(2,048 nodes of 8; goal < 2 s), and the examples' machines, the brief's 70B on 8 H200 among them
+(the dashboard's planner search; goal < 0.5 s).
 
     .venv/bin/python benchmarks/plan_speed.py
 
@@ -28,6 +29,7 @@ def main() -> int:
         ("Llama 3.1 405B, 512 x H200", "examples/llama3-405b-h200-cluster.yaml", []),
         ("Mixtral 8x7B", "examples/mixtral-8x7b-ep.yaml", []),
         ("Llama 3.1 8B, 8 x H100", "examples/llama3-8b-8xh100.yaml", []),
+        ("the brief: Llama 3.1 70B, 8 x H200", "examples/brief-8xh200-70b.yaml", []),
     ]
     print(f"imports (workbench.plan, numpy): {imports:.2f} s")
     print(f"{'case':34} {'candidates':>11} {'valid':>8} {'evaluated':>10} {'fit':>8} "

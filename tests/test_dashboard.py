@@ -687,6 +687,23 @@ def test_the_page_under_a_persons_hands(voila):
             "svg_right"], fit
         assert fit["overlaps"] == 0, fit      # narrow blocks go unlabelled (hover names them)
         _shot(page, "timeline-405b", "wb-timeline-chart")
+
+        # an MoE model: the planner offers "Fix ep", and "Fix expert TP" once the engine
+        # folds experts (Megatron-LM); a dense model shows neither
+        from workbench.engines import ENGINES
+        _open_tab(page, "Planner")
+        assert not page.locator(".wb-plan-fix-ep").is_visible()
+        page.locator(".wb-example select").select_option("mixtral-8x7b-ep")
+        page.locator(".wb-plan-fix-ep").wait_for(state="visible", timeout=60_000)
+        assert not page.locator(".wb-plan-fix-expert-tp").is_visible()
+        # the table still holds the 70B search: the page says so
+        assert page.get_by_text("the scenario has changed since: search again").is_visible()
+        _open_tab(page, "Plan")
+        page.locator(".wb-engine select").select_option(label=ENGINES["megatron"].label)
+        _open_tab(page, "Planner")
+        page.locator(".wb-plan-fix-expert-tp").wait_for(state="visible", timeout=60_000)
+        assert _shown(page, "wb-plan-fix-expert-tp") == "any"
+        _shot(page, "planner-moe")
         assert "Traceback" not in page.content()
         assert errors == []
 

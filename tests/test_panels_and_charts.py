@@ -394,6 +394,26 @@ def test_planner_fixes_the_experts_widths_only_for_an_moe_model():
     assert pp.fix["expert_tp"].layout.display == "none" and chosen(pp.fix["expert_tp"]) is None
 
 
+def test_the_planner_says_when_its_table_answers_another_scenario():
+    """The table's status names the scenario searched; changing the model (or the hardware,
+    or training beyond what the search chooses) says "search again" above it; loading a row
+    does not, and a new search clears it."""
+    from widgets.planner import PlannerPanel
+
+    st = _state()
+    pp = PlannerPanel(st)
+    pp.fix["tp"].value = 2
+    pp.search(wait=True)
+    assert pp.status.value.startswith("Llama 3.1 8B on 8 x ")
+    pp.load(2)                                      # a row of its own answer: not stale
+    assert "search again" not in pp.status.value
+    st.update({"training.global_batch": st.scenario.training.global_batch * 2})
+    assert "the scenario has changed since: search again" in pp.status.value
+    assert "these layouts were searched for Llama 3.1 8B on 8 x" in pp.status.value
+    pp.search(wait=True)
+    assert "search again" not in pp.status.value
+
+
 def test_planner_search_can_be_cancelled():
     from widgets.planner import PlannerPanel
 

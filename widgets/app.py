@@ -156,6 +156,8 @@ class App:
                             (self.panels["Training"].recompute, "wb-recompute"),
                             (self.panels["Training"].offload, "wb-offload"),
                             (self.planner.fix["tp"], "wb-plan-fix-tp"),
+                            (self.planner.fix["ep"], "wb-plan-fix-ep"),
+                            (self.planner.fix["expert_tp"], "wb-plan-fix-expert-tp"),
                             (self.panels["Training"].switches, "wb-engine-switches"),
                             (self.memory.widget, "wb-memory-chart"),
                             (self.step.widget, "wb-step-chart"),

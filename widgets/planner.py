@@ -4,6 +4,7 @@ cancelled."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import threading
 
@@ -77,8 +78,26 @@ class PlannerPanel:
             w.HBox([self.search_button, self.cancel_button]), self.progress, self.status,
             self.table, self.why, self.chart.widget, w.HBox([self.pick, self.load_button]),
             w.HBox([self.target, self.export_button]), self.download, self.export_text])
+        self._searched = ""           # the status line of the result shown
         self._show_moe_fields(state)
         state.on_change(self._show_moe_fields)
+        state.on_change(self._mark_stale)
+
+    def _mark_stale(self, state: ScenarioState) -> None:
+        """Say so above the table when the model, hardware or training changed since the search
+        it shows (``_same_question``: its rows answer that scenario, and Load would bring its
+        model back)."""
+        r, s = self.result, state.scenario
+        if r is None or not self._searched:
+            return
+        was = r.scenario
+        if s is None or _same_question(was, s):
+            self.status.value = self._searched
+            return
+        self.status.value = error_html(
+            f"these layouts were searched for {was.model.name} on {was.hardware.world} x "
+            f"{was.hardware.gpu.name}; the scenario has changed since: search again"
+        ) + "<br>" + self._searched
 
     def _show_moe_fields(self, state: ScenarioState) -> None:
         """Show "Fix ep" for an MoE model and "Fix expert TP" where its engine also offers
@@ -115,7 +134,7 @@ class PlannerPanel:
             return
         self._cancel.clear()
         self.search_button.disabled, self.cancel_button.disabled = True, False
-        self.status.value = "searching ..."
+        self.status.value, self._searched = "searching ...", ""
 
         def progress(fraction: float, what: str):
             self.progress.value = fraction
@@ -142,7 +161,7 @@ class PlannerPanel:
 
     def _refuse(self, why: str) -> None:
         """No search result: say why, and leave no earlier result on the page."""
-        self.result = None
+        self.result, self._searched = None, ""
         self.table.value = self.why.value = ""
         set_options(self.pick, NO_ROWS)
         self.status.value = error_html(why)
@@ -154,7 +173,11 @@ class PlannerPanel:
 
         r = self.result
         n = r.counts
-        self.status.value = (f"{n['candidates']:,} candidate layouts{settings_text(n)}, "
+        self.status.value = self._searched = (
+                             html.escape(f"{r.scenario.model.name} on "
+                                         f"{r.scenario.hardware.world} x "
+                                         f"{r.scenario.hardware.gpu.name}: ")
+                             + f"{n['candidates']:,} candidate layouts{settings_text(n)}, "
                              f"{n['valid']:,} valid, "
                              f"{n['fit']:,} fit; searched in {r.seconds:.2f} s<br>"
                              + html.escape(limit_sentence(r)))
@@ -211,6 +234,18 @@ class PlannerPanel:
             return
         self.export_text.value = text
         self.download.value = download_link(text, f"layout-{self.target.value}.txt")
+
+
+# the training fields a search chooses (a loaded row sets them): not a change of question
+SEARCHED_TRAINING = ("micro_batch", "recompute", "offload", "compile", "fp8_recipe")
+
+
+def _same_question(was, now) -> bool:
+    """Whether a search of ``was`` answers ``now`` too: the same model, hardware and training
+    but for the fields the search chooses (the layout is only its starting point)."""
+    kept = {f: getattr(was.training, f) for f in SEARCHED_TRAINING}
+    return (was.model == now.model and was.hardware == now.hardware
+            and dataclasses.replace(now.training, **kept) == was.training)
 
 
 def download_link(text: str, filename: str) -> str:

@@ -14,7 +14,7 @@ from tests.conftest import ROOT, scenario_doc
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.plan import Constraints, plan
-from workbench.plan.explain import explain
+from workbench.plan.explain import describe_start, explain
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.units import hbm_bytes
 
@@ -231,6 +231,25 @@ def test_a_valid_starting_layout_is_ranked_among_the_found_ones():
     assert st["step"] == pytest.approx(row.step, rel=1e-9)
     assert st["rank"] == 1 + int((result.table["step"] < row.step * (1 - 1e-9)).sum())
     assert st["rank"] <= row.rank
+    assert st["device_per_gpu"] == pytest.approx(row.device_per_gpu, rel=1e-9)
+
+
+def test_the_starting_layout_fits_as_the_search_judges_fit():
+    """A layout whose allocated peak is within the limit but whose nvidia-smi figure is not
+    is not ranked: the search judges fit on the device figure, and so does the start."""
+    s = parse_scenario(scenario_doc(hardware={"gpu": "h100-sxm", "gpus_per_node": 4},
+                                    parallel={"dp": 2, "tp": 2, "zero": 3},
+                                    training={"global_batch": 16, "recompute": "none"}))
+    from workbench.estimate import estimate as est_of
+    m = est_of(s).memory.per_gpu
+    limit = (m.total + m.device) / 2                  # between allocated and device
+    cap = est_of(s).memory.capacity
+    result = plan(s, Constraints(fixed=FIXED, max_memory_fraction=limit / cap))
+    st = result.start
+    assert st["fits"] is False and st["rank"] is None
+    t = result.table
+    assert not ((t.dp == 2) & (t.tp == 2) & (t.zero == 3) & (t.micro_batch == 1)).any()
+    assert "as nvidia-smi counts it, above the limit" in describe_start(result)
 
 
 def test_the_planner_panel_plans_a_scenario_whose_layout_is_invalid():

@@ -165,7 +165,7 @@ def describe_start(result: PlanResult) -> str:
                 + (f" (and {more} more)" if more > 0 else "") + "; the ranking above is what "
                 "the planner found instead")
     words = _layout_words({"parallel": st["parallel"], "training": st["training"]})
-    mem = f"{st['memory_per_gpu'] / 2**30:.1f} GiB/GPU"
+    mem = f"{st['device_per_gpu'] / 2**30:.1f} GiB/GPU as nvidia-smi counts it"
     if not st["fits"]:
         return (f"your layout ({words}): {st['step']:.3f} s/step but {mem}, above the limit "
                 f"of {result.limit / 2**30:.1f} GiB (or the host's DDR/NVMe for offload)")

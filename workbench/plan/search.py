@@ -349,13 +349,16 @@ def starting_point(start: Scenario, result: PlanResult) -> dict:
                                                                  "offload")},
            "valid": not start.layout_problems,
            "problems": [str(p) for p in start.layout_problems],
-           "step": None, "memory_per_gpu": None, "fits": None, "rank": None}
+           "step": None, "memory_per_gpu": None, "device_per_gpu": None, "fits": None,
+           "rank": None}
     if start.layout_problems:
         return out
     est = estimate(start)
-    fits = (est.memory.per_gpu.total <= result.limit and est.memory.host_fits
+    # fit as the search judges it: the device figure (nvidia-smi) within the limit
+    fits = (est.memory.per_gpu.device <= result.limit and est.memory.host_fits
             and est.memory.nvme_fits)
-    out.update(step=est.time.step, memory_per_gpu=est.memory.per_gpu.total, fits=fits)
+    out.update(step=est.time.step, memory_per_gpu=est.memory.per_gpu.total,
+               device_per_gpu=est.memory.per_gpu.device, fits=fits)
     if fits:
         out["rank"] = 1 + int((result.ranked["step"] < est.time.step * (1 - 1e-9)).sum())
     return out

@@ -78,7 +78,8 @@ def main() -> int:
           f"{'#1 mem':>6} {'run mem':>7}")
     for o in out:
         if "refused" in o or "nothing" in o:
-            print(f"{o['id'][:58]:58} {('refused: ' + o.get('refused', o.get('nothing', '')))[:60]}")
+            why = ("refused: " + o["refused"]) if "refused" in o else ("no plan: " + o["nothing"])
+            print(f"{o['id'][:58]:58} {why[:70]}")
             continue
         rank = o["rank"] if o["rank"] is not None else "too big"
         print(f"{o['id'][:58]:58} {rank!s:>8} {o['rows']:7,} {o['advantage']:9.1%} "

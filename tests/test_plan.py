@@ -90,6 +90,11 @@ def test_a_fixed_switch_is_searched_only_with_engines_that_offer_it():
     with pytest.raises(ScenarioError) as e:
         plan(s, Constraints(fixed={"compile": True}))
     assert e.value.problems[0].path == "fixed.compile"
+    with pytest.raises(ScenarioError) as e:            # a recipe needs FP8 to mean anything
+        plan(s, Constraints(fixed={"fp8_recipe": "tensorwise"}, engines=("torchtitan",)))
+    assert str(e.value.problems[0]) == ("fixed.fp8_recipe: a recipe only with "
+                                        "training.precision fp8 (the scenario's is bf16) "
+                                        "(got 'tensorwise')")
     r = plan(s, Constraints(fixed={"expert_tp": 1},
                             engines=("megatron", "deepspeed", "torchtitan")))
     t = r.table

@@ -70,6 +70,10 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
     # refuses it elsewhere: rule engine_switches)
     wanted = [k for k in ("compile", "async_tp", "tp_comm_overlap", "expert_tp", "fp8_recipe")
               if fixed.get(k) not in (None, False)]
+    if fixed.get("fp8_recipe") is not None and s.training.precision != "fp8":
+        raise ScenarioError([Problem("fixed.fp8_recipe", fixed["fp8_recipe"],
+                                     "a recipe only with training.precision fp8 (the "
+                                     f"scenario's is {s.training.precision})")])
     lacking = {}
     for name in names:
         eng = engine_of(dataclasses.replace(s.training, engine=name))

@@ -267,3 +267,11 @@ def test_every_rule_is_documented_and_named_once():
     layout = {r.name for r in RULES if r.layout}
     assert {"world", "tp_width", "global_batch", "offload"} <= layout
     assert {"gqa", "fp8", "nics"}.isdisjoint(layout)
+
+
+def test_expert_tp_on_a_dense_model_is_refused():
+    """parallel.expert_tp splits experts: on a dense model it would be a silent no-op (the
+    planner once printed "expert TP 1" for Llama 3 8B)."""
+    got = problems(scenario_doc(parallel={"dp": 8, "expert_tp": 1},
+                                training={"engine": "megatron"}))
+    assert got["parallel.expert_tp"] == "expert tensor parallelism needs an MoE model (model.moe)"

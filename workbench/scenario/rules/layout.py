@@ -88,9 +88,14 @@ layout_rule(
                          "every pipeline stage holds a layer")))
 
 layout_rule(
-    "ep", "parallel.ep > 1 needs an MoE model; ep divides dp x cp and model.moe.experts",
+    "ep", "parallel.ep > 1 and parallel.expert_tp need an MoE model; ep divides dp x cp and "
+    "model.moe.experts",
     Condition(P + "ep", (P + "ep", "model.moe"), lambda v: (v.par.ep == 1) | (v.m.moe is not None),
               lambda v: "expert parallelism needs an MoE model (model.moe)"),
+    # a dense model has no experts to split: the setting would be a silent no-op
+    Condition(P + "expert_tp", (P + "expert_tp", "model.moe"),
+              lambda v: v.par.expert_tp is None or v.m.moe is not None,
+              lambda v: "expert tensor parallelism needs an MoE model (model.moe)"),
     Condition(P + "ep", (P + "ep", P + "dp", P + "cp", P + "expert_tp"),
               lambda v: ((v.par.dp * v.par.cp) % v.par.ep == 0 if v.par.expert_tp is None
                          else (v.par.dp * v.par.cp * v.par.tp) % (v.par.expert_tp * v.par.ep)

@@ -29,6 +29,7 @@ Small terms are kept (norm statistics in fp32) so trials can be matched; Korthik
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from itertools import chain
 
@@ -85,7 +86,10 @@ def with_fields(x: ActivationShape, **changes) -> ActivationShape:
     """``x`` with ``changes`` (``dataclasses.replace``'s value): its fields copied into a new
     instance. ``ActivationShape`` is frozen and has no ``__post_init__``, so the copy is the
     value ``replace`` builds without re-running ``__init__`` (which costs more than the
-    formulas reading it, on the cost model's block table: one per shape)."""
+    formulas reading it, on the cost model's block table: one per shape); a class that checks
+    on init gets ``dataclasses.replace`` itself."""
+    if hasattr(type(x), "__post_init__"):
+        return dataclasses.replace(x, **changes)
     y = object.__new__(type(x))
     y.__dict__.update(x.__dict__)
     y.__dict__.update(changes)

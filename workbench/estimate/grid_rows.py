@@ -133,26 +133,6 @@ class Rows:
             self._columns[key] = out
         return self._columns[key]
 
-    def blocks(self, name: str) -> np.ndarray:
-        """The sum of a block datum over the blocks each row's rank holds (once per bound
-        rows: the passes ask for some twice)."""
-        key = ("sum", "blocks", name)
-        if key not in self._columns:
-            self._columns[key] = (self.layer_sum(name) + self.has_head * self.col("head", name)
-                                  + self.has_emb * self.col("embedding", name))
-        return self._columns[key]
-
-    def model_total(self, name: str, wrappers=(0.0, 0.0)) -> np.ndarray:
-        """Per layout: a block datum over the whole model (every layer, the head and the
-        embedding), plus the wrappers' cost per layer and for the rest."""
-        first, moe = self.first, self.layers_total - self.dense_total
-        each = self.entry[self.starts]           # each layout's block data (one per layout)
-        block = self.table.column
-        return ((self.layers_total - moe) * block("dense", name)[each]
-                + moe * block("moe", name)[each] + block("head", name)[each]
-                + block("embedding", name)[each]
-                + self.layers_total * first(wrappers[0]) + first(wrappers[1]))
-
     def full(self, x) -> np.ndarray:
         """``x`` (a number or a per-row array) as one entry per row (``per_row``)."""
         return per_row(x, self.n)

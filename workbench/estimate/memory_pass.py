@@ -12,11 +12,11 @@ and the time pass (``time_pass``) only where the memory can fit. The terms no of
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.estimate import activations as act
 from workbench.estimate import finetune as ft
 from workbench.estimate import fp8_casts
 from workbench.estimate import peak as pk
@@ -170,16 +170,6 @@ def time_inputs(pdense, pexpert, fts: _FineTuneStates, offloaded_activations, pa
             "_finetune": fts}
 
 
-def _replaced(record, **changes):
-    """``dataclasses.replace`` of a frozen record (an ``ActivationShape``), made without
-    running ``__init__`` over every field again where the class checks nothing on init."""
-    if hasattr(type(record), "__post_init__"):
-        return dataclasses.replace(record, **changes)
-    out = object.__new__(type(record))
-    out.__dict__.update(record.__dict__, **changes)
-    return out
-
-
 def shared_terms(base: Scenario, rows: Rows) -> Shared:
     """The ``Shared`` terms of ``rows`` under ``base``'s recompute (its offload unread)."""
     m, tr, G = base.model, base.training, rows.grid
@@ -196,7 +186,7 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     eng = engine_of(tr)
     cd = compute_dtype_bytes(tr.precision)
     fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
-    x = _replaced(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
+    x = act.with_fields(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
     loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
                    "vocab_split": not eng.tp_gathers_logits,
                    "head_trains": ft.edge_trainable(tr, "head"),

@@ -77,16 +77,15 @@ def state_rates(tr, fts: _FineTuneStates, zero) -> tuple:
 
 
 # The block data the time pass reads. ``block_sums`` gathers them all for every row (and every
-# layout) in one gather from a (block kind, datum, table entry) stack: what ``Rows.blocks`` and
-# ``Rows.model_total`` give one datum at a time, with the same arithmetic in the same order.
+# layout) in one gather from a (block kind, datum, table entry) stack.
 _DATA = ("fwd", "bwd", "rc", "wgrad", "comm_tp", "comm_cp", "comm_ep")
 _KINDS = ("dense", "moe", "head", "embedding")
 
 
 def block_sums(rows: Rows) -> tuple[dict, dict]:
-    """(per row: each of ``_DATA`` summed over the blocks the row's rank holds, as
-    ``Rows.blocks``; per layout: each over the whole model, as ``Rows.model_total`` without
-    wrappers)."""
+    """(per row: each of ``_DATA`` summed over the blocks the row's rank holds, its layers,
+    head and embedding; per layout: each over the whole model, every layer, the head and the
+    embedding)."""
     col = rows.table.column
     table = np.array([[col(kind, name) for name in _DATA] for kind in _KINDS])
     entry = rows.entry
@@ -157,7 +156,7 @@ def _comm_half(totals: dict) -> np.ndarray:
 
 def _model_total(rows: Rows, total: np.ndarray, wrappers: tuple) -> np.ndarray:
     """``total`` (a ``block_sums`` per-layout datum) plus the wrappers' (layer, rest) seconds
-    per layer and for the rest, as ``Rows.model_total`` adds them."""
+    per layer and for the rest."""
     if _nothing(wrappers):
         return total
     return total + rows.layers_total * rows.first(wrappers[0]) + rows.first(wrappers[1])
@@ -223,10 +222,9 @@ def times(base: Scenario, rows: Rows, gpu, mem: dict, vol: Volume | None) -> dic
     opt, off = optimizer_and_offload(hw, tr, optimizer_params(
         *trained, G.zero, G.dense_shard, G.expert_shard),
         None if classic else moved, params_up=np.asarray(G.zero) < 3)
-    if gpu.profile is None:          # no eager runtime to add (``_optimizer_ops_time``)
-        opt = opt if np.shape(opt) == (rows.n,) else np.full(rows.n, float(opt))
-    else:
-        opt = np.broadcast_to(opt, rows.n) + _optimizer_ops_time(
+    opt = rows.full(np.asarray(opt, dtype=float))
+    if gpu.profile is not None:      # a calibrated machine: its eager runtime's cost too
+        opt = opt + _optimizer_ops_time(
             gpu, m, G, rows.dense * rows.col("dense", "tensors")
             + rows.moe * rows.col("moe", "tensors"), rows.has_emb, rows.has_head, tr.optimizer)
     if tr.activation_offload:
@@ -295,8 +293,6 @@ def _optimizer_ops_time(gpu, m, g: LayoutGrid, layer_tensors, has_emb, has_head,
                         optimizer: str):
     """The eager runtime's cost of a pipeline rank's optimizer step (calibrated profiles
     only): its optimizer's operations over the parameter tensors it updates."""
-    if gpu.profile is None:
-        return 0.0
     edge = {(e, h): eager_ops.edge_tensors(m, e, h) for e in (False, True) for h in (False, True)}
     tensors = layer_tensors + np.where(has_emb, np.where(has_head, edge[True, True],
                                                          edge[True, False]),

@@ -10,7 +10,7 @@ scenario). Everything that depends on the rest is computed per (layout, pipeline
 (``grid_rows.Rows``) by two passes: ``memory_pass`` (model states, activations, buffers, device
 bytes; whether a layout fits) and ``time_pass`` (the step), which reads the memory pass's
 parameter counts. ``evaluate`` runs both; the planner runs the memory pass over every layout
-and the time pass only where the memory can fit (``MemoryStage``).
+and the time pass only where the memory can fit (``plan.pruning.PassRows``).
 """
 from __future__ import annotations
 
@@ -248,33 +248,15 @@ def evaluate(base: Scenario, g: LayoutGrid, *, every_rank: bool = False,
     pytorch_eager = eager_activations(base, pytorch_eager)
     rows = bound_rows(base, Rows(base.model, base.training.global_batch, g, every_rank), cache,
                       pytorch_eager)
-    stage = MemoryStage(base, rows, pytorch_eager, detail=detail)
-    return stage.evaluate(volume=volume)
-
-
-class MemoryStage:
-    """The memory pass over ``rows`` (bound to ``base``'s block data), with the time pass to
-    follow (``evaluate``). ``overhead``: the
-    device overhead per layout of ``rows.layouts`` where the caller has it; ``detail``: the
-    report's breakdowns too (``memory_pass.memory``; a search reads the totals)."""
-
-    def __init__(self, base: Scenario, rows: Rows, pytorch_eager: bool = False,
-                 overhead=None, detail: bool = True) -> None:
-        self.base, self.rows, self.pytorch_eager = base, rows, pytorch_eager
-        self.mem, self.buffers = memory(base, rows, overhead, detail)
-        self.layout = layout_memory(base, rows, self.mem, detail)
-
-    def evaluate(self, volume: bool = False) -> Evaluation:
-        """Both passes over every layout: the ``Evaluation``."""
-        base, rows, mem = self.base, self.rows, self.mem
-        t, layout, serial, vol = _time_pass(base, rows, mem, volume)
-        rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,
-                "has_head": rows.has_head, **{k: v for k, v in mem.items() if k != "_finetune"},
-                **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
-                **{f"serial_{dim}": v for dim, v in serial.items()}}
-        return Evaluation(layout={**self.layout, **layout}, rank=rank,
-                          row_layout=rows.layout_of, rank_index=rows.rank,
-                          buffers=self.buffers, volume=vol, pytorch_eager=self.pytorch_eager)
+    mem, buffers = memory(base, rows, detail)
+    t, layout, serial, vol = _time_pass(base, rows, mem, volume)
+    rank = {"layers": rows.layers, "dense_layers": rows.dense, "has_embedding": rows.has_emb,
+            "has_head": rows.has_head, **{k: v for k, v in mem.items() if k != "_finetune"},
+            **{k: v for k, v in t.items() if not k.startswith("_") and k != "p2p_bytes"},
+            **{f"serial_{dim}": v for dim, v in serial.items()}}
+    return Evaluation(layout={**layout_memory(base, rows, mem, detail), **layout}, rank=rank,
+                      row_layout=rows.layout_of, rank_index=rows.rank, buffers=buffers,
+                      volume=vol, pytorch_eager=pytorch_eager)
 
 
 def layout_step_floor(base: Scenario, rows: Rows) -> np.ndarray:

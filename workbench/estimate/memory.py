@@ -71,7 +71,7 @@ class GPUMemory:
         """The phase of the step at the peak (the earlier one on ties), None without phases."""
         if not self.phases:
             return None
-        return max(self.phases, key=lambda k: (self.phases[k], -list(self.phases).index(k)))
+        return max(self.phases, key=self.phases.get)      # max keeps the first of equals
 
     @property
     def params_trainable(self) -> float:

@@ -293,19 +293,16 @@ def setting_memory(base: Scenario, rows: Rows, sh: Shared, offloads: list[str], 
     return out
 
 
-def memory(base: Scenario, rows: Rows, overhead=None, detail: bool = True
-           ) -> tuple[dict, dict]:
+def memory(base: Scenario, rows: Rows, detail: bool = True) -> tuple[dict, dict]:
     """Per row: parameters held, model states, activations at the peak, named buffers, total,
     the allocator's reserved bytes and nvidia-smi's device bytes, and what offload puts in
-    host memory and on NVMe; and the named buffers. ``overhead``: ``device_overhead`` per
-    layout of ``rows.layouts`` where the caller has it (it depends on the layout alone).
-    ``detail``: also what each category holds at the peak (the report's; a search reads the
+    host memory and on NVMe; and the named buffers. ``detail``: also what each category holds at the peak (the report's; a search reads the
     totals only)."""
     tr = base.training
     sh = shared_terms(base, rows)
     pdense, pexpert, fts = sh.pdense, sh.pexpert, sh.fts
     activ, host_activations, inflight, one_microbatch = sh.activations
-    t = _totals(base, rows, sh, tr.offload, overhead)
+    t = _totals(base, rows, sh, tr.offload)
     ms, grads, bufs, parts, phases, peak, at = (t[k] for k in (
         "ms", "grads", "bufs", "parts", "phases", "total", "peak_phase"))
     buffers = sum(bufs.values())

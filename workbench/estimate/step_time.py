@@ -309,7 +309,7 @@ def _hide(overlap, secs, under):
     return _where(overlap, np.maximum(0.0, secs - under), secs)
 
 
-def _dp_counts(par, mbs, zmax: int = 3) -> dict:
+def _dp_counts(par, mbs, zmax: int) -> dict:
     """Data-parallel collectives per step: DDP one all-reduce; ZeRO-1/2 one reduce-scatter and
     one all-gather (plus the HSDP-style replica all-reduce); ZeRO-3 (FSDP2) an all-gather per
     microbatch forward (once under pipelining without resharding) and per microbatch backward

@@ -43,9 +43,9 @@ FLOOR_SLACK = 1e-9
 
 @dataclass
 class Group:
-    """One memory-pass call's rows in the search's columns: [start, start + n), all under the
-    scenario ``base`` (one setting) on ``schedule`` with sequence parallelism ``sp``; ``cache``
-    its block table."""
+    """One memory-pass call's rows in the search's columns, from ``start`` to the next
+    group's, all under the scenario ``base`` (one setting) on ``schedule`` with sequence
+    parallelism ``sp``; ``cache`` its block table."""
 
     base: Scenario
     schedule: str
@@ -53,7 +53,6 @@ class Group:
     expert_tp: int | None
     cache: dict
     start: int
-    n: int
 
 
 class PassRows:
@@ -126,13 +125,13 @@ class Best:
             self.step = min(self.step, float(np.min(step)))
 
 
-def window_rows(device: np.ndarray, fits: np.ndarray, limit: float, floor, best: Best
-                ) -> np.ndarray:
-    """The rows that do not fit but need their step: within the window, with a floor below the
-    best step so far. ``floor``: a callable giving the step floor of the rows of a mask."""
+def window_rows(device: np.ndarray, fits: np.ndarray, limit: float, floor: np.ndarray,
+                best: Best) -> np.ndarray:
+    """The rows that do not fit but need their step: within the window, with a floor (each
+    row's step floor) below the best step so far."""
     near = ~fits & (device <= OVER_WINDOW * limit)
     if near.any() and np.isfinite(best.step):
-        near[near] = floor(near) * (1 - FLOOR_SLACK) < best.step
+        near[near] = floor[near] * (1 - FLOOR_SLACK) < best.step
     return near
 
 
@@ -147,9 +146,9 @@ def complete(cols: dict, groups: list[Group], limit: float, floor: np.ndarray) -
     want = [int(np.argmin(dev))]
     if not fits.any():
         want.append(int(np.argmin(cols["memory_per_gpu"])))
-        _time(cols, groups, np.array(want))
-        return
     _time(cols, groups, np.array(want))
+    if not fits.any():
+        return
     best = float(np.min(cols["step"][fits]))
     over = ~fits & (dev <= OVER_WINDOW * limit) & (cols["step"] < best)
     if over.any():
@@ -161,7 +160,7 @@ def complete(cols: dict, groups: list[Group], limit: float, floor: np.ndarray) -
     far = far[np.lexsort((far, dev[far]))]
     # the first few, then the rest at once (each part costs a cost-model call per setting)
     for part in (far[:256], far[256:]):
-        _time(cols, groups, part[np.isnan(cols["step"][part])])
+        _time(cols, groups, part)                 # it times only the rows without a step
         if (cols["step"][part] < best).any():
             return
 

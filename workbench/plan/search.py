@@ -255,7 +255,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                             out = _pruned(base, pas, rc, ok, limit, best)
                             cols["_floor"].append(out["floor"])
                             groups.append(Group(base, schedule, sp, s.parallel.expert_tp, cache,
-                                                sum(len(a) for a in cols["step"]), n))
+                                                sum(len(a) for a in cols["step"])))
                         else:
                             out = evaluate_layouts(base, g.take(ok), cache)
                         counts["evaluated"] += n
@@ -291,8 +291,7 @@ def _pruned(base: Scenario, pas: PassRows, recompute: str, ok: np.ndarray, limit
 
     # the step floor of every layout (the window below, the far fallback in ``complete``)
     out["floor"] = pas.step_floor(base, ok)
-    need = fits | window_rows(out["device_per_gpu"], fits, limit,
-                              lambda near: out["floor"][near], best)
+    need = fits | window_rows(out["device_per_gpu"], fits, limit, out["floor"], best)
     for key in TIMED:
         out[key] = np.full(len(fits), np.nan)
     if need.any():

@@ -12,8 +12,7 @@ from workbench.catalog.types import ModelShape
 from workbench.errors import ScenarioError
 from workbench.estimate import activations as act
 from workbench.estimate import estimate
-from workbench.estimate.attention_shapes import (attention_gemm_input_width, attention_gemms,
-                                                 qkv_widths, tp_gather_width)
+from workbench.estimate.attention_shapes import attention_gemms, qkv_widths, tp_gather_width
 from workbench.estimate.flops import layer_flops
 from workbench.estimate.params import (active_params, attention_params, layer_params,
                                        sequence_parallel_replicated, total_params)
@@ -95,7 +94,7 @@ def test_mha_flops_and_gemms_are_unchanged():
     assert [(g.n, g.k, g.count, g.rows) for g in attention_gemms(m, 4, True)] == [
         ((q + 2 * kv) / 4, h, 1, 1.0), (h, q / 4, 1, 1.0)]
     assert qkv_widths(m) == (q, kv, kv)
-    assert attention_gemm_input_width(m, 4) == h + q / 4 and tp_gather_width(m) == h
+    assert tp_gather_width(m) == h
 
 
 def test_mla_gemms_shard_the_up_and_out_projections_and_replicate_the_down_ones():

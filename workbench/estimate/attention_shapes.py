@@ -127,15 +127,6 @@ def core_attention_widths(m: ModelShape) -> tuple[int, int]:
     return m.heads * m.qk_head_dim, m.heads * m.value_head_dim
 
 
-def attention_gemm_input_width(m: ModelShape, t: int = 1) -> float:
-    """Per-token width of the distinct inputs of the attention projections on one TP rank
-    (what an FP8 recipe casts): MHA/GQA hidden + q/t; MLA hidden (shared by both
-    down-projections) + q_lora + kv_lora + heads v / t."""
-    if not m.mla:
-        return m.hidden + m.heads * m.dim_per_head / t
-    return m.hidden + m.q_lora_rank + m.kv_lora_rank + m.heads * m.v_head_dim / t
-
-
 def tp_gather_width(m: ModelShape) -> int:
     """Per-token width the attention block all-gathers over TP under sequence parallelism (and
     reduce-scatters in backward): the hidden state for MHA/GQA; for MLA the up-projections'

@@ -52,7 +52,10 @@ def measured_accuracy() -> dict:
 
 
 # A band from fewer runs says more about those runs than about the estimate: a group needs this
-# many before its median and 90th percentile stand for the runs like it (issue 43).
+# many before its median and 90th percentile stand for the runs like it. 20 is issue 43's
+# choice, not derived from a statistical criterion: it makes the top tenth of a group at least
+# 2 runs; with benchmarks/accuracy.py ``summary``'s p90 (the sorted |errors|' element
+# int(0.9 n)) a group of 20 has its p90 at the 19th run, one run above it.
 BAND_MIN_RUNS = 20
 
 

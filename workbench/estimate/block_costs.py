@@ -127,7 +127,7 @@ def block_costs(s: Scenario) -> dict[str, BlockCost]:
 def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     """One transformer layer (dense or MoE) per shape."""
     s, t, cp, tokens, gpu, run = x.s, x.t, x.cp, x.tokens, x.gpu, x.run
-    hw, m, par, tr = s.hardware, s.model, s.parallel, s.training
+    hw, m, tr = s.hardware, s.model, s.training
     prec, passes = tr.precision, x.passes
     e = compute_dtype_bytes(prec)
     h = m.hidden
@@ -146,7 +146,7 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     qw, kw, vw = qkv_widths(m)
     r = t if x.sp else 1
     mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
-    routed = local_experts = fe = None
+    routed, local_experts, fe = 0.0, 0, 0.0     # (layer_operands reads them on MoE layers only)
     if moe:
         g, ge, mem, comm["ep"], ep_volume, routed, local_experts, fe = moe_part(x, g, mem)
         volume += ep_volume
@@ -160,8 +160,7 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     if prec in ("fp8", *FP4_PRECISIONS):   # the recipe's casts of every linear's operands
         ops = fp8_casts.layer_operands(
             m, run.fp8, run.fp8_cast_fusion, run.fp8_separate_projections, tokens, t,
-            x.sp, moe, **(dict(routed=routed, local_experts=local_experts,
-                               expert_ffn=fe) if moe else {}))
+            x.sp, moe, routed, local_experts, fe)
         casts = fp8_casts.cast_traffic(ops, run.fp8.casts)
         g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
     causal = 0.5 if tr.flash else 1.0

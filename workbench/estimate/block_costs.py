@@ -157,12 +157,14 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
         mem = mem + (mats + 1) * tokens * f * e     # activation: read gate/up, write product
     mem = mem * run.elementwise_traffic
     casts = fp8_casts.CastTraffic(0.0, 0.0)
-    if prec in ("fp8", *FP4_PRECISIONS):   # the recipe's casts of every linear's operands
+    low = prec in ("fp8", *FP4_PRECISIONS)
+    rate = run.fp8.gemm_rate if low else 1.0     # the recipe's GEMM rate (Fp8Recipe.gemm_rate)
+    if low:                                # the recipe's casts of every linear's operands
         ops = fp8_casts.layer_operands(
             m, run.fp8, run.fp8_cast_fusion, run.fp8_separate_projections, tokens, t,
             x.sp, moe, routed, local_experts, fe)
         casts = fp8_casts.cast_traffic(ops, run.fp8.casts)
-        g, ge = g / run.fp8_gemm_rate, ge / run.fp8_gemm_rate
+        g, ge = g / rate, ge / rate
     causal = 0.5 if tr.flash else 1.0
     attn_fwd = lf.attention / t * causal
     a_f = eff.attention_time(attn_fwd, gpu, "fwd", tr.attention, kernel)
@@ -200,7 +202,7 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
         comm["cp"] = np.where(ring, np.maximum(0.0, ring_f - a_f)
                               + np.maximum(0.0, ring_b - a_b), 0.0)
     volume.append(("cp", "send_recv", block, np.where(ring, 3 * (cp - 1), 0)))
-    comm["tp"], tp_volume = _tp_layer(x, moe, mats)
+    comm["tp"], tp_volume = _tp_layer(x, moe, mats, rate)
     volume += tp_volume
     ops_f, ops_b = eager_ops.layer_ops(m, moe, m.moe.experts // x.ep if moe else None,
                                        grouped=not run.expert_loop)
@@ -218,10 +220,11 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
                        x.full(recompute), comm, volume)
 
 
-def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
+def _tp_layer(x: BlockShapes, moe: bool, mats: int, rate: float) -> tuple:
     """A layer's exposed TP seconds and TP volume: two collectives per layer per pass
-    (Korthikanti et al. 2022 Sec. 4.2), where t > 1."""
-    s, t, tokens, gpu, run, passes = x.s, x.t, x.tokens, x.gpu, x.run, x.passes
+    (Korthikanti et al. 2022 Sec. 4.2), where t > 1; ``rate``, the layer's GEMM rate under
+    its FP8 / FP4 recipe (``_layer``), for the GEMMs an overlapped collective hides under."""
+    s, t, tokens, gpu, passes = x.s, x.t, x.tokens, x.gpu, x.passes
     hw, m, par, prec = s.hardware, s.model, s.parallel, s.training.precision
     e = compute_dtype_bytes(prec)
     tp_span = x.tp_span
@@ -255,7 +258,6 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int) -> tuple:
         pairs = [p for i, p in enumerate(_tp_pairs(
             m, t, tokens, mats, None if moe else m.ffn_hidden / t,
             [secs.get(i, 0.0) for i in range(4)], nbytes)) if i in keep]
-        rate = run.fp8_gemm_rate if prec == "fp8" else 1.0
         if par.tp_comm_overlap:
             exposed = ((passes - 1) * tpo.userbuffers_exposed(pairs, t, gpu, prec, rate, False)
                        + tpo.userbuffers_exposed(pairs, t, gpu, prec, rate, True))

@@ -4,8 +4,8 @@ formulas multiply or add (``block_costs.block_costs``):
 - ``elementwise_traffic``: HBM traffic of the memory-bound work relative to fused kernels — the
   engine's eager figure (``Engine.elementwise_traffic``, derived in its module) or 1 under
   ``training.compile`` (Inductor fuses the elementwise chains into one kernel each).
-- ``fp8_gemm_rate`` / ``fp8``: the FP8 recipe's GEMM rate against the tensorwise GEMMs the
-  kernel table measures, and the recipe (its cast bytes, ``estimate.fp8_casts``;
+- ``fp8``: the FP8 recipe: its GEMM rate against the tensorwise GEMMs the kernel table
+  measures (``Fp8Recipe.gemm_rate``) and its cast bytes (``estimate.fp8_casts``;
   ``Engine.fp8_recipes``; the generic engine's: ``fp8_casts.GENERIC_RECIPE``; under an FP4
   precision the engine's ``Engine.fp4_recipes`` entry);
   ``fp8_cast_fusion`` / ``fp8_separate_projections``: which casts fuse as the engine runs
@@ -37,7 +37,6 @@ ACCURACY = Path(__file__).resolve().parent.parent / "engines" / "accuracy.json"
 @dataclass(frozen=True)
 class RunConventions:
     elementwise_traffic: float = 1.0
-    fp8_gemm_rate: float = 1.0
     fp8: Fp8Recipe = GENERIC_RECIPE
     expert_loop: bool = False
     loss: str = "fused"
@@ -102,5 +101,5 @@ def conventions(s) -> RunConventions:
     fusion = eng.fp8_cast_fusion
     if fusion == "compile" and not tr.compile:
         fusion = "none"
-    return RunConventions(traffic, recipe.gemm_rate, recipe, eng.expert_gemms == "loop",
+    return RunConventions(traffic, recipe, eng.expert_gemms == "loop",
                           eng.loss, fusion, eng.fp8_separate_projections)

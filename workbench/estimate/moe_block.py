@@ -9,7 +9,7 @@ from workbench.estimate import eager_ops
 from workbench.estimate import efficiency as eff
 from workbench.estimate.buffers import compute_dtype_bytes
 from workbench.estimate.block_shapes import BlockShapes
-from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.comm import collective_times, group_span
 
 
 def moe_part(x: BlockShapes, g, mem) -> tuple:
@@ -91,22 +91,25 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
         # travel with the tokens (token_dispatch's second all_to_all), and in the expert-TP
         # group the tokens and probabilities are all-gathered (dispatch_postprocess) and the
         # outputs reduce-scattered (combine_preprocess); an all-gather's backward is a
-        # reduce-scatter and the reverse.
+        # reduce-scatter and the reverse. Each all-gather and reduce-scatter pair shares its
+        # buffer and group, so ``collective_times`` times it once where the two take the
+        # same time (as ``block_costs._tp_layer``'s pairs).
         wide = et > 1
         et_span = group_span(et, 1, gpn)
+        tokens_b, probs_b = routed * h * e, routed * 4
         ops += [("all_gather", et * ep * mo.experts * 8, passes - 1,
                  group_span(et * ep, 1, gpn), multi | wide),
                 ("all_to_all", sent * 4, passes, ep_span, multi),
-                ("all_gather", routed * h * e, passes, et_span, wide),
-                ("reduce_scatter", routed * h * e, passes, et_span, wide),
-                ("all_gather", routed * 4, passes - 1, et_span, wide),
-                ("reduce_scatter", routed * 4, 1, et_span, wide)]
+                ("all_gather", tokens_b, passes, et_span, wide),
+                ("reduce_scatter", tokens_b, passes, et_span, wide),
+                ("all_gather", probs_b, passes - 1, et_span, wide),
+                ("reduce_scatter", probs_b, 1, et_span, wide)]
     else:
         # torchtitan: the counts go by one all_to_all_single before the tokens
         # (ExpertParallel._token_dispatch)
         ops.append(("all_to_all", mo.experts * 8, passes - 1, ep_span, multi))
     # (a collective that runs on none of the shapes is not timed: 0 s there)
-    exposed = sum(np.where(on, n * collective_time(k, b, span, hw), 0.0) if on.any()
-                  else x.full(0.0) for k, b, n, span, on in ops)
+    exposed = sum(np.where(on, n * collective_times([(k, b)], span, hw, x.timed)[0], 0.0)
+                  if on.any() else x.full(0.0) for k, b, n, span, on in ops)
     volume = [("ep", k, x.full(b), np.where(on, n, 0)) for k, b, n, _, on in ops]
     return g, ge, mem, exposed, volume, routed, local_experts, fe

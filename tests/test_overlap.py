@@ -14,7 +14,7 @@ from workbench.estimate import estimate
 from workbench.estimate import tp_overlap as tpo
 from workbench.estimate.comm import collective_time, group_span
 from workbench.estimate.pipeline_ranks import blocking_transfers
-from workbench.estimate.block_costs import _tp_pairs, block_costs
+from workbench.estimate.block_costs import _tp_gemms, block_costs
 from workbench.estimate.step_time import dp_exposed, dp_overlap
 from workbench.export import export
 from workbench.imports import deepspeed as ds_import
@@ -128,7 +128,9 @@ def test_async_tp_exposes_at_least_the_chunked_gemms_extra_time():
     m, t = s.model, 8
     gpu = eff.on_hardware(s.hardware)
     tokens = 8192.0
-    pairs = _tp_pairs(m, t, tokens, 3, m.ffn_hidden / t, [1e-9] * 4, tokens * m.hidden * 2)
+    pairs = [tpo.Pair(k, 1e-9, g, tokens * m.hidden * 2) for k, g in zip(
+        ("all_gather", "all_gather", "reduce_scatter", "reduce_scatter"),
+        _tp_gemms(m, t, tokens, 3, m.ffn_hidden / t))]
     extra = sum(tpo._gemms(p.gemms, gpu, "bf16", t) - tpo._gemms(p.gemms, gpu, "bf16")
                 for p in pairs)
     assert extra > 0     # smaller GEMMs run below the whole one's rate (GEMM_K0, launches)

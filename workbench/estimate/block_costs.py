@@ -254,10 +254,10 @@ def _tp_layer(x: BlockShapes, moe: bool, mats: int, rate: float) -> tuple:
         # Each collective split into chunks under the GEMMs it feeds or drains
         # (tp_overlap): the chunked GEMMs' extra time, the part no chunk covers and,
         # under TE userbuffers, the SMs the collective takes all show.
-        secs = dict(zip(keep, collective_times(ops, tp_span, hw, x.timed)))
-        pairs = [p for i, p in enumerate(_tp_pairs(
-            m, t, tokens, mats, None if moe else m.ffn_hidden / t,
-            [secs.get(i, 0.0) for i in range(4)], nbytes)) if i in keep]
+        gemms = _tp_gemms(m, t, tokens, mats, None if moe else m.ffn_hidden / t)
+        pairs = [tpo.Pair(k, sec, gemms[i], nbytes if k == "reduce_scatter" else 0.0)
+                 for i, (k, _), sec in zip(keep, ops, collective_times(ops, tp_span, hw,
+                                                                         x.timed))]
         if par.tp_comm_overlap:
             exposed = ((passes - 1) * tpo.userbuffers_exposed(pairs, t, gpu, prec, rate, False)
                        + tpo.userbuffers_exposed(pairs, t, gpu, prec, rate, True))
@@ -361,14 +361,14 @@ def _tp_edge_ops(m, sp: bool, nbytes, tokens) -> tuple[list, list]:
             [(first, nbytes, 1), ("all_gather", nbytes, 1)])
 
 
-def _tp_pairs(m, t, tokens, mats: int, ffn, secs: list, nbytes) -> list:
-    """The four sequence-parallel TP collectives of a layer's pass (``_tp_layer``'s order:
-    attention all-gather, MLP all-gather, attention reduce-scatter, MLP reduce-scatter), each
-    with the GEMMs it feeds or drains (``tp_overlap.Pair``). The attention gather feeds the
-    column-parallel projections on the gathered rows (MLA: the up-projections; its replicated
-    down-projections run on the rank's own rows before the gather); an MoE layer's MLP
-    collectives feed the router and experts, no fused GEMM (``ffn`` None). Numbers or arrays
-    over shapes."""
+def _tp_gemms(m, t, tokens, mats: int, ffn) -> tuple:
+    """The GEMMs each of the four sequence-parallel TP collectives of a layer's pass feeds or
+    drains (``_tp_layer``'s order: attention all-gather, MLP all-gather, attention
+    reduce-scatter, MLP reduce-scatter), as (m, n, k) shapes (``tp_overlap.Pair.gemms``). The
+    attention gather feeds the column-parallel projections on the gathered rows (MLA: the
+    up-projections; its replicated down-projections run on the rank's own rows before the
+    gather); an MoE layer's MLP collectives feed the router and experts, no fused GEMM (``ffn``
+    None). Numbers or arrays over shapes."""
     att = attention_gemms(m, t, True)
     # MLA's down-projections (rows 1/t under SP) run before the gather; over shapes, rows is 1
     # for every t only for the projections on the gathered rows (where t is 1 nothing is
@@ -378,6 +378,4 @@ def _tp_pairs(m, t, tokens, mats: int, ffn, secs: list, nbytes) -> list:
     proj = tuple((tokens, a.n, a.k) for a in att if a.name == "proj")
     fc1 = ((tokens, (mats - 1) * ffn, m.hidden),) if ffn is not None else ()
     fc2 = ((tokens, m.hidden, ffn),) if ffn is not None else ()
-    return [tpo.Pair("all_gather", secs[0], first), tpo.Pair("all_gather", secs[1], fc1),
-            tpo.Pair("reduce_scatter", secs[2], proj, nbytes),
-            tpo.Pair("reduce_scatter", secs[3], fc2, nbytes)]
+    return first, fc1, proj, fc2

@@ -4,7 +4,10 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ScenarioError
+from workbench.estimate import efficiency as eff
 from workbench.estimate import estimate
+from workbench.estimate import finetune as ft
+from workbench.estimate.block_costs import block_costs
 from workbench.estimate.finetune import NF4_BYTES
 from workbench.estimate.params import total_params
 from workbench.scenario import parse_scenario
@@ -120,3 +123,26 @@ def test_optimizer_in_backward_keeps_one_gradient():
 def test_fine_tuning_settings_are_checked(training, message):
     with pytest.raises(ScenarioError, match=message):
         parse_scenario(doc(**training))
+
+
+def test_expert_adapters_run_on_the_routed_rows_capacity_factor_included():
+    # LoRA on Mixtral's experts only (gate, up, down), EP 2: each local expert's adapters see
+    # the rows its base GEMMs do, seq x top_k x capacity_factor x ep / experts (moe_part's rows)
+    def wgrad(cap: float) -> tuple:
+        s = parse_scenario({
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 2},
+            "model": {"preset": "mixtral-8x7b", "moe": {"capacity_factor": cap}},
+            "parallel": {"dp": 2, "ep": 2, "zero": 3},
+            "training": {"seq_len": 2048, "micro_batch": 1, "global_batch": 2, "method": "lora",
+                         "lora": {"rank": 8, "targets": ["gate", "up", "down"]}}})
+        m, gpu = s.model, eff.on_hardware(s.hardware)
+        rows = 2048 * m.moe.top_k * (cap or 1.0) * 2 / m.moe.experts
+        want = sum(eff.gemm_time(8, p.k, rows, gpu, "bf16", p.count)
+                   + eff.gemm_time(p.n, 8, rows, gpu, "bf16", p.count)
+                   for p in ft.adapted(s.training, m, True, m.moe.experts // 2))
+        return block_costs(s)["moe"].wgrad, want, rows
+
+    got, want, rows = wgrad(1.25)
+    assert rows == 1280.0 and got == pytest.approx(want, rel=1e-12)
+    dropless, want0, rows0 = wgrad(0.0)
+    assert rows0 == 1024.0 and dropless == pytest.approx(want0, rel=1e-12) and got > dropless

@@ -146,9 +146,11 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     qw, kw, vw = qkv_widths(m)
     r = t if x.sp else 1
     mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
-    routed, local_experts, fe = 0.0, 0, 0.0     # (layer_operands reads them on MoE layers only)
+    # (layer_operands and _adapter_costs read these on MoE layers only)
+    routed, local_experts, fe, expert_rows = 0.0, 0, 0.0, 0.0
     if moe:
-        g, ge, mem, comm["ep"], ep_volume, routed, local_experts, fe = moe_part(x, g, mem)
+        (g, ge, mem, comm["ep"], ep_volume, routed, local_experts, fe,
+         expert_rows) = moe_part(x, g, mem)
         volume += ep_volume
     else:
         f = m.ffn_hidden / t
@@ -211,7 +213,7 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     if tr.adapters:
         # frozen base: input-gradient GEMMs only; the adapters' GEMMs; QLoRA dequantises
         # each linear's weight in forward, backward and any recomputed forward
-        ad = _adapter_costs(x, moe)
+        ad = _adapter_costs(x, moe, expert_rows)
         recompute = recompute + (ad.fwd + ad.dequant) * (passes - 2)
         return BlockArrays(x.full(g + ad.fwd + ad.dequant + a_f + mem_t),
                            x.full(g + ad.dgrad + ad.wgrad + ad.dequant + a_b + mem_b),
@@ -311,11 +313,13 @@ class AdapterCost:
     dequant: object    # QLoRA: one pass of dequantising every block linear's weight
 
 
-def _adapter_costs(x: BlockShapes, moe: bool) -> AdapterCost:
+def _adapter_costs(x: BlockShapes, moe: bool, expert_rows) -> AdapterCost:
     """Adapter GEMMs through the kernel model (r is small, so most are memory-bound: the
     model's roofline takes the larger of FLOPs and bytes) and QLoRA's dequantisation traffic:
     each pass reads the stored weight and writes its compute-dtype copy
-    (bitsandbytes ``dequantize_4bit``)."""
+    (bitsandbytes ``dequantize_4bit``). An expert's adapters run on the token rows its base
+    GEMMs do (``expert_rows``: ``moe_block.moe_part``'s rows per local expert, with the
+    capacity factor and the expert-TP share)."""
     m, tr, gpu, tokens = x.s.model, x.s.training, x.gpu, x.tokens
     prec, r = eff.edge_precision(tr.precision), tr.lora.rank   # adapters are not TE linears
     local = m.moe.experts // x.ep if moe else 1
@@ -324,8 +328,7 @@ def _adapter_costs(x: BlockShapes, moe: bool) -> AdapterCost:
         t = x.et if p.expert else x.t
         k = p.k / t if p.style == "row" else p.k
         n = p.n / t if p.style == "column" else p.n
-        # tokens per local expert, balanced routing (``moe_block.moe_part``'s ``rows``)
-        rows = tokens * m.moe.top_k * x.ep / m.moe.experts if p.expert else tokens
+        rows = expert_rows if p.expert else tokens
         fwd += (eff.gemm_time(rows, r, k, gpu, prec, p.count)
                 + eff.gemm_time(rows, n, r, gpu, prec, p.count))
         dgrad += (eff.gemm_time(rows, k, r, gpu, prec, p.count)

@@ -15,7 +15,8 @@ from workbench.estimate.comm import collective_times, group_span
 def moe_part(x: BlockShapes, g, mem) -> tuple:
     """An MoE layer's router, experts, permutations and dispatch, added to the attention's GEMM
     seconds ``g`` and memory-bound bytes ``mem``: (g, the routed experts' GEMM seconds, mem,
-    exposed EP seconds, EP volume, routed token copies, local experts, expert FFN width)."""
+    exposed EP seconds, EP volume, routed token copies, local experts, expert FFN width, token
+    rows per local expert)."""
     s, t, ep, et, tokens, gpu, run = x.s, x.t, x.ep, x.et, x.tokens, x.gpu, x.run
     hw, m, tr = s.hardware, s.model, s.training
     prec, edge, passes = tr.precision, eff.edge_precision(tr.precision), x.passes
@@ -40,7 +41,7 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
         # (ReordererSequenceParallel): et / t of them on this GPU.
         own = tokens
         routed = sent = tokens * mo.top_k * cap * et / t
-    rows = routed * ep / mo.experts     # tokens per local expert (balanced)
+    rows = routed * ep / mo.experts     # tokens per local expert (balanced; adapters too)
     fe = mo.expert_ffn_hidden / et
     g = g + eff.gemm_time(own, mo.experts, h, gpu, edge)    # the router's gate
     # Router scores: softmax in fp32 then top-k, as both engines run it (Megatron-Core
@@ -112,4 +113,4 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
     exposed = sum(np.where(on, n * collective_times([(k, b)], span, hw, x.timed)[0], 0.0)
                   if on.any() else x.full(0.0) for k, b, n, span, on in ops)
     volume = [("ep", k, x.full(b), np.where(on, n, 0)) for k, b, n, _, on in ops]
-    return g, ge, mem, exposed, volume, routed, local_experts, fe
+    return g, ge, mem, exposed, volume, routed, local_experts, fe, rows

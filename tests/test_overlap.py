@@ -8,11 +8,16 @@ import json
 
 import pytest
 
+from workbench.catalog.gpus import GPUS
+from workbench.catalog.types import GPU
 from workbench.errors import ScenarioError
 from workbench.estimate import efficiency as eff
+from workbench.estimate import device_memory as dm
 from workbench.estimate import estimate
+from workbench.estimate import sustained
 from workbench.estimate import tp_overlap as tpo
 from workbench.estimate.comm import collective_time, group_span
+from workbench.estimate.gpu_parts import sm_count
 from workbench.estimate.pipeline_ranks import blocking_transfers
 from workbench.estimate.block_costs import _tp_gemms, block_costs
 from workbench.estimate.step_time import dp_exposed, dp_overlap
@@ -146,7 +151,7 @@ def test_async_tp_exposes_at_least_the_chunked_gemms_extra_time():
 def test_tp_comm_overlap_pays_the_sms_it_takes():
     s = _tp_scenario("megatron", "tp_comm_overlap")
     gpu = eff.on_hardware(s.hardware)
-    assert tpo.sms(gpu) == 132
+    assert sm_count(gpu) == 132
     whole = tpo._gemms(((8192, 4096, 14336 / 8),), gpu, "bf16")
     # the bulk reduce-scatter of the backward: its GEMM on 116 of 132 SMs, comm hidden
     pair = tpo.Pair("reduce_scatter", 1e-9, ((8192, 4096, 14336 / 8),))
@@ -185,3 +190,17 @@ def test_tp_comm_overlap_gathers_fp8_inputs_in_fp8():
     assert gathers == [8192 * 4096 * 1.0, 8192 * 4096 * 1.0]          # 1 byte per element
     assert [b for dim, k, b, n in block_costs(plain)["dense"].volume
             if k == "all_gather"] == [8192 * 4096 * 2.0, 8192 * 4096 * 2.0]
+
+
+def test_one_sm_count_per_part_for_userbuffers_clocks_and_the_context():
+    # gpu_parts is the one source: the catalog part's count, else its architecture's
+    counts = {k: sm_count(GPUS[k]) for k in ("b200", "h200-nvl", "h200-sxm", "h100-pcie",
+                                             "a100-pcie-80gb")}
+    assert counts == {"b200": 148, "h200-nvl": 132, "h200-sxm": 132, "h100-pcie": 114,
+                      "a100-pcie-80gb": 108}
+    for key, (ref, sms, ref_sms) in sustained.SAME_DIE.items():
+        assert (sms, ref_sms) == (sm_count(GPUS[key]), sm_count(GPUS[ref]))
+    inline = GPU("inline", 80, 3000, 1000, 2000, 700, arch="blackwell", form_factor="pcie")
+    assert sm_count(inline) == 148
+    (s0, b0), (s1, b1) = dm.CTX_FIT_POINTS
+    assert dm.cuda_context_bytes("b200") == b0 + (148 - s0) * (b1 - b0) / (s1 - s0)

@@ -38,6 +38,7 @@ import functools
 import numpy as np
 
 from workbench.estimate.comm import group_span
+from workbench.estimate.gpu_parts import family_sm_count
 
 MiB = 1 << 20
 
@@ -50,9 +51,6 @@ MiB = 1 << 20
 # (github.com/pytorch/pytorch/pull/86509: 287,047,680 B lazy vs 666,632,192 B eager) and CUDA's
 # since 12.2 (docs.nvidia.com/cuda/cuda-programming-guide/04-special-topics/lazy-loading.html).
 CTX_FIT_POINTS = ((34, 107 * MiB), (188, 555 * MiB))
-# SMs: A100 108 (Ampere whitepaper), H100/H200 SXM 132 (Hopper whitepaper), B200 148 (Blackwell
-# datasheet).
-SM_COUNT = {"ampere": 108, "hopper": 132, "blackwell": 148}
 
 # --- NCCL buffers (nccl@5067397) ------------------------------------------------------------------
 # src/init.cc:813 DEFAULT_BUFFSIZE 4 MiB; NCCL_BUFFSIZE in the NCCL env-var docs
@@ -113,9 +111,10 @@ def _arch(gpu_arch: str) -> str:
 
 
 def cuda_context_bytes(gpu_arch: str) -> float:
-    """Line through CTX_FIT_POINTS at the GPU's SM count (Hopper for unknown architectures)."""
+    """Line through CTX_FIT_POINTS at the SM count of the architecture's datacenter part
+    (``gpu_parts.family_sm_count``: Hopper's for unknown architectures)."""
     (s0, b0), (s1, b1) = CTX_FIT_POINTS
-    sms = SM_COUNT.get(_arch(gpu_arch), SM_COUNT["hopper"])
+    sms = family_sm_count(_arch(gpu_arch))
     return b0 + (sms - s0) * (b1 - b0) / (s1 - s0)
 
 

@@ -37,10 +37,9 @@ Nothing here is fitted to published training runs.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from workbench.catalog.gpus import GPUS
 from workbench.catalog.types import GPU
+from workbench.estimate.gpu_parts import PART_SMS, catalog_key
 
 H200 = "h200-sxm"
 # MSMF and MAMF as fractions of the catalog's dense peak: the msmf-* and mamf4-* records of
@@ -89,21 +88,16 @@ TABLE = {
     "a100-sxm-80gb": {"bf16": 0.851, "fp8": 0.851},
 }
 # Parts derived from a measured part of the same die: catalog key -> (reference key, SMs of
-# the part, SMs of the reference). SM counts: NVIDIA H100 Tensor Core GPU Architecture
-# whitepaper (2022), Table 3 (H100 SXM5 132 SMs, H100 PCIe 114 SMs); the H200 NVL is the H200's
-# GH100 with its 132 SMs at lower clocks (NVIDIA H200 product page: 835.5 / 989.5 dense bf16 =
-# the clock ratio); A100 108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020).
+# the part, SMs of the reference), the SM counts ``gpu_parts.PART_SMS``'s (cited there; the
+# H200 NVL is the H200's GH100 with its 132 SMs at lower clocks).
 #   H100 SXM5: the H200's die, SMs, clocks and 700 W limit (HBM3 in place of HBM3e): the same
 #     sustained clock. Azure's cuBLASLt FP8 runs agree: H100 0.705, H200 0.700 through the form
 #     (azure-cublaslt-h100-sxm-fp8-* / -h200-sxm-fp8-*, published_kernels.yaml).
 #   H100 PCIe (350 W, 114 SMs), H200 NVL (600 W): the H200 at their limits and SM counts.
 #   A100 SXM4 40GB: the 80GB part's die, SMs, clock and 400 W (HBM2 in place of HBM2e).
-SAME_DIE = {
-    "h100-sxm": (H200, 132, 132),
-    "h100-pcie": (H200, 114, 132),
-    "h200-nvl": (H200, 132, 132),
-    "a100-sxm-40gb": ("a100-sxm-80gb", 108, 108),
-}
+SAME_DIE = {key: (ref, PART_SMS[key], PART_SMS[ref]) for key, ref in (
+    ("h100-sxm", H200), ("h100-pcie", H200), ("h200-nvl", H200),
+    ("a100-sxm-40gb", "a100-sxm-80gb"))}
 # The burst ceiling of a die (the clock at boost) over its sustained one: MAMF / MSMF of the
 # die's measured part (A100: the PCIe card's; the SXM4 has no MSMF row).
 BURST_OF = {"h200-sxm": "h200-sxm", "a100-sxm-80gb": "a100-pcie-80gb"}
@@ -117,19 +111,6 @@ FAMILY = {"hopper": H200, "ampere": "a100-sxm-80gb", "blackwell": "b200", "cdna3
 # power-capping.html). Above the board's maximum the clock cannot follow (it is the limit the
 # catalog's peak and measurements were taken at).
 CAP_RANGE = (0.5, 1.0)
-
-
-def _by_name() -> dict[str, str]:
-    return {g.name: k for k, g in GPUS.items()}
-
-
-def catalog_key(gpu: GPU) -> str | None:
-    """The catalog key of ``gpu`` when it is a catalog part (all its figures equal), else
-    None (an inline GPU, whatever it is called)."""
-    key = _by_name().get(gpu.name)
-    if key is None or dataclasses.replace(gpu, power_limit_w=0.0) != GPUS[key]:
-        return None
-    return key
 
 
 def _measured(key: str, precision: str) -> float | None:

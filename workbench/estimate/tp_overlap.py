@@ -36,13 +36,8 @@ import numpy as np
 
 from workbench.estimate import efficiency as eff
 from workbench.estimate.arrays import plain
+from workbench.estimate.gpu_parts import sm_count
 
-# Streaming multiprocessors per GPU, for the share a communication kernel takes: NVIDIA H100
-# whitepaper (GH100: H100 SXM5 132 SMs, H100 PCIe 114; H200 is the same SXM part), A100
-# whitepaper (108 SMs). Other parts: Hopper SXM's 132 (an assumption, said here).
-SMS = {("hopper", "sxm"): 132, ("hopper", "pcie"): 114, ("ampere", "sxm"): 108,
-       ("ampere", "pcie"): 108}
-DEFAULT_SMS = 132
 # TE userbuffers' communication SMs for the pipeline and bulk methods (get_default_config
 # ``num_sm``: 1 for ring_exchange, else 16) and the pipeline method's splits (``num_splits`` 4).
 UB_COMM_SMS = 16
@@ -63,11 +58,6 @@ def _gemms(shapes, gpu, prec: str, chunks: int = 1, rate: float = 1.0) -> float:
     """Seconds of ``shapes`` each split into ``chunks`` GEMMs along M, at ``rate`` of the
     kernel model's throughput (an FP8 recipe's GEMM rate, the SM share left to them)."""
     return sum(chunks * eff.gemm_time(m / chunks, n, k, gpu, prec) for m, n, k in shapes) / rate
-
-
-def sms(gpu) -> int:
-    """Streaming multiprocessors of ``gpu`` (``SMS`` by architecture and form factor)."""
-    return SMS.get((gpu.arch, gpu.form_factor), DEFAULT_SMS)
 
 
 def _pipelined(comm: float, chunked: float, whole: float, chunks: int, gather: bool) -> float:
@@ -104,7 +94,8 @@ def async_tp_exposed(pairs: list[Pair], t, gpu, prec: str, rate: float):
 def userbuffers_exposed(pairs: list[Pair], t, gpu, prec: str, rate: float, backward: bool):
     """Exposed seconds of one pass's TP pairs under TE userbuffers (module docstring); ``t``,
     the pairs' seconds and shapes numbers or arrays over shapes."""
-    share = (sms(gpu) - UB_COMM_SMS) / sms(gpu)      # SMs left to the GEMMs
+    sms = sm_count(gpu)                         # (gpu_parts: the part's SMs)
+    share = (sms - UB_COMM_SMS) / sms           # SMs left to the GEMMs
     out = 0.0
     for p in pairs:
         whole = _gemms(p.gemms, gpu, prec, 1, rate)

@@ -20,8 +20,8 @@ PART_SMS = {
     "a100-sxm-80gb": 108, "a100-sxm-40gb": 108, "a100-pcie-80gb": 108, "b200": 148,
 }
 # A GPU that is no catalog part above (inline, or another catalog part) takes its
-# architecture's datacenter part's: A100, H100/H200 SXM, B200 (the sources above); any other
-# architecture Hopper's (an assumption, said here).
+# architecture's datacenter part's: A100, H100/H200 SXM, B200 (the sources above), a Hopper
+# PCIe card the H100 PCIe's; any other architecture Hopper's (an assumption, said here).
 FAMILY_SMS = {"ampere": 108, "hopper": 132, "blackwell": 148}
 
 
@@ -45,8 +45,12 @@ def family_sm_count(arch: str) -> int:
 
 @functools.lru_cache(maxsize=64)
 def sm_count(gpu: GPU) -> int:
-    """Streaming multiprocessors of ``gpu``: its catalog part's (``PART_SMS``), else its
-    architecture's (``family_sm_count``). Cached: the catalog lookup is slow and a ``GPU``
+    """Streaming multiprocessors of ``gpu``: its catalog part's (``PART_SMS``), else a Hopper
+    PCIe card's 114 or its architecture's (``family_sm_count``). Cached: the catalog lookup is slow and a ``GPU``
     hashes on its datasheet fields."""
     key = catalog_key(gpu)
-    return PART_SMS[key] if key in PART_SMS else family_sm_count(gpu.arch)
+    if key in PART_SMS:
+        return PART_SMS[key]
+    if gpu.arch == "hopper" and gpu.form_factor == "pcie":
+        return PART_SMS["h100-pcie"]     # the Hopper PCIe card a box is built from
+    return family_sm_count(gpu.arch)

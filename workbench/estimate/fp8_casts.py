@@ -32,15 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.catalog.types import ModelShape
-from workbench.engines.types import CastBytes, Fp8Recipe
+from workbench.engines.types import SINGLE_READ_CAST, CastBytes, Fp8Recipe
 from workbench.estimate.attention_shapes import attention_gemms
 
 # The generic engine's FP8 (no recipe of its own): the single-read cast of Transformer Engine's
-# delayed scaling — read 2 B, write the rowwise and columnwise FP8 copies 1 + 1 B in one kernel
-# (NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b docs/features/
-# low_precision_training/performance_considerations/performance_considerations.rst,
-# "Quantization fusions" 1), the weight once per forward with its transpose, nothing fused.
-GENERIC_RECIPE = Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+# delayed scaling (engines.types.SINGLE_READ_CAST).
+GENERIC_RECIPE = Fp8Recipe(1.0, SINGLE_READ_CAST,
                            "TE performance_considerations.rst (single-read cast)")
 
 

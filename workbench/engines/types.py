@@ -95,6 +95,10 @@ NVFP4_TE = Fp8Recipe(1.0, CastBytes(5.125, 5.125, 0, 5.125, 5.125, 5.125),
 # What an NVFP4 element costs in HBM: 4 bits of E2M1 and an E4M3 block scale per 16 elements
 # (nvfp4.rst "Data Format"): a saved quantized GEMM input, one copy of a quantized weight.
 NVFP4_BYTES = 0.5 + 1 / 16
+# Bytes per element of a quantized tensor by training precision (FP8 1 B, NVFP4 NVFP4_BYTES):
+# a low-precision GEMM input (estimate.efficiency), a saved quantized GEMM input
+# (estimate.activations), one copy of a quantized weight (estimate.buffers).
+QUANTIZED_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import numpy as np
 from workbench.catalog.types import ModelShape
 from workbench.engines.types import SINGLE_READ_CAST, CastBytes, Fp8Recipe
 from workbench.estimate.attention_shapes import attention_gemms
+from workbench.estimate.finetune import projections
 
 # The generic engine's FP8 (no recipe of its own): the single-read cast of Transformer Engine's
 # delayed scaling (engines.types.SINGLE_READ_CAST).
@@ -147,7 +148,6 @@ def linear_weights(m: ModelShape, moe: bool, tp, local_experts=1, etp=1):
     down-projections whole); arrays allowed. What an FP8 parameter all-gather carries in
     1 byte (torchao's ``Float8Linear.weight``; Megatron's ``fp8_param``: "primarily the
     weights of GEMMs")."""
-    from workbench.estimate.finetune import projections
     total = 0.0
     for p in projections(m, moe, local_experts):
         split = 1 if p.style == "replicated" else (etp if p.expert else tp)

@@ -87,28 +87,16 @@ def main() -> int:
 
 
 def grid(repeat: int, data: Timer, costs: Timer) -> None:
-    """``estimate_speed.grid_speed``'s layouts, masked once, evaluated ``repeat`` times."""
-    import itertools
-
-    import numpy as np
+    """``estimate_speed.grid_405b``'s layouts, masked once, evaluated ``repeat`` times."""
+    from estimate_speed import grid_405b   # a sibling script, as published_space's accuracy
 
     from workbench.estimate.cost_model import evaluate_layouts
-    from workbench.scenario import load_scenario
     from workbench.scenario.layouts import LayoutGrid
     from workbench.scenario.rules import layout_mask
 
-    base = load_scenario(ROOT / "examples/llama3-405b-h200-cluster.yaml",
-                         ["hardware.nodes=2048", "parallel.dp=128", "parallel.pp=16",
-                          "training.global_batch=2048"])
-    world = base.hardware.world
+    base, by_schedule = grid_405b()
     grids = []
-    for sched in ("1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev", "gpipe"):
-        rows = np.array([(world // (tp * pp * cp), tp, pp, cp, 1, zero, v, mb, 0)
-                         for tp, pp, cp, zero, v, mb in itertools.product(
-                             (1, 2, 4, 8), (1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 18, 21, 32, 42, 63,
-                                            64, 126),
-                             (1, 2, 4, 8, 16), (0, 1, 2, 3), (1, 2, 3, 4, 6, 7, 9), (1, 2, 4, 8))
-                         if world % (tp * pp * cp) == 0]).T
+    for sched, rows in by_schedule.items():
         mask = layout_mask(base, LayoutGrid(*rows, pp_schedule=sched))
         grids.append(LayoutGrid(*rows[:, mask], pp_schedule=sched))
     n = sum(len(g) for g in grids)

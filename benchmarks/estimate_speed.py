@@ -60,16 +60,15 @@ def main() -> int:
     return 0
 
 
-def grid_speed() -> None:
+def grid_405b():
     """Every (tp, pp, cp, ZeRO, virtual stages, micro-batch) for Llama 3.1 405B on 2,048 nodes
-    of 8 H200 (16,384 GPUs), per schedule; dp fills the rest."""
+    of 8 H200 (16,384 GPUs), per schedule; dp fills the rest: the base scenario and
+    {schedule: rows} (``LayoutGrid``'s columns, one layout per column, unmasked). Also the
+    grid of ``benchmarks/block_costs_speed.py``."""
     base = load_scenario(ROOT / "examples/llama3-405b-h200-cluster.yaml",
                          ["hardware.nodes=2048", "parallel.dp=128", "parallel.pp=16",
                           "training.global_batch=2048"])
     world = base.hardware.world
-    print(f"\ngrid: {base.model.name} on {world:,} GPUs")
-    print(f"{'schedule':18} {'layouts':>9} {'valid':>7} {'seconds':>9} {'screened/s':>12} "
-          f"{'evaluated/s':>12}")
     grids = {}
     for sched in ("1f1b", "interleaved-1f1b", "zero-bubble", "dualpipev", "gpipe"):
         grids[sched] = np.array([
@@ -78,6 +77,15 @@ def grid_speed() -> None:
                 (1, 2, 4, 8), (1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 18, 21, 32, 42, 63, 64, 126),
                 (1, 2, 4, 8, 16), (0, 1, 2, 3), (1, 2, 3, 4, 6, 7, 9), (1, 2, 4, 8))
             if world % (tp * pp * cp) == 0]).T
+    return base, grids
+
+
+def grid_speed() -> None:
+    """``grid_405b``'s layouts, each schedule masked and evaluated per pass."""
+    base, grids = grid_405b()
+    print(f"\ngrid: {base.model.name} on {base.hardware.world:,} GPUs")
+    print(f"{'schedule':18} {'layouts':>9} {'valid':>7} {'seconds':>9} {'screened/s':>12} "
+          f"{'evaluated/s':>12}")
 
     def one_pass() -> dict:
         """Every schedule once, a fresh block cache shared by the schedules as the planner

@@ -40,10 +40,8 @@ def slice_of(example: str, layers: int):
     loss, grouped experts: torchtitan's, uncompiled, as issue 43 re-estimated them)."""
     s = sub_layout(load_scenario(ROOT / example), 1)
     sl = slice_scenario(s, "NVIDIA H200", 150e9).scenario
-    # a trial runs no selective recompute (it keeps every activation: the trial's note)
-    recompute = "none" if sl.training.recompute == "selective" else sl.training.recompute
-    sl = dataclasses.replace(sl, training=dataclasses.replace(
-        sl.training, engine="torchtitan", recompute=recompute))
+    # (slice_scenario already sets recompute "none": a trial keeps every activation)
+    sl = dataclasses.replace(sl, training=dataclasses.replace(sl.training, engine="torchtitan"))
     m = sl.model
     moe = None if m.moe is None else dataclasses.replace(
         m.moe, dense_layers=min(m.moe.dense_layers, max(0, layers - 1)))

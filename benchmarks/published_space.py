@@ -57,8 +57,10 @@ def place(rec: dict) -> tuple[str, str]:
     if not variants:
         return "outside", f"expert_tp {par.expert_tp} is not searched"
     eng = engine_of(s.training)
-    if s.training.recompute not in eng.recompute or s.training.offload not in OFFLOAD:
+    if s.training.recompute not in eng.recompute:
         return "outside", f"recompute {s.training.recompute} is not searched"
+    if s.training.offload not in OFFLOAD:
+        return "outside", f"offload {s.training.offload} is not searched"
     if not (par.sequence_parallel or eng.tp_without_sp or par.tp == 1):
         return "outside", "sequence_parallel false is not searched"
     # layouts without pipelining are listed under the first schedule only

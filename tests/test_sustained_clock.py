@@ -42,10 +42,10 @@ def test_h100_sxm_sustains_the_h200s_measured_rate():
 
 
 def test_h100_pcie_is_the_same_die_at_350_w_and_114_sms():
-    """Clock (350/700 x 132/114)^(1/3) of the SXM's, peak per SM 756.5/114 against 989.5/132."""
+    """Clock (350/700 x 132/114)^(1/3) of the SXM's, peak per SM 756.5/114 against 989.5/132:
+    0.708 x 1.1296 x 0.8335 = 0.6666."""
     want = 0.708 * (989.5 / 132) / (756.5 / 114) * (350 / 700 * 132 / 114) ** (1 / 3)
     assert eff.matmul_efficiency(GPUS["h100-pcie"], "bf16") == pytest.approx(want, rel=1e-12)
-    assert round(want, 4) == 0.6666
 
 
 def test_h200_nvl_is_bounded_by_the_dies_boost_clock():
@@ -54,7 +54,6 @@ def test_h200_nvl_is_bounded_by_the_dies_boost_clock():
     law = 0.708 * (989.5 / 835.5) * (600 / 700) ** (1 / 3)
     burst = 0.708 * 0.859 / 0.763
     assert eff.matmul_efficiency(GPUS["h200-nvl"], "bf16") == pytest.approx(min(law, burst))
-    assert round(law, 4) == 0.7965 and round(burst, 4) == 0.7971
 
 
 def test_the_clock_law_predicts_the_a100_pcie_from_the_sxm4():
@@ -101,7 +100,6 @@ def test_a_power_cap_slows_gemms_by_the_cube_root_of_the_power():
     t0 = eff.gemm_time(8192, 8192, 8192, gpu, "bf16") - oh
     t1 = eff.gemm_time(8192, 8192, 8192, capped, "bf16") - oh
     assert t1 / t0 == pytest.approx((700 / 500) ** (1 / 3), rel=1e-12)
-    assert round((700 / 500) ** (1 / 3), 4) == 1.1187
 
 
 def _scenario(**hw):

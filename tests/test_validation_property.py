@@ -244,15 +244,15 @@ def test_random_scenarios_are_estimated_soundly_or_refused_naming_the_field():
 
 
 def test_the_zero_stage_lookup_equals_isin():
-    """The rule table's ZeRO-stage lookup (``rules.engine._zero_in``) is ``np.isin`` for
-    scalars, stage arrays and arrays holding stages it does not know."""
+    """The ZeRO-stage lookup of the rule table and the peak phases (``scenario.types.zero_in``)
+    is ``np.isin`` for scalars, stage arrays and arrays holding stages it does not know."""
     import numpy as np
 
-    from workbench.scenario.rules.engine import _zero_in
+    from workbench.scenario.types import zero_in
 
     rng = np.random.default_rng(0)
     for stages in ((), (0,), (3,), (1, 2), (0, 1, 2, 3), (2, 7)):
         for z in (rng.integers(0, 4, 50), rng.integers(-2, 9, 50), np.array([], dtype=int)):
-            assert (np.asarray(_zero_in(z, stages)) == np.isin(z, stages)).all()
+            assert (np.asarray(zero_in(z, stages)) == np.isin(z, stages)).all()
         for z in range(-1, 6):
-            assert bool(_zero_in(z, stages)) == bool(np.isin(z, stages))
+            assert bool(zero_in(z, stages)) == bool(np.isin(z, stages))

@@ -14,7 +14,7 @@ MDS = deepspeedai/Megatron-DeepSpeed @ 4efb479d5317ce9b86096b9d8e3e8030b0b5263b;
 PT = pytorch/pytorch @ 21c3369eded41cbad40b61858013c3312afc6dbb.
 FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import CastBytes, Engine, Fp8Recipe
+from workbench.engines.types import SINGLE_READ_CAST, Engine, Fp8Recipe
 
 _DS = "deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 _MDS = "deepspeedai/Megatron-DeepSpeed@4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
@@ -68,10 +68,9 @@ ENGINE = Engine(
         # TE DelayedScaling through Megatron-DeepSpeed (--fp8-amax-history-len,
         # --fp8-amax-compute-algo, MDS arguments.py:520-526): same GEMM kernel as tensorwise
         # (TE docs/features/low_precision_training/speedups.rst) -> 1.0; single read, amax fused in
-        # the cast (TE fp8_current_scaling.rst "other recipes ... only a single memory read"):
-        # 2 + 1 + 1 B = 4 B per element (the weight once per forward, with its transpose);
-        # which TE modules MDS builds was not read, so no cast is taken as fused.
-        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+        # the cast: types.SINGLE_READ_CAST; which TE modules MDS builds was not read, so no cast
+        # is taken as fused.
+        "delayed": Fp8Recipe(1.0, SINGLE_READ_CAST,
                              f"{_MDS} megatron/arguments.py; {_TE} "
                              "docs/features/low_precision_training/"),
     },

@@ -16,7 +16,7 @@ TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
 FSDP1 docs = https://docs.pytorch.org/docs/stable/fsdp.html.
 FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import CastBytes, Engine, Fp8Recipe
+from workbench.engines.types import SINGLE_READ_CAST, Engine, Fp8Recipe
 
 _LF = "mosaicml/llm-foundry@8c8dd48f72168c5d51e2f7b151595892a8fba43d"
 _CO = "mosaicml/composer@6405188805a0054b4551ec49e4919c54c971d0e8"
@@ -49,10 +49,8 @@ ENGINE = Engine(
         # DelayedScaling(fp8_format=HYBRID, amax_history_len=16, amax_compute_algo="max")
         # (CO composer/core/precision.py:89-96). GEMM: same kernel as tensorwise (TE
         # docs/features/low_precision_training/speedups.rst) -> 1.0. Cast: single read with amax
-        # fused (TE fp8_current_scaling.rst "other recipes ... only a single memory read"),
-        # rowwise + columnwise written together: 2 + 1 + 1 B = 4 B per element (the weight
-        # once per forward, with its transpose). te.Linear modules only: no cast fused.
-        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+        # fused (types.SINGLE_READ_CAST). te.Linear modules only: no cast fused.
+        "delayed": Fp8Recipe(1.0, SINGLE_READ_CAST,
                              f"{_CO} composer/core/precision.py; {_TE} "
                              "docs/features/low_precision_training/"),
     },

@@ -78,6 +78,7 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
+from workbench.engines.deepspeed import ENGINE as _DEEPSPEED
 from workbench.engines.types import OPTIMIZERS, Engine
 
 # training.backend values (what Accelerate shards with); None resolves to DEFAULT_BACKEND.
@@ -200,11 +201,12 @@ _BACKEND_FIELDS = {
         # optimizer for the run (deepspeed 0.19.8 runtime/zero/stage3.py L790)
         "grads_in_backward": (),
         # DeepSpeed's overlap_comm (defaults to stage == 3) and its parameter all-gather after
-        # the step at stages 1-2, as engines/deepspeed.py cites them
-        "switches": ("compile", "overlap_grad_reduce"),
-        "overlap_grad_reduce": False,
-        "overlap_param_gather": False,
-        "overlap_at_zero3": (True, True),
+        # the step at stages 1-2: deepspeed.ENGINE's record, where they are cited; its overlap
+        # switches beside the Trainer's own (no fp8_recipe: BASE.switches)
+        "switches": BASE.switches + tuple(s for s in _DEEPSPEED.switches
+                                          if s.startswith("overlap_")),
+        **{key: getattr(_DEEPSPEED, key)
+           for key in ("overlap_grad_reduce", "overlap_param_gather", "overlap_at_zero3")},
         "why": {
             "pp_schedules": "the Trainer runs no pipeline parallelism; use pp 1",
             "optimizer_in_backward": "the Trainer has no optimizer step inside backward",

@@ -16,7 +16,7 @@ TE = NVIDIA/TransformerEngine @ d0067d0da6cb01811b8072a7d304f0e00344ce2b;
 MB = NVIDIA-NeMo/Megatron-Bridge @ 067f987df03b8355b03192d88d70f1709fedf51a.
 FP8 cast bytes per element and role: ``engines.types.CastBytes``.
 """
-from workbench.engines.types import NVFP4_TE, CastBytes, Engine, Fp8Recipe
+from workbench.engines.types import NVFP4_TE, SINGLE_READ_CAST, CastBytes, Engine, Fp8Recipe
 
 _MLM = "NVIDIA/Megatron-LM@5be9626709af2722333bf54797c954c09edeada3"
 _TE = "NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b"
@@ -101,11 +101,9 @@ ENGINE = Engine(
                              "exports as) needs --sequence-parallel",
     },
     fp8_recipes={
-        # Casts (bytes per element, ``CastBytes``): a single-read TE cast reads 2 B and writes
-        # the rowwise and columnwise FP8 copies in one kernel, 1 + 1 B (TE
-        # docs/features/low_precision_training/performance_considerations/
-        # performance_considerations.rst, "Quantization fusions" 1); the weight is cast once per
-        # forward with its transpose (nothing left for the backward). Fused: the norm writes
+        # Casts (bytes per element, ``CastBytes``): a single-read TE cast is
+        # types.SINGLE_READ_CAST; the weight is cast once per forward with its transpose
+        # (nothing left for the backward). Fused: the norm writes
         # its output quantized (TE transformer_engine/pytorch/module/layernorm_linear.py
         # ``with_quantized_norm``), the activation writes FC2's input quantized
         # (layernorm_mlp.py ``activation_func(fc1_out, fc2_input_quantizer)``): 0 extra bytes.
@@ -119,19 +117,19 @@ ENGINE = Engine(
                                 f"{_TE} docs/features/low_precision_training/"
                                 "fp8_current_scaling/fp8_current_scaling.rst"),
         # TE DelayedScaling (Megatron's default, transformer_config.py:573): same GEMM kernel (1.0,
-        # speedups.rst above); amax comes from the history and is taken inside the cast, "other
-        # recipes typically require only a single memory read" (fp8_current_scaling.rst):
-        # 2 + 1 + 1 = 4 B, 0 where fused into the norm / activation.
-        "delayed": Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+        # speedups.rst above); amax comes from the history and is taken inside the cast:
+        # types.SINGLE_READ_CAST (0 where fused into the norm / activation).
+        "delayed": Fp8Recipe(1.0, SINGLE_READ_CAST,
                              f"{_TE} docs/features/low_precision_training/"
                              "performance_considerations/performance_considerations.rst"),
         # TE MXFP8Blockscaling (Blackwell). GEMM: TE
         # docs/examples/gemm_profiling/gemm_profiling.rst, pre-quantized B300 per-layer GEMM time
         # FP8Current 6.812 ms vs MXFP8 7.161 ms -> 6.812 / 7.161 = 0.95. Cast: one read,
-        # rowwise+columnwise MX written in one kernel (block scales are local): 4 B, fused 0.
+        # rowwise+columnwise MX written in one kernel (block scales are local):
+        # types.SINGLE_READ_CAST.
         # Blackwell only: TE transformer_engine/pytorch/fp8.py check_mxfp8_support "Device
         # compute capability 10.0 or higher required for MXFP8 execution".
-        "mxfp8": Fp8Recipe(0.95, CastBytes(4, 4, 0, 4, 0, 0),
+        "mxfp8": Fp8Recipe(0.95, SINGLE_READ_CAST,
                            f"{_TE} docs/examples/gemm_profiling/gemm_profiling.rst; "
                            "transformer_engine/pytorch/fp8.py check_mxfp8_support",
                            archs=("blackwell",)),

@@ -59,6 +59,16 @@ class Fp8Recipe:
     casts_before_gather: bool = False
 
 
+# The single-read FP8 cast (TE = NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b,
+# docs/features/low_precision_training/performance_considerations/performance_considerations.rst
+# "Quantization fusions" 1; fp8_current_scaling.rst: "other recipes typically require only a
+# single memory read"): the scale is known before the cast (delayed scaling's amax history, MX's
+# per-32-block scales), so one kernel reads the 16-bit tensor (2 B) and writes the rowwise and
+# the columnwise FP8 copies (1 + 1 B): 4 B per element for the input, the weight (once per
+# forward, with its transpose, nothing left for the backward) and the output gradient; 0 where
+# the cast fuses into the kernel that produces the tensor (the norm / activation).
+SINGLE_READ_CAST = CastBytes(4, 4, 0, 4, 0, 0)
+
 # Transformer Engine's NVFP4BlockScaling as it runs every linear of the blocks (TE =
 # NVIDIA/TransformerEngine@000b637ede9c221d01067e5cdf4f0953da3ab7cd): the forward (fprop),
 # input-gradient (dgrad) and weight-gradient (wgrad) GEMMs all read NVFP4 operands — the recipe
@@ -85,6 +95,10 @@ NVFP4_TE = Fp8Recipe(1.0, CastBytes(5.125, 5.125, 0, 5.125, 5.125, 5.125),
 # What an NVFP4 element costs in HBM: 4 bits of E2M1 and an E4M3 block scale per 16 elements
 # (nvfp4.rst "Data Format"): a saved quantized GEMM input, one copy of a quantized weight.
 NVFP4_BYTES = 0.5 + 1 / 16
+# Bytes per element of a quantized tensor by training precision (FP8 1 B, NVFP4 NVFP4_BYTES):
+# a low-precision GEMM input (estimate.efficiency), a saved quantized GEMM input
+# (estimate.activations), one copy of a quantized weight (estimate.buffers).
+QUANTIZED_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
 @dataclass(frozen=True)

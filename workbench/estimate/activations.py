@@ -12,7 +12,8 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   FlashAttention (Dao 2022: saves the output and the fp32 log-sum-exp instead of the s² scores),
   MoE (Megatron-Core MoE: tokens dispatched top_k times; per expert token count = k·tokens·
   capacity_factor/E on average), FP8 (GEMM inputs saved as 1-byte FP8, Transformer Engine),
-  NVFP4 (the blocks' GEMM inputs as 4-bit E2M1 with a 1-byte scale per 16, ``GEMM_IN``).
+  NVFP4 (the blocks' GEMM inputs as 4-bit E2M1 with a 1-byte scale per 16,
+  ``engines.types.QUANTIZED_BYTES``).
 - Tensor parallelism (Table 2): tensors inside the TP region divide by t; with sequence
   parallelism the rest divides by t too (Megatron saves the *sharded* GEMM inputs and
   all-gathers again in backward). ``pytorch_eager=True`` counts instead what eager PyTorch keeps
@@ -35,17 +36,8 @@ from itertools import chain
 
 from workbench.catalog.types import ModelShape
 from workbench.estimate.attention_shapes import qkv_widths
-from workbench.engines.types import NVFP4_BYTES
+from workbench.engines.types import QUANTIZED_BYTES
 from workbench.scenario.types import FP4_PRECISIONS, Parallel, Training
-
-# Bytes of a saved GEMM input by training precision, where it is not the compute dtype:
-# Transformer Engine's linears save the quantized input their weight-gradient GEMM reads — FP8
-# 1 B; NVFP4 the columnwise (Hadamard-transformed) E2M1 copy with its E4M3 block scales,
-# NVFP4_BYTES (transformer_engine/pytorch/module/linear.py saves ``inputmat`` with
-# columnwise usage for wgrad; recipe/__init__.py NVFP4BlockScaling "RHT is currently only
-# applied to column-wise usage so that it can be used for wgrad GEMM"). The output head is no
-# TE module under NVFP4 (engines/megatron.py): its input stays in the compute dtype.
-GEMM_IN = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
 @dataclass(frozen=True)
@@ -115,10 +107,18 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     # log-probabilities
     fused_loss = tr.compile and eng.loss_compiled and eng.loss in ("upcast", "chunked")
     fused_linear = eng.loss == "fused_linear"
+    # A saved GEMM input, where it is not the compute dtype: Transformer Engine's linears save
+    # the quantized input their weight-gradient GEMM reads (QUANTIZED_BYTES) — FP8 1 B; NVFP4
+    # the columnwise (Hadamard-transformed) E2M1 copy with its E4M3 block scales
+    # (transformer_engine/pytorch/module/linear.py saves ``inputmat`` with columnwise usage for
+    # wgrad; recipe/__init__.py NVFP4BlockScaling "RHT is currently only applied to column-wise
+    # usage so that it can be used for wgrad GEMM"). The output head is no TE module under
+    # NVFP4 (engines/megatron.py): its input stays in the compute dtype.
+    gemm_in = QUANTIZED_BYTES.get(tr.precision, elem)
     return ActivationShape(
         s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
-        elem=elem, gemm_in=GEMM_IN.get(tr.precision, elem), flash=tr.flash,
-        head_in=elem if tr.precision in FP4_PRECISIONS else GEMM_IN.get(tr.precision, elem),
+        elem=elem, gemm_in=gemm_in, flash=tr.flash,
+        head_in=elem if tr.precision in FP4_PRECISIONS else gemm_in,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
         logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
         eng.recompute_from_first, fused_swiglu=eng.fused_swiglu, fused_linear_loss=fused_linear,

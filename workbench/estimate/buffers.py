@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.catalog.types import ModelShape
-from workbench.engines.types import NVFP4_BYTES
+from workbench.engines.types import QUANTIZED_BYTES
 from workbench.estimate.activations import ActivationShape
 from workbench.estimate.arrays import plain
 from workbench.estimate.attention_shapes import qkv_widths
@@ -115,10 +115,6 @@ def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
     return sb * vocab * fwd, sb * vocab * bwd
 
 
-# bytes per element of the quantized weight copies TE caches (FP8 1 B; NVFP4 with its scales)
-QUANTIZED_WEIGHT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
-
-
 def compute_dtype_bytes(precision: str) -> int:
     """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
     return 4 if precision == "fp32" else 2
@@ -146,7 +142,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     fsdp = (np.asarray(par.zero) == 3) & (np.asarray(par.dense_shard) > 1)
     sb = np.asarray(x.s) * x.b
     # the terms no layout can have are 0.0 (their formulas give zeros there), not computed
-    quantized = QUANTIZED_WEIGHT_BYTES.get(precision, 0)
+    quantized = QUANTIZED_BYTES.get(precision, 0)
     terms = {
         "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * gb,
                                                          stage_params * gb), 0),

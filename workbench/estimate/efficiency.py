@@ -28,7 +28,7 @@ import numpy as np
 
 from workbench.catalog.gpus import GPUS as CATALOG_GPUS
 from workbench.catalog.types import GPU
-from workbench.engines.types import NVFP4_BYTES
+from workbench.engines.types import QUANTIZED_BYTES
 from workbench.estimate import sustained
 from workbench.estimate.arrays import plain
 
@@ -135,9 +135,9 @@ def peak_flops(gpu: GPU, precision: str) -> float:
     return gpu.bf16_tflops * 1e12
 
 
-# Bytes per element of a GEMM's inputs: fp8 1; nvfp4 the E2M1 nibble and its E4M3 scale per 16
-# elements (engines.types.NVFP4_BYTES); fp32 4; 16-bit 2.
-GEMM_INPUT_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES, "fp32": 4}
+# Bytes per element of a GEMM's inputs: fp8 and nvfp4 engines.types.QUANTIZED_BYTES; fp32 4;
+# 16-bit 2.
+GEMM_INPUT_BYTES = {**QUANTIZED_BYTES, "fp32": 4}
 
 
 def on_hardware(hw) -> GPU:

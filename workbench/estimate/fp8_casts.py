@@ -32,15 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.catalog.types import ModelShape
-from workbench.engines.types import CastBytes, Fp8Recipe
+from workbench.engines.types import SINGLE_READ_CAST, CastBytes, Fp8Recipe
 from workbench.estimate.attention_shapes import attention_gemms
+from workbench.estimate.finetune import projections
 
 # The generic engine's FP8 (no recipe of its own): the single-read cast of Transformer Engine's
-# delayed scaling — read 2 B, write the rowwise and columnwise FP8 copies 1 + 1 B in one kernel
-# (NVIDIA/TransformerEngine@d0067d0da6cb01811b8072a7d304f0e00344ce2b docs/features/
-# low_precision_training/performance_considerations/performance_considerations.rst,
-# "Quantization fusions" 1), the weight once per forward with its transpose, nothing fused.
-GENERIC_RECIPE = Fp8Recipe(1.0, CastBytes(4, 4, 0, 4, 0, 0),
+# delayed scaling (engines.types.SINGLE_READ_CAST).
+GENERIC_RECIPE = Fp8Recipe(1.0, SINGLE_READ_CAST,
                            "TE performance_considerations.rst (single-read cast)")
 
 
@@ -150,7 +148,6 @@ def linear_weights(m: ModelShape, moe: bool, tp, local_experts=1, etp=1):
     down-projections whole); arrays allowed. What an FP8 parameter all-gather carries in
     1 byte (torchao's ``Float8Linear.weight``; Megatron's ``fp8_param``: "primarily the
     weights of GEMMs")."""
-    from workbench.estimate.finetune import projections
     total = 0.0
     for p in projections(m, moe, local_experts):
         split = 1 if p.style == "replicated" else (etp if p.expert else tp)

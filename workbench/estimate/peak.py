@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.scenario.types import zero_in
+
 PHASES = ("forward", "loss", "backward", "optimizer")
 # Buffers by when they live (``buffers.buffer_terms`` and ``memory_pass.memory`` names); any
 # other buffer is transient in the forward and backward.
@@ -39,12 +41,7 @@ def grads_before_backward(engine, zero, microbatches, pp):
     """Whether the gradient memory is alive before the step's first backward, per row: always
     unless the engine makes its gradients in the backward at this ZeRO stage
     (``Engine.grads_in_backward``) and the step has one microbatch on one pipeline stage."""
-    zero = np.asarray(zero)
-    if zero.size and 0 <= zero.min() and zero.max() <= 3:
-        # ZeRO stages 0-3: a lookup per stage (``np.isin`` costs several times more)
-        made = np.array([z in engine.grads_in_backward for z in range(4)])[zero]
-    else:
-        made = np.isin(zero, list(engine.grads_in_backward))
+    made = np.asarray(zero_in(zero, engine.grads_in_backward))
     return ~made | (np.asarray(microbatches) > 1) | (np.asarray(pp) > 1)
 
 

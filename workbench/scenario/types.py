@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from workbench.catalog.types import ModelShape
 from workbench.engines.types import OPTIMIZERS as ENGINE_OPTIMIZERS
 # the hardware section's records, importable from here as the scenario's
@@ -38,6 +40,22 @@ LORA_TRAINABLE = ("embeddings", "norms", "head")   # parts trained in full besid
 OFFLOAD = ("none", "cpu", "nvme")
 SCHEDULES = SCHEDULE_NAMES   # one record each: scenario/schedules.py
 ZERO_STAGES = (0, 1, 2, 3)
+
+
+def zero_in(zero, stages) -> object:
+    """Whether the ZeRO stage ``zero`` (a number or an array of them) is one of ``stages``:
+    ``np.isin`` element for element (a Python bool for a number), by a table lookup where every
+    stage is one of ``ZERO_STAGES`` (np.isin sorts on every call; the planner's mask and memory
+    pass run this per pass)."""
+    if np.ndim(zero) == 0:
+        return zero in stages
+    z = np.asarray(zero)
+    if z.size and z.dtype.kind in "iu" and 0 <= z.min() and z.max() <= max(ZERO_STAGES):
+        table = np.zeros(max(ZERO_STAGES) + 1, dtype=bool)
+        table[[t for t in stages if 0 <= t <= max(ZERO_STAGES)]] = True
+        return table[z]
+    return np.isin(z, stages)
+
 MLP_KINDS = ("swiglu", "gelu")
 NORM_KINDS = ("rmsnorm", "layernorm")
 ATTENTION_KERNELS = ("flash2", "flash3", "cudnn", "eager")

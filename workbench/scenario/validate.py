@@ -86,24 +86,22 @@ def read_parallel(c: Fields, raw: Any) -> tuple[Parallel | None, dict]:
         "async_tp": c.boolean(d, "async_tp", p, dfl.async_tp),
         "tp_comm_overlap": c.boolean(d, "tp_comm_overlap", p, dfl.tp_comm_overlap),
     }
-    raf = d.get("reshard_after_forward")
-    if raf is not None and not isinstance(raf, bool):
-        c.add("parallel.reshard_after_forward", raf,
-              "must be true, false, or null (null: true unless pp > 1, as torchtitan)")
-        raf = None
-    overlaps = {}
-    for key in ("overlap_grad_reduce", "overlap_param_gather"):
+    # the true / false / null keys, each with what its null means
+    by_engine = "what the training.engine does by default"
+    nullable = {"reshard_after_forward": "true unless pp > 1, as torchtitan",
+                "overlap_grad_reduce": by_engine, "overlap_param_gather": by_engine}
+    flags = {}
+    for key, null in nullable.items():
         v = d.get(key)
         if v is not None and not isinstance(v, bool):
-            c.add(f"parallel.{key}", v, "must be true, false, or null (null: what the "
-                  "training.engine does by default)")
+            c.add(f"parallel.{key}", v, f"must be true, false, or null (null: {null})")
             v = None
-        overlaps[key] = v
+        flags[key] = v
     sg = c.integer(d, "shard_group", p, None, hi=10_000_000)
     etp = c.integer(d, "expert_tp", p, None, hi=1024)
     if any(v is None for v in vals.values()) or any(
             k in d and d[k] is not None and v is None
             for k, v in (("shard_group", sg), ("expert_tp", etp))):
         return None, dict(d)
-    par = Parallel(shard_group=sg, reshard_after_forward=raf, expert_tp=etp, **overlaps, **vals)
+    par = Parallel(shard_group=sg, expert_tp=etp, **flags, **vals)
     return par, dataclasses.asdict(par)

@@ -13,7 +13,7 @@ import math
 
 from workbench.catalog.types import ModelShape, MoE
 from workbench.scenario.schedules import schedule
-from workbench.scenario.types import Scenario, Training
+from workbench.scenario.types import Parallel, Scenario, Training
 
 TRIAL_VOCAB = 512
 TRIAL_SEQ = 64
@@ -51,6 +51,19 @@ def trial_model(m: ModelShape, tp: int, ep: int, pp_chunks: int) -> ModelShape:
                       extra={"position_embeddings": positions} if positions else {})
 
 
+def eager_parallel(par: Parallel, section: dict) -> tuple[Parallel, dict]:
+    """``par`` and its scenario-file ``parallel`` section as a trial runs them: plain PyTorch
+    (the engine switches are the full run's), so no async TP or Megatron TP overlap (the
+    trial's TP is DTensor's synchronous collectives), no expert TP and no engine overlap
+    switches. Used by the CPU trial (``trial_scenario``) and the GPU slice (``slice.py``)."""
+    par = dataclasses.replace(par, async_tp=False, tp_comm_overlap=False, expert_tp=None,
+                              overlap_grad_reduce=None, overlap_param_gather=None)
+    section = {**section, "async_tp": False, "tp_comm_overlap": False}
+    for key in ("expert_tp", "overlap_grad_reduce", "overlap_param_gather"):
+        section.pop(key, None)
+    return par, section
+
+
 def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
     """The user's layout on the scaled-down model, fp32, short sequences; microbatches as the
     schedule needs them (at least 2, at least pp; DualPipeV 2 x pp)."""
@@ -62,14 +75,7 @@ def trial_scenario(s: Scenario, micro_batch: int = 2) -> Scenario:
                   recompute="none", optimizer=s.training.optimizer, offload="none",
                   tokens=1e6, attention="flash2", method=s.training.method,
                   lora=s.training.lora)
-    # The trial runs plain PyTorch (the engine switches are the full run's): generic engine,
-    # no async TP (the trial's TP is DTensor's synchronous collectives).
-    par = dataclasses.replace(par, async_tp=False, tp_comm_overlap=False, expert_tp=None,
-                              overlap_grad_reduce=None, overlap_param_gather=None)
     doc = s.to_dict()
     doc["training"] = dataclasses.asdict(tr)
-    doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False,
-                       "tp_comm_overlap": False}
-    for key in ("expert_tp", "overlap_grad_reduce", "overlap_param_gather"):
-        doc["parallel"].pop(key, None)
+    par, doc["parallel"] = eager_parallel(par, doc.get("parallel", {}))
     return dataclasses.replace(s, model=m, parallel=par, training=tr, document=doc)

@@ -24,6 +24,7 @@ from workbench.catalog.types import GPU
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
+from workbench.trial.shrink import eager_parallel
 
 # Share of the GPU's memory the slice may plan to use on nvidia-smi's figure: the estimate's
 # own error and the allocator's fragmentation need room. On an H200 (docs/gpu-check.md) the
@@ -115,8 +116,7 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
         tr, precision=precision, recompute="none", offload="none", engine=engine,
         compile=False, fp8_recipe=None, attention=attention,
         global_batch=tr.micro_batch * par.dp * microbatches)
-    parallel = dataclasses.replace(par, async_tp=False, tp_comm_overlap=False, expert_tp=None,
-                              overlap_grad_reduce=None, overlap_param_gather=None)
+    parallel, _ = eager_parallel(par, {})
     hardware = dataclasses.replace(s.hardware, gpu=gpu, gpus_per_node=par.world, nodes=1)
     chunks = par.pp * parallel.chunks_per_rank
     dense = m.moe.dense_layers if m.moe is not None else 0
@@ -128,10 +128,7 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
                                     f"{m.layers} layers)")
         doc = s.to_dict()
         doc["training"] = {**doc.get("training", {}), **dataclasses.asdict(training)}
-        doc["parallel"] = {**doc.get("parallel", {}), "async_tp": False,
-                       "tp_comm_overlap": False}
-        for key in ("expert_tp", "overlap_grad_reduce", "overlap_param_gather"):
-            doc["parallel"].pop(key, None)
+        _, doc["parallel"] = eager_parallel(par, doc.get("parallel", {}))
         return dataclasses.replace(s, model=model, parallel=parallel, training=training,
                                    hardware=hardware, document=doc)
 

@@ -12,21 +12,7 @@ import numpy as np
 from workbench.engines import ENGINES, engine_of
 from workbench.errors import Problem
 from workbench.scenario.rules.table import E, P, Condition, Layouts, layout_rule, rule, why
-from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario, ZERO_STAGES
-
-
-def _zero_in(zero, stages) -> object:
-    """Whether the ZeRO stage ``zero`` (a number or an array of them) is one of ``stages``:
-    ``np.isin`` element for element, by a table lookup where every stage is one the scenario
-    knows (np.isin sorts on every call; the mask runs this per planner pass)."""
-    if np.ndim(zero) == 0:
-        return zero in stages
-    z = np.asarray(zero)
-    if z.size and z.dtype.kind in "iu" and 0 <= z.min() and z.max() <= max(ZERO_STAGES):
-        table = np.zeros(max(ZERO_STAGES) + 1, dtype=bool)
-        table[[t for t in stages if 0 <= t <= max(ZERO_STAGES)]] = True
-        return table[z]
-    return np.isin(z, stages)
+from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario, zero_in
 
 
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
@@ -105,7 +91,7 @@ layout_rule(
     "engine_zero", "parallel.zero is a stage the training.engine offers (torchtitan: zero 0, "
     "DDP, only with data parallelism alone)",
     Condition(P + "zero", (P + "zero", E),
-              lambda v: _zero_in(v.par.zero, v.eng.zero),
+              lambda v: zero_in(v.par.zero, v.eng.zero),
               lambda v: why(v, "zero", f"offers zero {', '.join(map(str, v.eng.zero))}")),
     Condition(P + "zero", (P + "zero", P + "tp", P + "pp", P + "cp", P + "ep", E),
               lambda v: np.logical_not(
@@ -128,7 +114,7 @@ layout_rule(
               lambda v: why(v, "pp_schedules", "runs pipeline schedules "
                             + ", ".join(v.eng.pp_schedules or ()))),
     Condition(P + "zero", (P + "zero", P + "pp", E),
-              lambda v: (v.par.pp == 1) | _zero_in(v.par.zero, v.eng.zero_with_pp),
+              lambda v: (v.par.pp == 1) | zero_in(v.par.zero, v.eng.zero_with_pp),
               lambda v: why(v, "zero_with_pp", "combines zero "
                             + ", ".join(map(str, v.eng.zero_with_pp))
                             + " with pipeline parallelism")))
@@ -185,7 +171,7 @@ layout_rule(
     "engine_hsdp", "parallel.shard_group (HSDP) only at a ZeRO stage the training.engine shards "
     "hierarchically, holding whole CP groups where the engine's FSDP group is dp_shard x cp",
     Condition(P + "shard_group", (P + "shard_group", P + "zero", E),
-              lambda v: (v.shard_group == 0) | _zero_in(v.par.zero, v.eng.hsdp_zero),
+              lambda v: (v.shard_group == 0) | zero_in(v.par.zero, v.eng.hsdp_zero),
               lambda v: why(v, "hsdp_zero", "shards hierarchically at zero "
                             + (", ".join(map(str, v.eng.hsdp_zero)) or "no stage"))),
     Condition(P + "shard_group", (P + "shard_group", P + "cp", E),
@@ -228,7 +214,7 @@ layout_rule(
                             + " only")),
     Condition("training.offload", ("training.offload", P + "zero", E),
               lambda v: ((v.tr.offload == "none") or v.tr.offload not in v.eng.offload
-                         or _zero_in(v.par.zero, v.eng.offload[v.tr.offload])),
+                         or zero_in(v.par.zero, v.eng.offload[v.tr.offload])),
               lambda v: why(v, "offload_zero", f"offloads at zero "
                             + ", ".join(map(str, v.eng.offload.get(v.tr.offload, ()))))))
 

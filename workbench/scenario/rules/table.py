@@ -184,9 +184,7 @@ def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) ->
             v = Layouts(sub, sub.micro_batch, base)
             held = np.ones(k, dtype=bool)
 
-    big = len(held) > COMPACT_ROWS
-    if big:
-        compact()
+    compact()
     for c in conditions:
         r = c.ok(v)
         if type(r) is bool or type(r) is np.bool_:    # the same for every row
@@ -194,8 +192,7 @@ def _judge(conditions: list[Condition], base: Scenario, grid, ok: np.ndarray) ->
                 held[:] = False
             continue
         np.logical_and(held, r, out=held)
-        if big:
-            compact()
+        compact()
     if rows is not None:
         ok[:] = False
         ok[rows] = held

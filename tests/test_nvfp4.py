@@ -135,7 +135,7 @@ def test_exports_megatron_fp4_flags_and_reads_them_back():
         "(got 'custom')"]
 
 
-def test_fp8_gemms_are_untouched_by_the_fp4_ceiling():
+def test_edges_stay_bf16_under_nvfp4_and_an_unknown_arch_takes_blackwells_fp4_ceiling():
     assert eff.edge_precision("fp8") == "fp8" and eff.edge_precision("nvfp4") == "bf16"
     h100 = dataclasses.replace(GPUS["h100-sxm"], fp4_tflops=1.0, arch="")
     # the assumption: Blackwell's

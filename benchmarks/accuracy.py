@@ -6,7 +6,7 @@ training settings and what the source measured), estimates each run and compares
 proportional to 1/step time for a fixed configuration). Error = estimated step / measured - 1.
 
 Nothing in the estimator is fitted to these runs: its kernel times come from kernel
-measurements (workbench/estimate/efficiency.py, benchmarks/kernel_model.py), so there is nothing
+measurements (workbench/estimate/time/kernels.py, benchmarks/kernel_model.py), so there is nothing
 to leave out and every figure here is in-sample — the runs did shape which mechanisms the model
 has, which is why the team's held-back runs decide. Beside it, on the same runs: the naive rule
 "40 % MFU everywhere" (step = 6 N T / (0.4 x peak) with N the parameters a token meets, T the
@@ -37,7 +37,7 @@ import yaml  # noqa: E402
 
 from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.engine_terms import BAND_MIN_RUNS, band_groups, regime_of  # noqa: E402
+from workbench.estimate.time.engine_terms import BAND_MIN_RUNS, band_groups, regime_of  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_runs.yaml"

@@ -1,6 +1,6 @@
 """How long the planner spends in block costs: the full layout search for Llama 3.1 405B on
 16,384 H200 (2,048 nodes of 8), with the cost model's per-shape block data
-(``cost_model._block_data``: block costs, one layer's activations and parameters) and the
+(``cost_model.block_table.block_data``: block costs, one layer's activations and parameters) and the
 block-cost formulas themselves timed by wrappers.
 
     .venv/bin/python benchmarks/block_costs_speed.py [--repeat 5]
@@ -11,9 +11,10 @@ shapes), each of ``--repeat`` passes with a fresh block table: evaluated layouts
 the milliseconds in block data and block costs (the median pass; one pass of that script is a
 single sample on a shared machine).
 
-Works on any commit since block data moved into ``cost_model._block_data`` (it wraps
-``block_cost_arrays`` where the cost model has it, else the per-shape ``block_costs``), so the
-same script measures before and after. Each search runs with a fresh planner (a cold block
+Works on any commit since block data moved into ``cost_model._block_data`` (the module that
+holds the block data: ``estimate.cost_model.block_table`` now, ``estimate.cost_model`` before;
+it wraps ``block_cost_arrays`` where that module has it, else the per-shape ``block_costs``),
+so the same script measures before and after. Each search runs with a fresh planner (a cold block
 table); figures are per search: milliseconds, calls and shapes.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Timer:
         self.fn, self.seconds, self.calls, self.depth, self.shapes = fn, 0.0, 0, 0, 0
 
     def __call__(self, *args, **kwargs):
-        # ``_block_data(base, shapes, ...)`` after, ``_block_data(base, tp, cp, ...)`` before
+        # ``block_data(base, shapes, ...)`` after, ``_block_data(base, tp, cp, ...)`` before
         self.shapes += len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 1
         self.depth += 1
         t = time.perf_counter()
@@ -53,14 +54,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5, help="searches timed (default 5)")
     args = ap.parse_args()
-    from workbench.estimate import cost_model
+    try:
+        from workbench.estimate.cost_model import block_table as cost_model
+        name = "block_data"
+    except ImportError:       # before the estimator's rooms: one cost_model module
+        from workbench.estimate import cost_model
+        name = "_block_data"
     from workbench.plan import plan
     from workbench.scenario import load_scenario
 
     s = load_scenario(ROOT / "examples/llama3-405b-h200-cluster.yaml",
                       ["hardware.nodes=2048", "parallel.dp=128", "training.global_batch=2048"])
-    data = Timer(cost_model._block_data)
-    cost_model._block_data = data
+    data = Timer(getattr(cost_model, name))
+    setattr(cost_model, name, data)
     formula = "block_cost_arrays" if hasattr(cost_model, "block_cost_arrays") else "block_costs"
     costs = Timer(getattr(cost_model, formula))
     setattr(cost_model, formula, costs)
@@ -90,7 +96,7 @@ def grid(repeat: int, data: Timer, costs: Timer) -> None:
     """``estimate_speed.grid_405b``'s layouts, masked once, evaluated ``repeat`` times."""
     from estimate_speed import grid_405b   # a sibling script, as published_space's accuracy
 
-    from workbench.estimate.cost_model import evaluate_layouts
+    from workbench.estimate.cost_model.compose import evaluate_layouts
     from workbench.scenario.layouts import LayoutGrid
     from workbench.scenario.rules import layout_mask
 

@@ -24,7 +24,7 @@ import itertools  # noqa: E402
 import numpy as np  # noqa: E402
 
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.cost_model import evaluate_layouts  # noqa: E402
+from workbench.estimate.cost_model.compose import evaluate_layouts  # noqa: E402
 from workbench.scenario.layouts import LayoutGrid  # noqa: E402
 from workbench.scenario.rules import layout_mask  # noqa: E402
 from workbench.scenario import load_scenario, parse_scenario, read_document  # noqa: E402

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.engines import engine_of  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.buffers import reserved_bytes  # noqa: E402
+from workbench.estimate.memory.buffers import reserved_bytes  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 
 PROBE = ROOT / "benchmarks" / "data" / "h200-reference" / "training_probe.jsonl"

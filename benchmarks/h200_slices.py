@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.estimate.single import estimate_memory, estimate_step_time  # noqa: E402
-from workbench.estimate.trial_prediction import as_run  # noqa: E402
+from workbench.trial.prediction import as_run  # noqa: E402
 from workbench.scenario import load_scenario  # noqa: E402
 from workbench.trial import sub_layout  # noqa: E402
 from workbench.trial.slice import slice_scenario  # noqa: E402

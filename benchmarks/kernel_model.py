@@ -1,4 +1,4 @@
-"""The kernel model (workbench/estimate/efficiency.py) held against measured kernels.
+"""The kernel model (workbench/estimate/time/kernels.py) held against measured kernels.
 
 Derives the fitted forms from the H200 table (benchmarks/data/h200-reference/kernels.jsonl:
 one NVIDIA H200 SXM, PyTorch 2.11, CUDA events, 2026-12-04) and prints, for every measured
@@ -9,7 +9,7 @@ shape, the model's time against the measurement:
 - causal attention forward and backward: ``c x S / (S + a)`` of the bf16 peak;
 - the grouped-GEMM MoE rows against the dense GEMM form, and the per-expert loop's host time;
 - memory-bound kernels: achieved fraction of the HBM peak;
-- the sustained GEMM ceiling of every catalog GPU (workbench/estimate/sustained.py): the MSMF /
+- the sustained GEMM ceiling of every catalog GPU (workbench/estimate/time/sustained.py): the MSMF /
   MAMF fractions from the published records (msmf-*, mamf4-*), the value each part takes and
   the A100 check of the clock law (the SXM4 at 400 W against the PCIe card's MSMF at 300 W).
 ``--check`` compares the committed constants with the refit and prints the errors only.
@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from workbench.catalog.gpus import GPUS  # noqa: E402
-from workbench.estimate import efficiency as eff  # noqa: E402
-from workbench.estimate import sustained  # noqa: E402
-from workbench.estimate.attention_shapes import AttentionKernel  # noqa: E402
+from workbench.estimate.time import kernels as eff  # noqa: E402
+from workbench.estimate.time import sustained  # noqa: E402
+from workbench.estimate.model.attention import AttentionKernel  # noqa: E402
 
 TABLE = ROOT / "benchmarks" / "data" / "h200-reference" / "kernels.jsonl"
 KERNELS = ROOT / "benchmarks" / "data" / "published_kernels.yaml"

@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:
 import workbench  # noqa: E402
 from workbench.catalog import MODELS  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.params import total_params  # noqa: E402
+from workbench.estimate.model.params import total_params  # noqa: E402
 
 MODEL_KEYS = ("llama3-8b", "llama3-70b", "mixtral-8x7b", "gpt3-175b")
 ZERO_STAGES = (0, 1, 2, 3)

@@ -115,7 +115,7 @@ def main() -> int:
     search_mod.candidate_rows = lambda *a, **kw: rows_fn(*a, **kw).view(Counted)
     # rows: the (layout, pipeline rank) rows the memory pass (or the one pass) evaluates
     n_rows: list[int] = []
-    from workbench.estimate import cost_model
+    from workbench.estimate.cost_model import compose as cost_model
     pass_level = Counter()
     if split:
         memory = cost_model.memory

@@ -55,7 +55,7 @@ per-layer roofline and TP all-reduce terms (it is not what ``training()`` report
 as "LA roofline". Two checks of the planner itself are printed per case as well: how many of
 its fitting layouts exceed nvidia-smi's total memory (the figures quoted in
 ``workbench/units.py``), and its ZeRO-2 winners estimated as the run the workbench's own trial
-makes of ZeRO-2 (FSDP2 without resharding, ``workbench.estimate.trial_prediction.as_run``: zero=3 +
+makes of ZeRO-2 (FSDP2 without resharding, ``workbench.trial.prediction.as_run``: zero=3 +
 reshard_after_forward=false). See docs/planner-vs-llm-analysis.md for the results and their
 causes. ``--json PATH`` also writes every figure. About 30-60 s on two shared cores.
 """
@@ -116,7 +116,7 @@ def case_shape(case: dict) -> dict:
     (tp, pp, dp, micro-batch) candidates of the common sub-space."""
     s = _wb_scenario(case)
     from workbench.catalog import GPUS
-    from workbench.estimate.efficiency import MEMORY_BOUND_FRACTION, matmul_efficiency
+    from workbench.estimate.time.kernels import MEMORY_BOUND_FRACTION, matmul_efficiency
     from workbench.plan.space import candidate_rows
     from workbench.units import capacity_bytes
 

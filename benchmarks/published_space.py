@@ -27,7 +27,7 @@ from accuracy import DATA, to_scenario  # noqa: E402
 from workbench.engines import engine_of  # noqa: E402
 from workbench.errors import ScenarioError  # noqa: E402
 from workbench.plan.constraints import Constraints  # noqa: E402
-from workbench.plan.search import _variant, switch_variants  # noqa: E402
+from workbench.plan.search import with_setting, switch_variants  # noqa: E402
 from workbench.plan.space import ROW_FIELDS, candidate_rows  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.scenario.layouts import LayoutGrid  # noqa: E402
@@ -76,7 +76,7 @@ def place(rec: dict) -> tuple[str, str]:
                        if int(x) not in set(col.tolist())]
             why = "not a candidate: " + (", ".join(missing) or "the combination")
             continue
-        base = _variant(v, par.sequence_parallel, s.training.recompute, s.training.offload)
+        base = with_setting(v, par.sequence_parallel, s.training.recompute, s.training.offload)
         g = LayoutGrid(*rows[:, hit[:1]], pp_schedule=sched,
                        sequence_parallel=par.sequence_parallel, expert_tp=v.parallel.expert_tp)
         if bool(layout_mask(base, g)[0]):

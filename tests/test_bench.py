@@ -48,7 +48,7 @@ def sweep():
 
 @pytest.mark.parametrize("n", range(2, 9))
 def test_busbw_factors_are_nccl_tests_and_the_estimators(n):
-    from workbench.estimate.comm import FACTORS
+    from workbench.estimate.time.collectives import FACTORS
 
     assert busbw_factor("all_reduce", n) == 2 * (n - 1) / n
     for name in ("all_gather", "reduce_scatter", "all_to_all"):

@@ -1,7 +1,7 @@
 """Block costs over many shapes at once (``block_costs.block_cost_arrays``) equal the per-shape
 calls (``block_costs``, its one-shape case) to 1e-12, on every recorded golden scenario with
 random (tp, cp, ep, micro-batch) shapes mixed in one call; and the cost model's block table
-(``cost_model._block_data``) holds, per shape, what a scenario of that shape gives."""
+(``cost_model.block_table.block_data``) holds, per shape, what a scenario of that shape gives."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
-from workbench.estimate import activations as act
-from workbench.estimate.block_costs import block_cost_arrays, block_costs
-from workbench.estimate.cost_model import _block_data
+from workbench.estimate.memory import activations as act
+from workbench.estimate.time.block_costs import block_cost_arrays, block_costs
+from workbench.estimate.cost_model.block_table import block_data
 from workbench.scenario import parse_scenario
 
 GOLDEN = json.loads((ROOT / "tests/data/estimate_golden.json").read_text())
@@ -144,13 +144,13 @@ def test_a_collective_that_does_not_run_has_count_zero_and_costs_nothing():
 
 @pytest.mark.parametrize("i", [*range(0, len(GOLDEN), 16), *range(len(GOLDEN), len(DOCS))])
 def test_block_table_entries_are_the_per_shape_figures(i):
-    """Each shape's block data from one ``_block_data`` call over all the shapes: its costs
+    """Each shape's block data from one ``block_data`` call over all the shapes: its costs
     are ``block_costs`` of a scenario of that shape, its activation shape
     ``activation_shape`` of that shape's training and parallelism."""
     s = parse_scenario(DOCS[i])
     shapes = list(dict.fromkeys(_shapes(s, random.Random(100 + i))))
     for sp in (False, True):
-        cols, entries = _block_data(s, shapes, sp, False)
+        cols, entries = block_data(s, shapes, sp, False)
         for j, shape in enumerate(shapes):
             one = _shaped(s, *shape)
             one = dataclasses.replace(one, parallel=dataclasses.replace(

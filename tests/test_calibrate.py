@@ -115,7 +115,7 @@ def test_one_process_step_on_a_profile_is_the_sum_of_its_parts(tmp_path):
     """On one process (no collectives) the step is: per microbatch, each block's GEMMs, its
     eager operations and its streamed bytes, forward and backward; then the optimizer's
     operations. Recomputed here from the profile and the operation counts."""
-    from workbench.estimate import eager_ops
+    from workbench.estimate.time import eager_ops
     from workbench.estimate.single import estimate_step_time
 
     p = _profile(copy_gb_per_s=1e6)            # streaming cost ~0: GEMMs and ops remain
@@ -130,7 +130,7 @@ def test_one_process_step_on_a_profile_is_the_sum_of_its_parts(tmp_path):
     hf, hb = eager_ops.head_ops(m)
     ef, eb = eager_ops.embedding_ops(m)
     attn = 0.0
-    from workbench.estimate.flops import layer_flops
+    from workbench.estimate.model.flops import layer_flops
 
     attn_fwd = layer_flops(m, tokens, 64, False).attention * 0.5
     attn = (attn_fwd + 2.5 * attn_fwd) / p.peak_flops("fp32")
@@ -210,7 +210,7 @@ def test_operation_counts_equal_the_trial_models_dispatches(variant, grouped, mo
     if not grouped:
         monkeypatch.setattr(trial_model, "grouped_mm_runs", lambda *a, **k: False)
     from workbench.catalog.types import MoE, ModelShape
-    from workbench.estimate.eager_ops import embedding_ops, head_ops, layer_ops
+    from workbench.estimate.time.eager_ops import embedding_ops, head_ops, layer_ops
 
     v = dict(variant)
     moe = v.pop("moe", None)
@@ -232,7 +232,7 @@ def test_optimizer_operation_counts_equal_adamw_and_sgd_steps():
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from workbench.estimate.eager_ops import optimizer_ops
+    from workbench.estimate.time.eager_ops import optimizer_ops
 
     class Count(TorchDispatchMode):
         n = 0

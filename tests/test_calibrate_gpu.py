@@ -24,7 +24,7 @@ from workbench.hardware.gpu_profile import (
 from workbench.hardware.calibration import load_profile
 from workbench.hardware.profile import MachineProfile
 from workbench.errors import ScenarioError
-from workbench.estimate import efficiency as eff
+from workbench.estimate.time import kernels as eff
 from workbench.scenario import parse_scenario
 
 # Seconds measured on one H200 SXM with PyTorch 2.11.0+cu130 by the team's kernel sweep
@@ -170,7 +170,7 @@ def test_gemm_time_of_a_measured_shape_is_the_tables_seconds(tmp_path):
 
 
 def test_attention_reads_the_nearest_measured_point(tmp_path):
-    from workbench.estimate.attention_shapes import AttentionKernel
+    from workbench.estimate.model.attention import AttentionKernel
 
     gpu = _scenario(_profile().save(tmp_path / "gpu.json")).hardware.gpu
     point = ATTENTION[0]
@@ -205,7 +205,7 @@ def test_memory_bound_work_runs_at_the_measured_bandwidth_with_no_eager_costs(tm
 
 def test_an_estimate_on_the_profile_times_its_blocks_from_the_measurements(tmp_path):
     from workbench.estimate import estimate
-    from workbench.estimate.block_costs import block_costs
+    from workbench.estimate.time.block_costs import block_costs
 
     s = _scenario(_profile().save(tmp_path / "gpu.json"))       # generic engine: factors 1
     blocks = block_costs(s)
@@ -217,7 +217,7 @@ def test_an_estimate_on_the_profile_times_its_blocks_from_the_measurements(tmp_p
     # a calibrated GPU sits in the scenario's node: build checks and host power apply
     assert est.checks and est.run.host_power_w > 0 and est.run.gpu_power_w > 0
     # the engine's conventions apply too (only a CPU machine's profile drops them)
-    from workbench.estimate.engine_terms import RunConventions, conventions
+    from workbench.estimate.time.engine_terms import RunConventions, conventions
 
     tt = _scenario(tmp_path / "gpu.json", engine="torchtitan")
     assert conventions(tt) != RunConventions()
@@ -226,35 +226,37 @@ def test_an_estimate_on_the_profile_times_its_blocks_from_the_measurements(tmp_p
 def test_collectives_use_the_nccl_fits_inside_a_node_else_the_links(tmp_path):
     import numpy as np
 
-    from workbench.estimate.comm import Span, _link_time, collective_time
+    from workbench.estimate.time.collectives import link_time, collective_time
+    from workbench.estimate.placement import Span
 
     hw = _scenario(_profile().save(tmp_path / "gpu.json")).hardware
     # a group across two nodes needs the NICs a one-node scenario does not have
     hw = dataclasses.replace(hw, inter_node=dataclasses.replace(hw.inter_node, nics_per_node=8))
     span2 = Span(2, 2, 1)
-    assert collective_time("all_reduce", 1e8, span2, hw) == _link_time("all_reduce", 1e8,
+    assert collective_time("all_reduce", 1e8, span2, hw) == link_time("all_reduce", 1e8,
                                                                        span2, hw)
     fitted = _profile(collectives={"nccl": {"all_reduce": {2: (2e-5, 3e-12)}}})
     hw = dataclasses.replace(hw, gpu=dataclasses.replace(hw.gpu, profile=fitted))
     assert collective_time("all_reduce", 1e8, span2, hw) == 2e-5 + 3e-12 * 1e8
     across = Span(2, 1, 2)                                  # one rank in each of two nodes
-    assert collective_time("all_reduce", 1e8, across, hw) == _link_time("all_reduce", 1e8,
+    assert collective_time("all_reduce", 1e8, across, hw) == link_time("all_reduce", 1e8,
                                                                         across, hw)
     both = Span(np.array([2, 2]), np.array([2, 1]), np.array([1, 2]))
     got = collective_time("all_reduce", np.array([1e8, 1e8]), both, hw)
-    assert list(got) == [2e-5 + 3e-12 * 1e8, _link_time("all_reduce", 1e8, across, hw)]
+    assert list(got) == [2e-5 + 3e-12 * 1e8, link_time("all_reduce", 1e8, across, hw)]
 
 
 def test_a_cpu_profile_measured_at_world_size_1_times_collectives_on_the_links(tmp_path):
     from tests.test_calibrate import _calibrated_scenario, _profile as cpu_profile
     from workbench.calibrate.command import SKIPPED, summary
     from workbench.estimate import estimate
-    from workbench.estimate.comm import Span, _link_time, collective_time
+    from workbench.estimate.time.collectives import link_time, collective_time
+    from workbench.estimate.placement import Span
 
     p = cpu_profile(collectives={}, in_loop_s={})
     s = _calibrated_scenario(p.save(tmp_path / "cpu.json"), dp=2)
     span = Span(2, 2, 1)
-    assert collective_time("all_reduce", 1e6, span, s.hardware) == _link_time(
+    assert collective_time("all_reduce", 1e6, span, s.hardware) == link_time(
         "all_reduce", 1e6, span, s.hardware)
     assert estimate(s).time.step > 0
     assert SKIPPED in summary(p)
@@ -288,8 +290,8 @@ def test_the_grid_plan_and_flop_counts():
 
 def test_attention_flops_follow_the_estimators_convention():
     from workbench.catalog import CATALOGS
-    from workbench.estimate.attention_shapes import attention_kernel
-    from workbench.estimate.flops import layer_flops
+    from workbench.estimate.model.attention import attention_kernel
+    from workbench.estimate.model.flops import layer_flops
 
     m = CATALOGS["model"]["llama3-8b"]
     k = attention_kernel(m, micro_batch=2, seq_len=8192)
@@ -555,7 +557,7 @@ def test_the_committed_h200_profile_is_a_scenarios_gpu_and_answers_from_its_tabl
     (2026-12-04): it loads as a GPU profile, becomes the H200's record, and the estimator's
     GEMM time for a measured grid shape is the measured seconds."""
     from workbench.hardware.calibration import load_profile
-    from workbench.estimate import efficiency
+    from workbench.estimate.time import kernels as efficiency
     from workbench.scenario import load_scenario
 
     path = ROOT / "calibrations/nvidia-h200-2026-12-04.json"

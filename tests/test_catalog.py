@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from workbench.catalog import CATALOGS, CPUS, DRIVES, GPUS, LINKS, MODELS, lookup
-from workbench.estimate.params import active_params, total_params
+from workbench.estimate.model.params import active_params, total_params
 
 REQUIRED = {
     "gpu": ["h200-sxm", "h200-nvl", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "a100-sxm-40gb",

@@ -33,7 +33,7 @@ def test_estimate_json_has_contract_memory_keys(path):
     per = mem["per_gpu"]
     # params_frozen is a share of params; paged states are outside the allocator's total
     parts = MEMORY_KEYS - {"total", "reserved", "device", "params_frozen", "paged"}
-    # total is the peak: the largest phase of the step (estimate/peak.py), at most the sum of
+    # total is the peak: the largest phase of the step (estimate/memory/peak.py), at most the sum of
     # what each category holds
     assert per["total"] == max(mem["phases"].values())
     assert per["total"] <= sum(per[k] for k in parts) * (1 + 1e-12)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import scenario_doc
-from workbench.estimate import comm
+from workbench.estimate.placement import group_span
+from workbench.estimate.time import collectives as comm
 from workbench.scenario import parse_scenario
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
@@ -37,8 +38,8 @@ def test_a_group_on_one_tier_is_the_flat_ring_exactly(kind):
     hw = _hw()
     intra, inter = comm.intra_tier(hw), comm.inter_tier(hw)
     for n in (2, 4, 8):
-        inside = comm.group_span(n, 1, 8)                 # one node
-        across = comm.group_span(n, 8, 8)                 # one rank per node
+        inside = group_span(n, 1, 8)                 # one node
+        across = group_span(n, 8, 8)                 # one rank per node
         assert (inside.nodes, across.per_node) == (1, 1)
         for b in NBYTES[1:]:
             assert comm.collective_time(kind, b, inside, hw) == _flat(
@@ -55,7 +56,7 @@ def test_a_hierarchical_all_reduce_by_hand():
     b = 1e9
     half = _flat("all_gather", b, 8, intra.gb_per_s, intra.latency_s)
     expected = half + _flat("all_reduce", b / 8, 2, inter.gb_per_s, inter.latency_s) + half
-    assert comm.collective_time("all_reduce", b, comm.group_span(16, 1, 8), hw) == expected
+    assert comm.collective_time("all_reduce", b, group_span(16, 1, 8), hw) == expected
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -66,8 +67,8 @@ def test_arrays_are_the_numbers_element_by_element(kind):
     size = np.array([s for s in SIZES for _ in NBYTES])
     nbytes = np.array([b for _ in SIZES for b in NBYTES])
     for stride in STRIDES:
-        got = comm.collective_time(kind, nbytes, comm.group_span(size, stride, 8), hw)
-        one = [comm.collective_time(kind, float(b), comm.group_span(int(s), stride, 8), hw)
+        got = comm.collective_time(kind, nbytes, group_span(size, stride, 8), hw)
+        one = [comm.collective_time(kind, float(b), group_span(int(s), stride, 8), hw)
                for s, b in zip(size, nbytes)]
         assert isinstance(got, np.ndarray) and got.tolist() == one
         assert all(type(v) is float for v in one)
@@ -75,7 +76,7 @@ def test_arrays_are_the_numbers_element_by_element(kind):
 
 def test_collective_times_is_one_call_per_entry():
     hw = _hw()
-    span = comm.group_span(np.array([1, 2, 4, 8, 16]), 1, 8)
+    span = group_span(np.array([1, 2, 4, 8, 16]), 1, 8)
     a, b = np.array([1e6, 2e6, 3e6, 4e6, 5e6]), np.array([7.0, 8.0, 9.0, 1e3, 1e9])
     ops = [("all_gather", a), ("reduce_scatter", a), ("all_reduce", a), ("all_gather", b),
            ("reduce_scatter", a), ("all_to_all", b), ("all_reduce", b)]

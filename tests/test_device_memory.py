@@ -1,10 +1,10 @@
-"""Exact-value tests of workbench.estimate.device_memory, worked out by hand from its cited
+"""Exact-value tests of workbench.estimate.memory.device, worked out by hand from its cited
 constants."""
 from __future__ import annotations
 
 import pytest
 
-from workbench.estimate.device_memory import device_terms
+from workbench.estimate.memory.device import device_terms
 
 MiB = 1 << 20
 # Line through (34 SMs, 107 MiB) and (188 SMs, 555 MiB) at the H100's 132 SMs:

@@ -10,8 +10,8 @@ import pytest
 from workbench.engines import ENGINES
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
-from workbench.estimate.device_memory import communicators
-from workbench.estimate.device_memory import device_terms
+from workbench.estimate.memory.device import communicators
+from workbench.estimate.memory.device import device_terms
 from workbench.plan import Constraints, plan
 from workbench.plan.explain import switch_lines
 from workbench.scenario import parse_scenario
@@ -108,7 +108,7 @@ def test_op_recompute_saves_less_than_none_and_more_than_full():
 
 
 def test_op_saved_tensors_of_a_llama_layer():
-    from workbench.estimate import activations as act
+    from workbench.estimate.memory import activations as act
     s = parse_scenario(doc({"engine": "torchtitan", "recompute": "op", "micro_batch": 1}))
     x = act.activation_shape(s.training, s.parallel)
     m = s.model
@@ -185,7 +185,7 @@ def test_the_estimate_carries_its_engine_error_band():
 
 
 def test_the_band_comes_from_the_narrowest_group_of_twenty_runs(monkeypatch):
-    from workbench.estimate import engine_terms as et
+    from workbench.estimate.time import engine_terms as et
 
     def b(runs, median):
         return {"runs": runs, "median": median, "p90": 2 * median, "kind": "in-sample"}
@@ -301,7 +301,7 @@ def test_layer_checkpointing_keeps_one_block_in_k_as_its_input():
         rc = {r: e.time.recompute for r, e in est.items()}
         # Llama 3 8B: 32 layers, floor(32 / k) checkpointed (k = 1, 2, 4 divide 32)
         assert lay.time.recompute == pytest.approx(rc["full"] / k, rel=1e-9)
-    from workbench.estimate.activations import checkpointed_fraction
+    from workbench.estimate.memory.activations import checkpointed_fraction
     assert checkpointed_fraction(parse_scenario(doc()).model, 3) == 10 / 32
     one = estimate(parse_scenario(doc({"engine": "torchtitan", "recompute": "layer",
                                        "recompute_every": 1})))

@@ -28,7 +28,7 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.cli import main
-from workbench.estimate.params import chunk_layers
+from workbench.estimate.model.params import chunk_layers
 from workbench.errors import ScenarioError
 from workbench.export import TARGETS, ExportError, Source, export
 from workbench.export.deepspeed import deepspeed_config, to_deepspeed

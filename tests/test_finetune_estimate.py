@@ -1,15 +1,15 @@
-"""Fine-tuning in the estimate: each mechanism of estimate/finetune.py against a hand count."""
+"""Fine-tuning in the estimate: each mechanism of estimate/model/finetune.py against a hand count."""
 from __future__ import annotations
 
 import pytest
 
 from workbench.errors import ScenarioError
-from workbench.estimate import efficiency as eff
+from workbench.estimate.time import kernels as eff
 from workbench.estimate import estimate
-from workbench.estimate import finetune as ft
-from workbench.estimate.block_costs import block_costs
-from workbench.estimate.finetune import NF4_BYTES
-from workbench.estimate.params import total_params
+from workbench.estimate.model import finetune as ft
+from workbench.estimate.time.block_costs import block_costs
+from workbench.estimate.model.finetune import NF4_BYTES
+from workbench.estimate.model.params import total_params
 from workbench.scenario import parse_scenario
 
 H, KV, L, FFN, V = 4096, 1024, 32, 14336, 128256      # Llama 3 8B

@@ -6,7 +6,7 @@ import pytest
 from workbench.catalog import MODELS
 from workbench.engines import ENGINES
 from workbench.estimate import estimate
-from workbench.estimate.fp8_casts import cast_traffic, layer_operands
+from workbench.estimate.time.fp8_casts import cast_traffic, layer_operands
 from workbench.scenario import load_scenario
 
 EXAMPLE = "examples/llama3-8b-8xh100.yaml"
@@ -107,7 +107,7 @@ def _dp_gather(*extra):
 
 
 def test_fp8_param_gather_halves_the_linear_weights_in_the_zero3_gather():
-    from workbench.estimate.fp8_casts import linear_weights
+    from workbench.estimate.model.finetune import linear_weights
     s, bf16 = _dp_gather()
     _, fp8 = _dp_gather("training.fp8_param_gather=true")
     m = s.model

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import scenario_doc
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
-from workbench.estimate.cost_model import evaluate, evaluate_layouts
+from workbench.estimate.cost_model.compose import evaluate, evaluate_layouts
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
 from workbench.scenario import parse_scenario

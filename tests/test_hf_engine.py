@@ -11,8 +11,8 @@ import pytest
 from workbench.engines import ENGINES, engine_of, hf
 from workbench.errors import ScenarioError
 from workbench.estimate import estimate
-from workbench.estimate.activations import activation_shape, checkpointed_fraction, head_bytes
-from workbench.estimate.params import total_params
+from workbench.estimate.memory.activations import activation_shape, checkpointed_fraction, head_bytes
+from workbench.estimate.model.params import total_params
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import Training
 

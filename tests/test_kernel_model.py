@@ -25,7 +25,7 @@ def test_gemm_shapes_of_the_h200_table_within_ten_percent():
 
 
 def test_the_committed_gemm_form_is_the_refit_of_the_table():
-    from workbench.estimate import efficiency as eff
+    from workbench.estimate.time import kernels as eff
     c, k0 = kernel_model.refit_gemm()
     assert abs(c - eff.GEMM_CEILING["NVIDIA H200 SXM 141GB"]["bf16"]) <= 0.002
     assert k0 == eff.GEMM_K0
@@ -39,7 +39,7 @@ def test_attention_points_of_the_h200_table_within_ten_percent():
 
 
 def test_grouped_experts_run_like_one_gemm_and_a_python_loop_waits_on_the_host():
-    from workbench.estimate import efficiency as eff
+    from workbench.estimate.time import kernels as eff
     gpu = kernel_model.H200
     # 128 experts of 512 rows, 2048 -> 768: the loop is host-bound (3.38 ms measured), the
     # grouped GEMM is not (0.34 ms measured)
@@ -50,7 +50,7 @@ def test_grouped_experts_run_like_one_gemm_and_a_python_loop_waits_on_the_host()
 
 
 def test_no_fitted_engine_factor_is_left():
-    import workbench.estimate.engine_terms as terms
+    import workbench.estimate.time.engine_terms as terms
     assert not (ROOT / "workbench/engines/fitted.json").exists()
     fields = set(terms.RunConventions.__dataclass_fields__)
     assert not fields & {"time_factor", "attention_factor", "moe_layer_s"}
@@ -61,7 +61,7 @@ def test_ada_runs_amperes_kernels():
     fractions of its own peak (A100 FlashAttention-2 179.5 of 312 TFLOP/s at 8k), not
     Hopper's FlashAttention-2 (333 of 989.5)."""
     from workbench.catalog import CATALOGS
-    from workbench.estimate import efficiency as eff
+    from workbench.estimate.time import kernels as eff
 
     ada, a100 = CATALOGS["gpu"]["rtx-4090"], CATALOGS["gpu"]["a100-sxm-80gb"]
     flops = 1e12

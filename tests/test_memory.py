@@ -7,9 +7,9 @@ from tests.conftest import scenario_doc
 from workbench.catalog import MODELS
 from workbench.catalog.types import ModelShape
 from workbench.estimate import estimate
-from workbench.estimate import activations as act
-from workbench.estimate.model_states import bytes_per_param, model_states
-from workbench.estimate.params import chunk_layers, layer_params, rank_chunks
+from workbench.estimate.memory import activations as act
+from workbench.estimate.memory.model_states import bytes_per_param, model_states
+from workbench.estimate.model.params import chunk_layers, layer_params, rank_chunks
 from workbench.scenario import parse_scenario
 from workbench.scenario.types import Parallel
 

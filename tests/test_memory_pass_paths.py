@@ -11,10 +11,10 @@ import pytest
 
 from tests.conftest import scenario_doc
 from workbench.catalog.models import MODELS
-from workbench.estimate import device_memory as dm
-from workbench.estimate import grid_rows
-from workbench.estimate.peak import CATEGORIES, PHASES, at_peak
-from workbench.estimate.pipeline_ranks import rank_rows
+from workbench.estimate.memory import device as dm
+from workbench.estimate.cost_model import rows as grid_rows
+from workbench.estimate.memory.peak import CATEGORIES, PHASES, at_peak
+from workbench.estimate.cost_model.pipeline_ranks import rank_rows
 from workbench.scenario import parse_scenario
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask, layout_masks, table

@@ -10,11 +10,11 @@ from tests.conftest import scenario_doc
 from workbench.catalog.models import MODELS
 from workbench.catalog.types import ModelShape
 from workbench.errors import ScenarioError
-from workbench.estimate import activations as act
+from workbench.estimate.memory import activations as act
 from workbench.estimate import estimate
-from workbench.estimate.attention_shapes import attention_gemms, qkv_widths, tp_gather_width
-from workbench.estimate.flops import layer_flops
-from workbench.estimate.params import (active_params, attention_params, layer_params,
+from workbench.estimate.model.attention import attention_gemms, qkv_widths, tp_gather_width
+from workbench.estimate.model.flops import layer_flops
+from workbench.estimate.model.params import (active_params, attention_params, layer_params,
                                        sequence_parallel_replicated, total_params)
 from workbench.scenario import parse_scenario
 

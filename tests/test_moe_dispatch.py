@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workbench.estimate.block_costs import block_costs
+from workbench.estimate.time.block_costs import block_costs
 from workbench.scenario import parse_scenario
 
 SEQ, H, K, E = 4096, 4096, 2, 8          # mixtral-8x7b: hidden 4096, top-2 of 8 experts

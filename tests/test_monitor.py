@@ -546,8 +546,8 @@ def test_reporter_does_not_import_torch():
 def test_reporter_in_a_cpu_loop():
     import time
 
-    from workbench.estimate.efficiency import peak_flops
-    from workbench.estimate.flops import model_flops_per_step
+    from workbench.estimate.time.kernels import peak_flops
+    from workbench.estimate.model.flops import model_flops_per_step
     from workbench.monitor.reporter import StepReporter
 
     plan = _plan()

@@ -10,13 +10,13 @@ import pytest
 from workbench.catalog import GPUS, MODELS
 from workbench.engines import ENGINES
 from workbench.errors import ScenarioError
-from workbench.estimate import efficiency as eff
-from workbench.estimate.activations import activation_shape, head_bytes, layer_terms
-from workbench.estimate.attention_shapes import attention_gemms
-from workbench.estimate.buffers import buffer_terms
-from workbench.estimate.fp8_casts import cast_traffic, layer_operands
-from workbench.estimate.model_states import bytes_per_param
-from workbench.estimate.block_costs import block_costs
+from workbench.estimate.time import kernels as eff
+from workbench.estimate.memory.activations import activation_shape, head_bytes, layer_terms
+from workbench.estimate.model.attention import attention_gemms
+from workbench.estimate.memory.buffers import buffer_terms
+from workbench.estimate.time.fp8_casts import cast_traffic, layer_operands
+from workbench.estimate.memory.model_states import bytes_per_param
+from workbench.estimate.time.block_costs import block_costs
 from workbench.scenario import load_scenario
 
 EXAMPLE = "examples/llama3-8b-8xh100.yaml"
@@ -53,7 +53,7 @@ def test_nvfp4_gemm_runs_at_the_fp4_peak_times_its_ceiling():
     gpu = GPUS["b200"]
     assert eff.peak_flops(gpu, "nvfp4") == 9000e12
     # torchao's burst 0.564 held to the clock the 1000 W limit leaves (the B200's bf16
-    # MSMF / MAMF, estimate/sustained.py)
+    # MSMF / MAMF, estimate/time/sustained.py)
     ceiling = 0.564 * 0.6396 / 0.772
     assert eff.matmul_efficiency(gpu, "nvfp4") == pytest.approx(ceiling, rel=1e-12)
     assert eff.matmul_efficiency(GPUS["rtx-5090"], "nvfp4") == pytest.approx(ceiling, rel=1e-12)

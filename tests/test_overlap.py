@@ -11,16 +11,17 @@ import pytest
 from workbench.catalog.gpus import GPUS
 from workbench.catalog.types import GPU
 from workbench.errors import ScenarioError
-from workbench.estimate import efficiency as eff
-from workbench.estimate import device_memory as dm
+from workbench.estimate.time import kernels as eff
+from workbench.estimate.memory import device as dm
 from workbench.estimate import estimate
-from workbench.estimate import sustained
-from workbench.estimate import tp_overlap as tpo
-from workbench.estimate.comm import collective_time, group_span
-from workbench.estimate.gpu_parts import sm_count
-from workbench.estimate.pipeline_ranks import blocking_transfers
-from workbench.estimate.block_costs import _tp_gemms, block_costs
-from workbench.estimate.step_time import dp_exposed, dp_overlap
+from workbench.estimate.time import sustained
+from workbench.estimate.time import tp_overlap as tpo
+from workbench.estimate.time.collectives import collective_time
+from workbench.estimate.placement import group_span
+from workbench.catalog.gpu_parts import sm_count
+from workbench.estimate.cost_model.pipeline_ranks import blocking_transfers
+from workbench.estimate.time.block_costs import tp_gemms, block_costs
+from workbench.estimate.time.step_time import dp_exposed, dp_overlap
 from workbench.export import export
 from workbench.imports import deepspeed as ds_import
 from workbench.imports import megatron as mlm_import
@@ -135,8 +136,8 @@ def test_async_tp_exposes_at_least_the_chunked_gemms_extra_time():
     tokens = 8192.0
     pairs = [tpo.Pair(k, 1e-9, g, tokens * m.hidden * 2) for k, g in zip(
         ("all_gather", "all_gather", "reduce_scatter", "reduce_scatter"),
-        _tp_gemms(m, t, tokens, 3, m.ffn_hidden / t))]
-    extra = sum(tpo._gemms(p.gemms, gpu, "bf16", t) - tpo._gemms(p.gemms, gpu, "bf16")
+        tp_gemms(m, t, tokens, 3, m.ffn_hidden / t))]
+    extra = sum(tpo.gemms_time(p.gemms, gpu, "bf16", t) - tpo.gemms_time(p.gemms, gpu, "bf16")
                 for p in pairs)
     assert extra > 0     # smaller GEMMs run below the whole one's rate (GEMM_K0, launches)
     assert tpo.async_tp_exposed(pairs, t, gpu, "bf16", 1.0) >= extra
@@ -152,7 +153,7 @@ def test_tp_comm_overlap_pays_the_sms_it_takes():
     s = _tp_scenario("megatron", "tp_comm_overlap")
     gpu = eff.on_hardware(s.hardware)
     assert sm_count(gpu) == 132
-    whole = tpo._gemms(((8192, 4096, 14336 / 8),), gpu, "bf16")
+    whole = tpo.gemms_time(((8192, 4096, 14336 / 8),), gpu, "bf16")
     # the bulk reduce-scatter of the backward: its GEMM on 116 of 132 SMs, comm hidden
     pair = tpo.Pair("reduce_scatter", 1e-9, ((8192, 4096, 14336 / 8),))
     assert tpo.userbuffers_exposed([pair], 8, gpu, "bf16", 1.0, True) == pytest.approx(

@@ -813,7 +813,7 @@ def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
     import re
 
     from widgets.app import App
-    from workbench.estimate.verdict import verdict
+    from workbench.estimate.run.verdict import verdict
 
     app = App("brief-8xh200-70b")
     app.panels["Training"].offload.value = "cpu"

@@ -1,4 +1,4 @@
-"""Peak memory as a moment of the step (estimate/peak.py): which categories live at each phase,
+"""Peak memory as a moment of the step (estimate/memory/peak.py): which categories live at each phase,
 and the loss's and the engines' own bytes, against values computed by hand."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from tests.conftest import scenario_doc
 from workbench.engines import engine_of
 from workbench.estimate import estimate
-from workbench.estimate.buffers import loss_per_logit
-from workbench.estimate.peak import (
+from workbench.estimate.memory.buffers import loss_per_logit
+from workbench.estimate.memory.peak import (
     PHASES, at_peak, grads_before_backward, phase_parts, phase_totals,
 )
 from workbench.render.text import render_estimate
@@ -147,6 +147,6 @@ def test_the_eager_upcast_loss_holds_what_benchmarks_loss_memory_cpu_measures():
     """10 B per logit at the forward and 12 B at the backward with the 16-bit logits freed
     (benchmarks/loss_memory_cpu.py measured 10.04 and 12.04 on this CPU), the saved fp32
     log-probabilities (4 B, counted with the activations) among them."""
-    from workbench.estimate.buffers import loss_per_logit
+    from workbench.estimate.memory.buffers import loss_per_logit
     fwd, bwd = loss_per_logit("upcast", 2, logits_kept=False)
     assert (fwd + 4, bwd + 4) == (10.0, 12.0)

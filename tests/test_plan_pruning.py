@@ -125,11 +125,11 @@ def _assert_columns_are_the_memory_pass(s, c: Constraints, schedule: str, sp: bo
     equal the memory pass of ``evaluate_layouts`` on the layouts the rules admit, and one
     mask per pass (``layout_masks``) equals ``layout_mask`` per offload. Returns the layouts
     compared."""
-    from workbench.estimate.cost_model import evaluate_layouts
-    from workbench.estimate.device_memory import device_overhead
-    from workbench.estimate.grid_rows import Rows
+    from workbench.estimate.cost_model.compose import evaluate_layouts
+    from workbench.estimate.memory.device import device_overhead
+    from workbench.estimate.cost_model.rows import Rows
     from workbench.plan.pruning import PassRows
-    from workbench.plan.search import _variant, switch_variants
+    from workbench.plan.search import with_setting, switch_variants
     from workbench.plan.space import candidate_rows
     from workbench.scenario.layouts import LayoutGrid
     from workbench.scenario.rules import layout_mask, layout_masks
@@ -143,7 +143,7 @@ def _assert_columns_are_the_memory_pass(s, c: Constraints, schedule: str, sp: bo
     g = LayoutGrid(*r, pp_schedule=schedule, sequence_parallel=sp,
                    expert_tp=v.parallel.expert_tp)
     recomputes = [x for x in RECOMPUTE if x in engine_of(v.training).recompute]
-    bases = {off: _variant(v, sp, recomputes[0], off) for off in OFFLOAD}
+    bases = {off: with_setting(v, sp, recomputes[0], off) for off in OFFLOAD}
     masks = layout_masks(bases, g, "training.offload")
     for off, base in bases.items():
         assert np.array_equal(masks[off], layout_mask(base, g)), off
@@ -155,12 +155,12 @@ def _assert_columns_are_the_memory_pass(s, c: Constraints, schedule: str, sp: bo
                    np.broadcast_to(device_overhead(v.hardware, g), len(g)))
     compared = 0
     for rc in recomputes:
-        pas.reach({off: _variant(v, sp, rc, off) for off in OFFLOAD}, np.ones(len(g), bool), {})
+        pas.reach({off: with_setting(v, sp, rc, off) for off in OFFLOAD}, np.ones(len(g), bool), {})
         for off in OFFLOAD:
             ok = masks[off][valid]
             if not ok.any():
                 continue
-            want = evaluate_layouts(_variant(v, sp, rc, off), g.take(ok))
+            want = evaluate_layouts(with_setting(v, sp, rc, off), g.take(ok))
             got = pas.figures(rc, off, ok)
             for k in ("memory_per_gpu", "device_per_gpu", "host_fits", "fits"):
                 _same({k: got[k]}, {k: want[k]}, f"{rc}/{off}")

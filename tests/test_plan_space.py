@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.engines import engine_of
-from workbench.estimate.verdict import GPU_WARN_FRACTION
+from workbench.estimate.run.verdict import GPU_WARN_FRACTION
 from workbench.headroom import DEFAULT_MEMORY_FRACTION
 from workbench.plan import Constraints, plan
 from workbench.plan.space import candidate_rows, expert_tp_values

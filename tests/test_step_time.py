@@ -7,12 +7,13 @@ import pytest
 from tests.conftest import ROOT, scenario_doc
 from workbench.catalog import MODELS
 from workbench.estimate import estimate
-from workbench.estimate import comm
-from workbench.estimate.efficiency import gemm_time
-from workbench.estimate.flops import model_flops_per_step
-from workbench.estimate.params import active_params
+from workbench.estimate.placement import group_span
+from workbench.estimate.time import collectives as comm
+from workbench.estimate.time.kernels import gemm_time
+from workbench.estimate.model.flops import model_flops_per_step
+from workbench.estimate.model.params import active_params
 from workbench.estimate.single import estimate_step_time
-from workbench.estimate.timeline import makespan, simulate
+from workbench.estimate.time.timeline import makespan, simulate
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.scenario.types import Parallel
 
@@ -42,13 +43,13 @@ def test_one_all_reduce_on_nvlink_by_hand():
     n, size = 8, 1e9
     bw = 450e9 * comm.NVLINK_EFFICIENCY
     expected = 2 * (n - 1) * 3e-6 + size * 2 * (n - 1) / n / bw
-    got = comm.collective_time("all_reduce", size, comm.group_span(8, 1, 8), hw)
+    got = comm.collective_time("all_reduce", size, group_span(8, 1, 8), hw)
     assert got == pytest.approx(expected)
 
 
 def test_inter_node_group_uses_each_gpus_share_of_the_nics():
     hw = _hw(gpu="h100-sxm", nodes=4, inter_node={"link": "ib-ndr", "nics_per_node": 8})
-    span = comm.group_span(4, 8, 8)        # one member per node (stride 8 = a full node)
+    span = group_span(4, 8, 8)        # one member per node (stride 8 = a full node)
     assert (span.per_node, span.nodes) == (1, 4)
     bw = 50e9 * 8 / 8 * comm.RDMA_NIC_EFFICIENCY
     expected = 3 * 5e-6 + 1e9 * 3 / 4 / bw
@@ -221,8 +222,8 @@ def test_zero3_offloaded_parameters_are_copied_in_before_every_gather():
     first copies it over PCIe (FSDP2 CPUOffloadPolicy), so the exposed DP time grows by the
     copies the compute cannot hide; without offload nothing changes."""
     import dataclasses
-    from workbench.estimate.model_states import model_states
-    from workbench.estimate.step_time import param_upload_time, pcie_bytes_per_s
+    from workbench.estimate.memory.model_states import model_states
+    from workbench.estimate.time.step_time import param_upload_time, pcie_bytes_per_s
     from workbench.scenario import load_scenario
 
     s = load_scenario(ROOT / "examples/brief-8xh200-70b.yaml",
@@ -239,12 +240,12 @@ def test_zero3_offloaded_parameters_are_copied_in_before_every_gather():
         / (max(1, hw.storage.drives) * hw.storage.drive.read_gb_per_s * 1e9))
     # the once-per-step copy back after the CPU optimizer is gradients only at ZeRO-3: the
     # parameters travel before the gathers instead
-    from workbench.estimate.step_time import optimizer_and_offload
+    from workbench.estimate.time.step_time import optimizer_and_offload
     _, once = optimizer_and_offload(hw, s.training, 1e9)
     _, zero3 = optimizer_and_offload(hw, s.training, 1e9, params_up=False)
     assert once - zero3 == pytest.approx(2 * 1e9 / pcie_bytes_per_s(hw))
     # in the step: not hidden when the gathers are not overlapped
-    from workbench.estimate.step_time import dp_exposed
+    from workbench.estimate.time.step_time import dp_exposed
     par = s.parallel
     args = (par, hw, "bf16", 4, 1e9, 0.0, 0.0, 0.0)
     plain = dp_exposed(*args, overlap_gather=False)

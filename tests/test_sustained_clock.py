@@ -1,4 +1,4 @@
-"""The sustained GEMM clock under the board power limit (workbench/estimate/sustained.py): each
+"""The sustained GEMM clock under the board power limit (workbench/estimate/time/sustained.py): each
 part's ceiling from its own sustained measurement or from the same die through the SMs x f^3
 power law, a user's power cap through the same law, inline GPUs by family."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import yaml
 from workbench.catalog.gpus import GPUS
 from workbench.catalog.types import GPU
 from workbench.errors import ScenarioError
-from workbench.estimate import efficiency as eff
+from workbench.estimate.time import kernels as eff
 from workbench.estimate import estimate, sustained
 from workbench.scenario import parse_scenario
 
@@ -116,7 +116,7 @@ def test_the_scenario_key_reaches_the_estimate():
 
 
 def test_a_capped_gpu_draws_its_cap_and_the_supply_is_sized_for_its_rating():
-    from workbench.estimate.build_checks import node_power_w
+    from workbench.estimate.run.build_checks import node_power_w
     capped, free = (estimate(parse_scenario(_scenario(**kw))) for kw in
                     ({"gpu_power_limit_w": 500}, {}))
     busy = min(1.0, (capped.time.compute + capped.time.recompute) / capped.time.step)

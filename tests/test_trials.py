@@ -307,7 +307,7 @@ def test_zero1_partition_lists_the_trial_models_tensors_in_order():
     from workbench.catalog import CATALOGS
     from workbench.trial.model import Transformer
     from workbench.trial.shrink import trial_model
-    from workbench.estimate.trial_prediction import parameter_tensors, zero_redundancy_partition
+    from workbench.trial.prediction import parameter_tensors, zero_redundancy_partition
 
     for name in ("tiny-dense", "tiny-gpt", "tiny-moe"):
         m = trial_model(CATALOGS["model"][name], 1, 1, 1)

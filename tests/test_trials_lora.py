@@ -32,7 +32,7 @@ def _assert_exact(result) -> None:
         for key in ("params", "grads", "optimizer", "params_frozen", "params_trainable",
                     "trainable_numel"):
             assert m[key] == p[key], (r["rank"], key, m[key], p[key])
-        # saved activations: the frozen base's linears keep no input (estimate/finetune.py)
+        # saved activations: the frozen base's linears keep no input (estimate/model/finetune.py)
         assert abs(m["activations"] / p["activations"] - 1) <= 0.05, (r["rank"], m, p)
         measured, predicted = r["comm"]["measured"], r["comm"]["predicted"]
         assert set(measured) == set(predicted) == {"dp"}, r["rank"]
@@ -73,7 +73,7 @@ def test_fine_tuning_trial_equals_prediction_and_reference(parallel, training):
 
 def test_parameter_shapes_list_the_adapted_models_tensors_in_order():
     from workbench.catalog import CATALOGS
-    from workbench.estimate.trial_prediction import parameter_shapes
+    from workbench.trial.prediction import parameter_shapes
     from workbench.scenario.types import Lora, Training
     from workbench.trial.adapters import apply_method
     from workbench.trial.model import Transformer
@@ -108,7 +108,7 @@ def test_optimizer_state_bytes_equal_the_libraries(optimizer):
 
     import torch
 
-    from workbench.estimate.optimizer_states import optimizer_bytes
+    from workbench.estimate.memory.optimizer_states import optimizer_bytes
     from workbench.trial.adapters import optimizer_class
     from workbench.trial.measure import optimizer_bytes as measured_bytes
 

@@ -168,7 +168,7 @@ def test_cli_missing_file_and_bad_yaml(tmp_path):
 
 
 def test_modified_preset_keeps_its_position_embeddings():
-    from workbench.estimate.params import total_params
+    from workbench.estimate.model.params import total_params
 
     base = parse_scenario(scenario_doc(model="gpt3-175b", parallel={"dp": 8}))
     changed = parse_scenario(scenario_doc(model={"preset": "gpt3-175b", "vocab": 51200},

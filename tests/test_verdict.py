@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.estimate import estimate
-from workbench.estimate.verdict import verdict
+from workbench.estimate.run.verdict import verdict
 from workbench.plan.next_steps import searched_verdict
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.units import (GiB, MiB, YEAR, duration_text, memory_text, money_text,

@@ -1,4 +1,4 @@
-"""The verdict at the top of Plan, as the backend gives it (``workbench.estimate.verdict``): the
+"""The verdict at the top of Plan, as the backend gives it (``workbench.estimate.run.verdict``): the
 answer in one sentence, green only when no part fails, each part with its status, and the next
 steps with their figures. This module only words and colours what the backend decided."""
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 # The share of GPU memory as nvidia-smi counts it (the estimate's ``device`` figure, which already
 # holds the caching allocator's measured reserved-over-allocated ratio, the CUDA context and the
 # NCCL buffers): 0.9, also the share above which the estimate's verdict warns
-# (``estimate.verdict.GPU_WARN_FRACTION`` is this number), so the planner ranks only layouts
+# (``estimate.run.verdict.GPU_WARN_FRACTION`` is this number), so the planner ranks only layouts
 # whose estimate passes without that warning. The tenth kept
 # back covers what no peak figure holds: fragmentation beyond the measured ratio and workspaces
 # that come and go faster than any logged peak (PyTorch's "CUDA semantics: memory management"

@@ -45,7 +45,7 @@ HOVER = "%{x}<br>%{fullData.name}: %{y:,.2f} GiB<extra></extra>"
 # which figure a monitoring tool reports (the chart says it under the title)
 TOOLS = ("nvidia-smi / DCGM report the device figure;<br>torch.cuda.max_memory_allocated the "
          "bars' total; torch.cuda.max_memory_reserved the reserved one")
-# the moment of the step the bars show (``estimate.peak.PHASES``), in words
+# the moment of the step the bars show (``estimate.memory.peak.PHASES``), in words
 PHASE_WORDS = {"forward": "the end of the forward", "loss": "the loss's backward",
                "backward": "the backward", "optimizer": "the optimizer step"}
 

@@ -11,7 +11,7 @@ from widgets.charts.plot import Plot
 
 from workbench.estimate.result import Estimate
 
-# Block kinds of ``estimate.timeline.Block``, drawn in this order (legend order too).
+# Block kinds of ``estimate.time.timeline.Block``, drawn in this order (legend order too).
 KINDS = {
     "F": ("forward", "#4C78A8"),
     "B": ("backward", "#F58518"),

@@ -128,7 +128,8 @@ class TrialPanel:
         from workbench.trial import prepare_trial
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
         from workbench.process_runner import choose_backend
-        from workbench.trial.slots import QueueDirectoryError, slots_for
+        from workbench.private_folder import PrivateFolderError
+        from workbench.trial.slots import slots_for
 
         if self._thread is not None and self._thread.is_alive():
             return
@@ -183,7 +184,7 @@ class TrialPanel:
         try:
             # GPU (nccl) trials are admitted by the GPUs free, CPU ones by the cores
             slots = slots_for(choose_backend(self.backend.value, world), world)
-        except (QueueDirectoryError, ValueError) as exc:   # an unsafe queue folder, a bad
+        except (PrivateFolderError, ValueError) as exc:   # an unsafe queue folder, a bad
             self.status.value = error_html(str(exc))         # WORKBENCH_TRIAL_SLOTS
             return
         self._thread = run_in_background(start, self._on_event, slots,

@@ -57,10 +57,10 @@ def runtime_costs(gemm: dict, grid: dict, budget_s: float,
     docstring has the method). Per-op costs are
     least-squares fits through the origin over the probe's depths: the plain model's seconds,
     less the GEMM seconds this profile predicts for it, against its operation counts
-    (``estimate/eager_ops.py``), so the embedding, head and loss weigh in as they do in a
+    (``estimate/time/eager_ops.py``), so the embedding, head and loss weigh in as they do in a
     trial. The optimizer's cost per op likewise, against AdamW's operations over the tensors."""
     from workbench.catalog import CATALOGS
-    from workbench.estimate.eager_ops import (
+    from workbench.estimate.time.eager_ops import (
         edge_tensors, embedding_ops, head_ops, layer_ops, layer_tensors, optimizer_ops,
     )
     from workbench.trial.shrink import TRIAL_SEQ, trial_model

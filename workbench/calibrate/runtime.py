@@ -12,7 +12,7 @@ operation, ~10x that per DTensor operation. This probe times the trial model of 
   per-unit hooks (gather, reshard, reduce) run as they do on more ranks.
 From the depths, the per-layer cost (least-squares slope) and the rest (intercept: embedding,
 final norm, head, loss) of the forward, the backward and the optimizer step. The per-operation
-costs are the plain model's seconds against its operation counts (``estimate/eager_ops.py``), less the
+costs are the plain model's seconds against its operation counts (``estimate/time/eager_ops.py``), less the
 GEMM seconds the profile predicts; the DDP, TP and FSDP2 figures are what they add.
 Collectives on a 1-rank group cost next to nothing: what remains is the framework's own work.
 """

@@ -1,5 +1,5 @@
 """The kernel shapes the estimator times for a scenario, so a GPU calibration can measure them
-exactly: the scenario's blocks (``estimate.block_costs.block_costs``: every layer kind, the
+exactly: the scenario's blocks (``estimate.time.block_costs.block_costs``: every layer kind, the
 head) are costed once on a profile that answers every question with 0 and writes down each GEMM
 (m, n, k, precision) and attention kernel it is asked about. What is recorded is what the
 estimator asks, by construction, whatever the model (dense, MoE, MLA) and layout (TP, SP, CP,
@@ -69,9 +69,9 @@ class ShapeRecorder:
 
 def scenario_shapes(s: Scenario) -> tuple[list[tuple[float, float, float, str]], list]:
     """(GEMMs as (m, n, k, precision), attention kernels as
-    ``estimate.attention_shapes.AttentionKernel``) that ``block_costs`` times for ``s``'s layout,
+    ``estimate.model.attention.AttentionKernel``) that ``block_costs`` times for ``s``'s layout,
     each once, sorted."""
-    from workbench.estimate.block_costs import block_costs
+    from workbench.estimate.time.block_costs import block_costs
 
     recorder = ShapeRecorder()
     hw = dataclasses.replace(s.hardware, gpu=dataclasses.replace(s.hardware.gpu,

@@ -29,7 +29,7 @@ class GPU:
     arch: str = ""            # ampere | ada | hopper | blackwell | cdna3 (kernel efficiencies)
     # The board power limit the GPU runs under when a user caps it (``nvidia-smi -pl``; the
     # scenario's ``hardware.gpu_power_limit_w``), W; 0 = its own ``power_w``. Sets the clock a
-    # GEMM holds (workbench/estimate/sustained.py).
+    # GEMM holds (workbench/estimate/time/sustained.py).
     power_limit_w: float = 0.0
     # A measured machine profile (workbench.calibrate.MachineProfile): when set, the estimator
     # times GEMMs, memory traffic, eager ops and collectives from it instead of the datasheet.

@@ -13,7 +13,7 @@ ENGINE = Engine(
     zero=(0, 1, 2, 3),
     attention="flash2",
     allowance_in_total=True,
-    # Its FP8 is Transformer Engine's (estimate.fp8_casts.GENERIC_RECIPE); so is its FP4.
+    # Its FP8 is Transformer Engine's (estimate.time.fp8_casts.GENERIC_RECIPE); so is its FP4.
     fp4_recipes={"nvfp4": NVFP4_TE},
     # every method and optimizer the scenario can name, each costed by its mechanism
     methods=("pretrain", "full", "lora", "qlora"),

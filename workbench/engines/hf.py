@@ -21,7 +21,7 @@ Mechanisms, each where the estimator counts it:
   utils/dataclasses.py L1709-1710, commands/launch.py L518-522): name ``backend: fsdp1`` then.
   ZeRO-0 is DDP under every FSDP backend (Accelerate wraps the model in DDP without an FSDP
   plugin, AC accelerator.py L1855-1872).
-- which weights and states are fp32 (``state_dtype_by_zero``, ``estimate.model_states``):
+- which weights and states are fp32 (``state_dtype_by_zero``, ``estimate.memory.model_states``):
   weights load in the checkpoint's dtype (TF ``from_pretrained`` ``dtype="auto"``) and
   ``bf16=True`` only autocasts, so DDP trains a bf16 model as it is: bf16 weights, gradients and
   AdamW states ("param"). Accelerate's FSDP with mixed precision on upcasts every trainable
@@ -32,11 +32,11 @@ Mechanisms, each where the estimator counts it:
   and states ("mixed": the ZeRO-3 row of the table). DeepSpeed's bf16 engine keeps bf16
   weights and gradients (its ``grad_accum_dtype`` defaults to the model's, deepspeed 0.19.8
   runtime/engine.py L1806-1807) and fp32 masters and moments in its optimizer at every stage
-  ("master16", ``estimate.model_states``). PEFT creates
+  ("master16", ``estimate.memory.model_states``). PEFT creates
   adapters in fp32 (``autocast_adapter_dtype=True``, PEFT tuners/tuners_utils.py
   ``_cast_adapter_dtype``), which no backend changes; a 4-bit base is never upcast (AC
   fsdp_utils.py L801 ``not model_has_params4bit``).
-- the loss (``loss``, ``logits_kept_in_backward``; ``estimate.buffers``/``activations``): the
+- the loss (``loss``, ``logits_kept_in_backward``; ``estimate.memory.buffers``/``activations``): the
   head runs over every position (``logits_to_keep=0``, TF models/llama/modeling_llama.py
   L470-471) and ``ForCausalLMLoss`` upcasts the whole [batch, seq, vocab] logits to fp32
   (TF loss/loss_utils.py L61-62) before ``F.cross_entropy``; ``Trainer.compute_loss`` returns

@@ -7,7 +7,7 @@ GEMMs (``--tp-comm-overlap``), a separate tensor-parallel size for experts. Norm
 bias-dropout-add run as fused kernels (TE / Megatron fusions, all on by default), attention is
 TE's cuDNN fused attention on Hopper. Gradients live in one contiguous fp32 ``main_grad`` buffer
 of full size (bf16 training), even with the distributed optimizer (ZeRO-1) — which is exactly what
-the ZeRO-1 row of ``workbench/estimate/model_states.py`` already counts; DP buckets are views into
+the ZeRO-1 row of ``workbench/estimate/memory/model_states.py`` already counts; DP buckets are views into
 that buffer. Data-parallel overlap is off in ``arguments.py`` but on in the published
 Megatron-Bridge / NeMo recipes, which is how the record runs it.
 
@@ -29,7 +29,7 @@ ENGINE = Engine(
           "Megatron-Bridge.",
     # fp8_recipe: --fp8-recipe (MLM megatron/core/transformer/transformer_config.py:573);
     # tp_comm_overlap: --tp-comm-overlap, TE userbuffers (MLM
-    # megatron/core/model_parallel_config.py:265; estimate/tp_overlap.py: how they run);
+    # megatron/core/model_parallel_config.py:265; estimate/time/tp_overlap.py: how they run);
     # fp8_param_gather: --fp8-param-gather (TransformerConfig.fp8_param "keep the parameters in
     # fp8 ... primarily the weights of GEMMs"); fp8_attention: --fp8-dot-product-attention
     # (TransformerConfig.fp8_dot_product_attention) — megatron-core 0.16

@@ -76,7 +76,7 @@ SINGLE_READ_CAST = CastBytes(4, 4, 0, 4, 0, 0)
 # __init__.py NVFP4BlockScaling ``fp4_quant_fwd_inp`` / ``fp4_quant_fwd_weight`` /
 # ``fp4_quant_bwd_grad``) and keeps attention out of it ("Not applying quantization to
 # attention for now": ``fp8_dpa = False``). GEMM rate 1.0: the FP4 ceiling
-# (``estimate.sustained.BURST_ONLY``) is itself an NVFP4 block-scaled GEMM measurement.
+# (``estimate.time.sustained.BURST_ONLY``) is itself an NVFP4 block-scaled GEMM measurement.
 # Casts, bytes per element (``CastBytes``): the per-tensor FP32 scale needs the tensor's amax
 # before any block is scaled (docs/features/low_precision_training/nvfp4/nvfp4.rst:
 # "s_global = (fp8_max * fp4_max) / global_amax"), so every cast reads the 16-bit tensor twice
@@ -96,8 +96,8 @@ NVFP4_TE = Fp8Recipe(1.0, CastBytes(5.125, 5.125, 0, 5.125, 5.125, 5.125),
 # (nvfp4.rst "Data Format"): a saved quantized GEMM input, one copy of a quantized weight.
 NVFP4_BYTES = 0.5 + 1 / 16
 # Bytes per element of a quantized tensor by training precision (FP8 1 B, NVFP4 NVFP4_BYTES):
-# a low-precision GEMM input (estimate.efficiency), a saved quantized GEMM input
-# (estimate.activations), one copy of a quantized weight (estimate.buffers).
+# a low-precision GEMM input (estimate.time.kernels), a saved quantized GEMM input
+# (estimate.memory.activations), one copy of a quantized weight (estimate.memory.buffers).
 QUANTIZED_BYTES = {"fp8": 1, "nvfp4": NVFP4_BYTES}
 
 
@@ -150,7 +150,7 @@ class Engine:
     moe_dispatch: str = "tp_gathered"
     # The model code runs eager PyTorch modules (no fused kernels of its own): without
     # ``training.compile`` autograd saves what eager PyTorch saves (the SwiGLU's silu input and
-    # output, the norms' fp32 copies...; ``estimate.activations`` ``pytorch_eager``); compiled,
+    # output, the norms' fp32 copies...; ``estimate.memory.activations`` ``pytorch_eager``); compiled,
     # Inductor's partitioner recomputes those cheap elementwise results instead of saving them.
     eager_activations: bool = False
     # The SwiGLU runs as one kernel that saves only its two inputs (gate and up outputs), even
@@ -161,7 +161,7 @@ class Engine:
     # the logits and writes their gradient: Megatron-Core/TE fused cross-entropy, flash-attn's
     # xentropy kernel), "chunked" (torchtune's chunked upcast) or "fused_linear" (the output
     # head and the loss in one function over chunks of tokens, never holding the whole logits:
-    # Liger's fused linear cross-entropy, ``estimate.buffers.fused_linear_loss_bytes``).
+    # Liger's fused linear cross-entropy, ``estimate.memory.buffers.fused_linear_loss_bytes``).
     loss: str = "fused"
     # The compute-dtype logits are still alive while the loss runs its backward (the model's
     # output holds them). False where the trainer drops the output before backward: Hugging
@@ -213,10 +213,10 @@ class Engine:
     optimizers: tuple[str, ...] | None = None
     expert_tp_tp_or_1: bool = False   # expert TP is 1 or tp, nothing else
     ep_within_shard_group: bool = False   # EP ranks come from the HSDP shard group (x tp)
-    # -- fine-tuning (training.method, estimate/finetune.py). Methods the engine trains with.
+    # -- fine-tuning (training.method, estimate/model/finetune.py). Methods the engine trains with.
     methods: tuple[str, ...] = ("pretrain", "full")
     # What dtype the trainable weights, their gradients and optimizer states live in:
-    # "mixed" (the mixed-precision table of estimate/model_states.py: 16-bit weights, fp32
+    # "mixed" (the mixed-precision table of estimate/memory/model_states.py: 16-bit weights, fp32
     # gradients and fp32 master weights in the optimizer), "param" (everything in the compute
     # dtype, no master copy: a model loaded in bf16 and trained as it is).
     state_dtype: str = "mixed"
@@ -254,7 +254,7 @@ class Engine:
     # top of the gradients (DeepSpeed's reduce/all-gather buckets); 0 where the reduction works
     # in place in the gradient buffer.
     dp_bucket_bytes: float = 0.0
-    # -- the peak's moment (``estimate.peak``): ZeRO stages at which the gradients are made by
+    # -- the peak's moment (``estimate.memory.peak``): ZeRO stages at which the gradients are made by
     # the backward and freed by ``zero_grad(set_to_none=True)`` between steps (FSDP's sharded
     # gradients), so a step of one microbatch has none before its backward; at the other stages
     # the gradient memory lives for the whole step (Megatron's contiguous grad buffer, DDP's
@@ -274,10 +274,10 @@ class Engine:
     # ZeRO table, per ZeRO stage 0-3 (DeepSpeed's BF16_Optimizer at stage 1).
     lp_grad_bytes_by_zero: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     # The engine's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (reserved
-    # memory then follows estimate.buffers.reserved_bytes's one-stream ratio).
+    # memory then follows estimate.memory.buffers.reserved_bytes's one-stream ratio).
     expandable_segments: bool = False
     # generic only: the estimate's total keeps the 5 % allocator allowance it always had
-    # (estimate.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
+    # (estimate.memory.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
     allowance_in_total: bool = False
     # How the engine's own configuration spells each setting the exporters write: switch or
     # setting name -> the engine's flag / config key (e.g. "async_tp" ->

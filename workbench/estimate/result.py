@@ -4,13 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from workbench.estimate.build_checks import Check
-from workbench.estimate.engine_terms import error_band
-from workbench.estimate.memory import MEMORY_KINDS, MemoryEstimate
-from workbench.estimate.model_states import bytes_per_param
-from workbench.estimate.params import active_params, total_params
-from workbench.estimate.run_level import RunEstimate
-from workbench.estimate.step_time import StepTime
+from workbench.estimate.run.build_checks import Check
+from workbench.estimate.time.engine_terms import error_band
+from workbench.estimate.memory.records import MEMORY_KINDS, MemoryEstimate
+from workbench.estimate.memory.model_states import bytes_per_param
+from workbench.estimate.model.params import active_params, total_params
+from workbench.estimate.run.run_level import RunEstimate
+from workbench.estimate.time.step_time import StepTime
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Scenario
 
@@ -42,17 +42,17 @@ class Estimate:
 
     @cached_property
     def verdict(self):
-        """The one answer a person reads first (``estimate.verdict.Verdict``): GPU memory,
+        """The one answer a person reads first (``estimate.run.verdict.Verdict``): GPU memory,
         host memory / NVMe, the build check, time to train and cost, and the next steps that
         need no search (``workbench.plan.next_steps.searched_verdict`` adds the planner's)."""
-        from workbench.estimate.verdict import verdict
+        from workbench.estimate.run.verdict import verdict
 
         return verdict(self.scenario, self)
 
     def timeline(self, microbatches: int | None = None) -> list:
         """Per-rank F/B/W blocks of one step's pipeline (``timeline.Block``), from this
         estimate's per-stage times; ``microbatches`` caps the count for drawing."""
-        from workbench.estimate.timeline import simulate
+        from workbench.estimate.time.timeline import simulate
 
         t, par = self.time, self.scenario.parallel
         m = min(self.scenario.microbatches, microbatches or self.scenario.microbatches)

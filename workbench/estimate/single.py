@@ -2,13 +2,13 @@
 ``cost_model.evaluate``, read into the records the report, the JSON and the widgets show."""
 from __future__ import annotations
 
-from workbench.estimate import activations as act
-from workbench.estimate.cost_model import Evaluation, evaluate
+from workbench.estimate.memory import activations as act
+from workbench.estimate.cost_model.compose import Evaluation, evaluate
 from workbench.scenario.layouts import LayoutGrid
-from workbench.estimate.memory import GPUMemory, MemoryEstimate, StageMemory, memory_warnings
-from workbench.estimate.params import is_moe_layer
-from workbench.estimate.peak import CATEGORIES, PHASES
-from workbench.estimate.step_time import DIMS, StageTime, StepTime
+from workbench.estimate.memory.records import GPUMemory, MemoryEstimate, StageMemory, memory_warnings
+from workbench.estimate.model.params import is_moe_layer
+from workbench.estimate.memory.peak import CATEGORIES, PHASES
+from workbench.estimate.time.step_time import DIMS, StageTime, StepTime
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
 

@@ -55,8 +55,8 @@ def switch_problems(s: Scenario, engine: str) -> list[Problem]:
     of that engine."""
     from dataclasses import replace
 
-    from workbench.scenario.rules import _engine_switches
-    return list(_engine_switches(replace(s, training=replace(s.training, engine=engine))))
+    from workbench.scenario.rules import engine_switches
+    return list(engine_switches(replace(s, training=replace(s.training, engine=engine))))
 
 
 class Expand(str):

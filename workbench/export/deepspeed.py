@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.estimate.step_time import dp_overlap
+from workbench.estimate.time.step_time import dp_overlap
 from workbench.export.common import Exported, Notes, Source, refuse_what_engine_cannot_run
 from workbench.scenario.types import Scenario
 

@@ -40,8 +40,8 @@ a scenario estimated for another engine.
 """
 from __future__ import annotations
 
-from workbench.estimate.params import chunk_layers
-from workbench.estimate.step_time import dp_overlap
+from workbench.estimate.model.params import chunk_layers
+from workbench.estimate.time.step_time import dp_overlap
 from workbench.export.common import (
     Expand, Exported, Notes, Source, fp8_recipe, layout_summary, model_label,
     refuse_what_engine_cannot_run, shell_command,

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from workbench.estimate.params import chunk_layers
+from workbench.estimate.model.params import chunk_layers
 from workbench.export.common import (
     Exported, Notes, Source, fp8_recipe, layout_summary, model_label, preset_key,
     refuse_what_engine_cannot_run, spelling, train_steps,
@@ -109,7 +109,7 @@ def _render(sections: list[Section], header: list[str]) -> str:
 
 def _fqns_per_stage(s: Scenario) -> list[list[str]]:
     """Module names of each pipeline stage (torchtitan's module_fqns_per_model_part), split
-    exactly as the estimator splits them (workbench.estimate.params.chunk_layers): embedding
+    exactly as the estimator splits them (workbench.estimate.model.params.chunk_layers): embedding
     on the first stage, final norm and output on the last."""
     stages = s.parallel.pp * s.parallel.chunks_per_rank
     parts = [[f"layers.{i}" for i in run] for run in chunk_layers(s.model.layers, stages)]

@@ -16,14 +16,14 @@ assembles them. What the estimator asks, and how this profile answers:
 - ``attention``: FLOPs at the achieved rate of the nearest measured SDPA point (log distance
   over sequence, heads, KV heads and head dim): forward at the forward's rate, backward at
   2.5 x the forward's FLOPs over (forward+backward - forward) seconds. FLOPs follow
-  ``estimate/flops.py`` and the team's H200 kernel sweep (2026-12-04): 2 x batch x heads x
+  ``estimate/model/flops.py`` and the team's H200 kernel sweep (2026-12-04): 2 x batch x heads x
   seq^2 x (head_dim + value_dim) / 2 for a causal forward, the backward 2.5 x that.
 - ``stream``: bytes / the measured device-copy bandwidth (bytes read + written).
 - ``ops`` and ``wrapper``: 0 — the eager runtime's per-op cost and the wrappers' host work are a
   CPU machine's concepts; a GPU kernel's measured time includes its launch.
 - ``overlap``: 1, as on a catalog GPU (communication runs on its own streams).
 - ``covers`` / ``collective``: the nccl benchmark's fits for groups inside one node when they
-  were measured (``profile.fitted_terms``); else the scenario's links (``estimate/comm.py``).
+  were measured (``profile.fitted_terms``); else the scenario's links (``estimate/time/collectives.py``).
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from workbench.hardware.profile import (
 # A100 156 / 312, H100 and H200 SXM 494.5 / 989.5, B200 1100 / 2250, L40S 183 / 362.05).
 TF32_SLOWDOWN = 2.0
 # Backward attention FLOPs per forward FLOP (dQ, dK, dV and the recomputed scores: 5 matmuls
-# against the forward's 2), the convention of estimate/step_time.py and the H200 kernel sweep.
+# against the forward's 2), the convention of estimate/time/step_time.py and the H200 kernel sweep.
 BACKWARD_FLOPS = 2.5
 
 
@@ -61,7 +61,7 @@ def causal_attention_flops(batch: float, seq: float, heads: float, head_dim: flo
 
 
 def arch_of_capability(major: int, minor: int) -> str:
-    """The architecture family ``estimate/efficiency.py`` keys its kernel efficiencies by, from
+    """The architecture family ``estimate/time/kernels.py`` keys its kernel efficiencies by, from
     the CUDA compute capability (CUDA C++ Programming Guide, "Compute Capabilities": 8.0/8.6/8.7
     Ampere, 8.9 Ada Lovelace, 9.0 Hopper, 10.x and 12.x Blackwell); "" when unknown."""
     if major == 8:
@@ -147,7 +147,7 @@ class GpuProfile:
     def attention(self, flops: float, direction: str, kernel: str = "flash2",
                   shape=None) -> float:
         """Seconds of attention kernels executing ``flops`` in ``direction`` (fwd | bwd) for a
-        kernel of ``shape`` (``estimate.attention_shapes.AttentionKernel``): the nearest
+        kernel of ``shape`` (``estimate.model.attention.AttentionKernel``): the nearest
         measured point's achieved rate (module docstring), whatever the scenario's ``kernel``
         (what was measured is the kernel SDPA chose, each point's ``backend``). Without a
         measured point, the best bf16 GEMM rate."""
@@ -190,7 +190,7 @@ class GpuProfile:
         return 1.0
 
     def covers(self, span) -> object:
-        """Where the profile times a group (``estimate.comm.Span``, numbers or arrays): the
+        """Where the profile times a group (``estimate.placement.Span``, numbers or arrays): the
         nccl fits were measured and the group lies inside one node."""
         if not self.collectives.get(self.backend):
             return False

@@ -47,8 +47,8 @@ _STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1,
 
 
 class Profile(Protocol):
-    """The questions the estimator asks a calibrated profile (``estimate/efficiency.py``,
-    ``estimate/comm.py``): one code path for a CPU machine (``MachineProfile``) and a GPU
+    """The questions the estimator asks a calibrated profile (``estimate/time/kernels.py``,
+    ``estimate/time/collectives.py``): one code path for a CPU machine (``MachineProfile``) and a GPU
     (``gpu_profile.GpuProfile``)."""
 
     device: str            # "cpu" | "cuda"

@@ -180,7 +180,7 @@ class _Resolver:
 
     def _power_limit(self, gpu: GPU | None, d: dict) -> GPU | None:
         """``gpu`` running under ``hardware.gpu_power_limit_w`` (the estimator reads the limit
-        off the GPU record: ``estimate/sustained.py``). The range against the GPU's own
+        off the GPU record: ``estimate/time/sustained.py``). The range against the GPU's own
         ``power_w`` is a rule (``scenario/rules/hardware.py``); a calibrated GPU was measured at
         the limit it ran at, so a limit beside it is refused."""
         if "gpu_power_limit_w" not in d:

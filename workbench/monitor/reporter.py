@@ -51,8 +51,8 @@ class StepReporter:
                  host: str = "127.0.0.1", metrics: MetricSet | None = None,
                  synchronize: bool = True) -> None:
         from workbench.estimate import estimate
-        from workbench.estimate.efficiency import peak_flops
-        from workbench.estimate.flops import model_flops_per_step
+        from workbench.estimate.time.kernels import peak_flops
+        from workbench.estimate.model.flops import model_flops_per_step
 
         if isinstance(scenario, (str, os.PathLike)):
             from workbench.scenario import load_scenario
@@ -64,11 +64,11 @@ class StepReporter:
         self.metrics.set_plan(self.plan)
         tr, hw = scenario.training, scenario.hardware
         self.tokens_per_step = tr.seq_len * tr.global_batch
-        # The estimator's own MFU terms (workbench.estimate.run_level.estimate_run):
-        # workbench.estimate.flops.model_flops_per_step is the model FLOPs of one step of
+        # The estimator's own MFU terms (workbench.estimate.run.run_level.estimate_run):
+        # workbench.estimate.model.flops.model_flops_per_step is the model FLOPs of one step of
         # seq_len x global_batch tokens, so per token it is that over the step's tokens (a
         # step with fewer tokens, e.g. the last partial batch, scales with its count);
-        # workbench.estimate.efficiency.peak_flops is one GPU's dense peak at the precision.
+        # workbench.estimate.time.kernels.peak_flops is one GPU's dense peak at the precision.
         self._flops_per_token = (model_flops_per_step(scenario.model, tr.seq_len, tr.global_batch, tr)
                                  / self.tokens_per_step)
         self._peak_all = peak_flops(hw.gpu, tr.precision) * hw.world

@@ -1,6 +1,6 @@
 """A running trial's figures as Prometheus series: every rank's step time, memory and traffic
 as the ranks report them, against the trial's plan — the estimator's prediction for the
-scaled-down scenario the trial runs (``estimate.trial_prediction``).
+scaled-down scenario the trial runs (``workbench.trial.prediction``).
 
 The plan of a trial is its memory and traffic. A trial on GPUs (a slice of the model at its
 real widths, ``trial/slice.py``) has a step-time plan too: the estimate of that slice on that
@@ -11,7 +11,7 @@ a calibrated profile).
 """
 from __future__ import annotations
 
-from workbench.estimate import trial_prediction
+from workbench.trial import prediction as trial_prediction
 from workbench.monitor.metrics import MetricSet
 from workbench.scenario.types import Scenario
 

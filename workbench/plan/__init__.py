@@ -3,7 +3,7 @@ explain the winner, and draw the Pareto fronts (contract 4's ``workbench plan``)
 
 Flow: ``space`` enumerates candidate layouts per pipeline schedule, ``search`` screens them with
 the rule table (``scenario.rules.layout_mask``) and evaluates them with the cost model
-(``estimate.cost_model``, the one a single estimate runs),
+(``estimate.cost_model.compose``, the one a single estimate runs),
 ``explain`` compares the best with the next ones term by term, ``pareto`` keeps the layouts no
 other beats on both axes. This package imports numpy and pandas, never widgets.
 """

@@ -1,7 +1,7 @@
 """Why the best layout beats the next ones: the step-time terms of full estimates, side by side.
 
 The step is the sum of compute, recompute, pipeline bubble, exposed communication per
-dimension, optimizer and offload (``estimate.step_time``); the term whose difference is largest
+dimension, optimizer and offload (``estimate.time.step_time``); the term whose difference is largest
 is what the winner gains on (or the price it pays, when negative)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The verdict's next steps that need the planner (``workbench.estimate.verdict`` holds the
+"""The verdict's next steps that need the planner (``workbench.estimate.run.verdict`` holds the
 parts and the steps that need no search): the fastest layout that fits this hardware, the same
 on 2x and 4x the nodes (stopping at the first that fits without offload), and the adapter
 methods that fit in place of pre-training or full fine-tuning, and QLoRA in place of LoRA
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from workbench.errors import ScenarioError
-from workbench.estimate.verdict import (INSTEAD, NODE_FACTORS, OFFLOAD_WORDS, NextStep, Verdict,
+from workbench.estimate.run.verdict import (INSTEAD, NODE_FACTORS, OFFLOAD_WORDS, NextStep, Verdict,
                                         memory_fails, verdict)
 from workbench.scenario.types import Scenario
 from workbench.units import duration_text, memory_text, money_text, tokens_text

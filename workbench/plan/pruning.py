@@ -3,8 +3,8 @@ memory every setting of a (schedule, SP) pass reads (``PassRows``).
 
 The search computes the memory of every valid layout under every setting it tries first — as
 columns of the pass: the terms no offload changes once per recompute, each (recompute,
-offload) setting's figures from them (``estimate.memory_pass.setting_memory``, the memory
-pass's own code) — and runs the time pass (``estimate.time_pass``) only where a reader of the
+offload) setting's figures from them (``estimate.cost_model.memory_pass.setting_memory``, the memory
+pass's own code) — and runs the time pass (``estimate.cost_model.time_pass``) only where a reader of the
 search can see the step:
 
 - the rows that fit (the ranked table, the GPU-count front);
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.estimate.cost_model import (
+from workbench.estimate.cost_model.compose import (
     bound_rows, eager_activations, evaluate_layouts, layout_step_floor, time_layouts,
 )
-from workbench.estimate.grid_rows import Rows, take_rows
-from workbench.estimate.memory_pass import setting_memory, shared_terms, time_inputs
+from workbench.estimate.cost_model.rows import Rows, take_rows
+from workbench.estimate.cost_model.memory_pass import setting_memory, shared_terms, time_inputs
 from workbench.plan.result import OVER_WINDOW
 from workbench.scenario.layouts import ROW_FIELDS, LayoutGrid
 from workbench.scenario.types import Scenario

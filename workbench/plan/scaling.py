@@ -1,5 +1,5 @@
 """Scaling curves: throughput and memory per GPU against the GPU count or one parallel degree,
-from the cost model over a layout grid (``estimate.cost_model``) — the data of the widgets'
+from the cost model over a layout grid (``estimate.cost_model.compose``) — the data of the widgets'
 scaling chart.
 
 Two kinds of sweep:
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workbench.errors import ScenarioError
-from workbench.estimate.cost_model import evaluate_layouts
+from workbench.estimate.cost_model.compose import evaluate_layouts
 from workbench.plan.constraints import Constraints
-from workbench.plan.search import Progress, _with_world, search_rows
+from workbench.plan.search import Progress, with_world, search_rows
 from workbench.plan.space import ROW_FIELDS
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
@@ -133,7 +133,7 @@ def _best_at(s: Scenario, n: int, c: Constraints, progress: Progress | None,
 
     if n > s.hardware.world:
         return _empty_row(n, n, s, f"more than the scenario's {s.hardware.world} GPUs")
-    sn = _with_world(s, n)
+    sn = with_world(s, n)
     said = None if progress is None else (lambda f, what: progress(f, f"{n} GPUs: {what}"))
     found = search_rows(sn, dataclasses.replace(c, gpu_counts=()), said, share)
     cols = found["columns"]
@@ -185,7 +185,7 @@ def _sweep_degree(s: Scenario, over: str, vals: list[int]) -> list[dict]:
         d[over] = v
         base = s
         if over == "dp":
-            base = _with_world(s, v * par.tp * par.pp * par.cp)
+            base = with_world(s, v * par.tp * par.pp * par.cp)
         elif over in ("tp", "pp", "cp"):
             rest = d["tp"] * d["pp"] * d["cp"]
             if world % rest:

@@ -24,9 +24,9 @@ from collections.abc import Callable
 import numpy as np
 
 from workbench.errors import Problem, ScenarioError
-from workbench.estimate.cost_model import evaluate_layouts
-from workbench.estimate.device_memory import device_overhead
-from workbench.estimate.grid_rows import Rows
+from workbench.estimate.cost_model.compose import evaluate_layouts
+from workbench.estimate.memory.device import device_overhead
+from workbench.estimate.cost_model.rows import Rows
 from workbench.plan.constraints import REAL_ENGINES, Constraints
 from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, window_rows
 from workbench.plan.result import PlanResult
@@ -44,7 +44,9 @@ class Cancelled(Exception):
     """The progress callback asked the search to stop."""
 
 
-def _variant(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
+def with_setting(s: Scenario, sp: bool, recompute: str, offload: str) -> Scenario:
+    """The scenario with one setting the search tries: sequence parallelism, recompute and
+    offload, and the switches that setting leaves valid."""
     # async TP stays on without SP only where the engine runs it so (rule async_tp_sp)
     atp = s.parallel.async_tp and (sp or not engine_of(s.training).async_tp_needs_sp)
     # TE userbuffers overlap only under SP (rule tp_comm_overlap)
@@ -113,7 +115,7 @@ def switch_variants(s: Scenario, c: Constraints) -> list[Scenario]:
     return out
 
 
-def _with_world(s: Scenario, world: int) -> Scenario:
+def with_world(s: Scenario, world: int) -> Scenario:
     """The scenario on ``world`` GPUs: whole nodes when it is a multiple of a node, else one
     partly filled node (for the throughput-vs-GPU-count front)."""
     gpn = s.hardware.gpus_per_node
@@ -212,7 +214,7 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                            expert_tp=s.parallel.expert_tp)
             # the rules read offload (its target and ZeRO stage), not recompute: one mask per
             # offload
-            masks = layout_masks({off: _variant(s, sp, recomputes[0], off) for off in offloads},
+            masks = layout_masks({off: with_setting(s, sp, recomputes[0], off) for off in offloads},
                                  g, "training.offload")
             valid = np.logical_or.reduce(list(masks.values()))
             # a layout is valid where some offload searched admits it, and fits where some
@@ -240,10 +242,10 @@ def _search_variant(s: Scenario, c: Constraints, schedules, sps, offloads, limit
                         if jj == 0:
                             reach &= ~f
                     if reach.any():
-                        pas.reach({off: _variant(s, sp, rc, off) for off in offloads}, reach,
+                        pas.reach({off: with_setting(s, sp, rc, off) for off in offloads}, reach,
                                   cache)
                 for j, off in enumerate(offloads):
-                    base = _variant(s, sp, rc, off)
+                    base = with_setting(s, sp, rc, off)
                     ok = masks[off].copy()
                     for (ii, jj), f in fit.items():
                         if ii <= i and jj <= j:
@@ -325,7 +327,7 @@ def plan(s: Scenario, constraints: Constraints | None = None, progress: Progress
         if n > s.hardware.world:
             raise ScenarioError([Problem("gpu_counts", n,
                                          f"at most the scenario's {s.hardware.world} GPUs")])
-        other = search_rows(_with_world(s, n), c, progress, ((k + 1) * share, share))
+        other = search_rows(with_world(s, n), c, progress, ((k + 1) * share, share))
         cols = other["columns"]
         fits = cols["fits"] if len(cols["step"]) else np.array([], bool)
         best = float(np.max(cols["tokens_per_s"][fits])) if fits.any() else float("nan")

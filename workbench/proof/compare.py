@@ -75,10 +75,10 @@ def predicted_step_time(result: TrialResult, profile) -> float:
     PyTorch's ZeroRedundancyOptimizer, reduce-scatters as gloo runs them), each collective timed
     on the profile, in place of the estimator's own engine-style traffic."""
     from workbench.hardware.calibration import profile_gpu
-    from workbench.estimate import efficiency as eff
+    from workbench.estimate.time import kernels as eff
     from workbench.estimate.single import estimate_step_time
-    from workbench.estimate.step_time import serial_comm_time
-    from workbench.estimate.trial_prediction import as_run
+    from workbench.estimate.time.step_time import serial_comm_time
+    from workbench.trial.prediction import as_run
 
     trial = as_run(result.scenario)
     hw = dataclasses.replace(trial.hardware, gpu=profile_gpu(profile))

@@ -4,7 +4,7 @@ Rows (``SliceRow``: estimated, measured, relative error), all per step of the sl
 unless named otherwise:
 - ``block forward`` / ``block backward``: one transformer block, one microbatch (CUDA events
   around every block, ``trial.measure.BlockTimer``; mean over blocks and steady steps) against
-  the estimator's block cost (``estimate.block_costs.block_costs``, averaged over the slice's
+  the estimator's block cost (``estimate.time.block_costs.block_costs``, averaged over the slice's
   dense and MoE blocks);
 - ``outside the blocks``: forward + backward less the blocks: embedding, final norm, head, loss
   and the communication left exposed;
@@ -61,10 +61,10 @@ def _peak(steps: list[dict], key: str) -> float | None:
 
 def slice_rows(result: TrialResult) -> list[SliceRow]:
     """Every row of the comparison (module docstring)."""
-    from workbench.estimate.params import is_moe_layer
+    from workbench.estimate.model.params import is_moe_layer
     from workbench.estimate.single import estimate_memory, estimate_step_time
-    from workbench.estimate.block_costs import block_costs
-    from workbench.estimate.trial_prediction import as_run
+    from workbench.estimate.time.block_costs import block_costs
+    from workbench.trial.prediction import as_run
 
     if result.error is not None:
         raise ValueError(f"the trial failed: {result.error}")

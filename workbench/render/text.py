@@ -3,7 +3,7 @@
 one formatter, workbench/units.py)."""
 from __future__ import annotations
 
-from workbench.estimate.memory import MEMORY_KINDS
+from workbench.estimate.memory.records import MEMORY_KINDS
 from workbench.estimate.result import Estimate
 from workbench.units import (GB, GiB, MiB, duration_text, memory_text, money_text,
                              percent_text, tokens_text)

@@ -2,7 +2,7 @@
 (dp, tp, pp, cp, ep, ZeRO stage, virtual stages, micro-batch, HSDP shard group), for one pipeline
 schedule. A single estimate is a grid of one row (``LayoutGrid.of``); the planner, the scaling
 curves and the parallel panel pass many. The rule table (``scenario.rules.layout_mask``) and
-the cost model (``estimate.cost_model.evaluate``) read it as they read a ``Parallel``.
+the cost model (``estimate.cost_model.compose.evaluate``) read it as they read a ``Parallel``.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ its ``_schedule_visualizer.get_schedule_ops`` action lists):
   2p chunk-stages; chunk times are half the rank's (DeepSeek-AI 2025, DualPipe README), F&B ~ F+B.
 
 F, B and W are a rank's mean per-microbatch forward, backward and weight-gradient times;
-``estimate.timeline.simulate`` reproduces the bubbles for uniform stages (tests/test_step_time.py).
+``estimate.time.timeline.simulate`` reproduces the bubbles for uniform stages (tests/test_step_time.py).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ dot, no path), files are written whole (a temporary file renamed over) and read 
 document limits of ``documents.text.load_text``. The folder is ``WORKBENCH_SCENARIOS_DIR``
 when set, else ``$XDG_DATA_HOME/workbench/scenarios`` (``~/.local/share/...``); it is created
 with mode 0700 and refused when it is a symlink, not owned by this user, or open to others
-(``trial.slots.private_directory``)."""
+(``workbench.private_folder``)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from workbench.errors import Problem, ScenarioError
+from workbench.private_folder import PrivateFolderError, private_directory
 
 DIR_ENV = "WORKBENCH_SCENARIOS_DIR"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.\-]{0,63}")
@@ -48,14 +49,11 @@ class ScenarioStore:
 
     @property
     def directory(self) -> Path:
-        from workbench.trial.slots import QueueDirectoryError, private_directory
-
         path = self._given or default_directory()
         try:
-            return private_directory(path)
-        except QueueDirectoryError as exc:
-            raise ScenarioError([Problem("store", None, str(exc).replace(
-                "trial queue directory", "scenario folder"))]) from None
+            return private_directory(path, "scenario folder", DIR_ENV)
+        except PrivateFolderError as exc:
+            raise ScenarioError([Problem("store", None, str(exc))]) from None
 
     def _path(self, name: str) -> Path:
         return self.directory / (check_name(name) + SUFFIX)

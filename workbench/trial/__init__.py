@@ -1,6 +1,6 @@
 """Real multi-process training trials of a scenario's layout on a scaled-down model: refuse
 what cannot run here (``prepare``), run the ranks (``launcher``, ``worker``) and put their
-measurements next to the estimator's prediction (``workbench.estimate.trial_prediction``).
+measurements next to the estimator's prediction (``workbench.trial.prediction``).
 
 Importing this package does not import torch; the ranks do.
 """
@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
-from workbench.estimate import trial_prediction
+from workbench.trial import prediction as trial_prediction
 from workbench.process_runner import available_memory, check_backend, visible_devices
 from workbench.trial import slice as slice_mod
 from workbench.scenario.rules import trial_problems

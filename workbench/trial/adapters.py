@@ -8,7 +8,7 @@ them ``attention.wq/wk/wv/wo`` and ``feed_forward.w1/w3/w2`` (SwiGLU: w2(silu(w1
 gate = w1, up = w3, down = w2; GELU: w2(gelu(w1 x)), so up = w1, down = w2). PEFT wraps each
 target in a ``lora.Linear`` whose parameters are, in order, the base layer's weight (and bias),
 ``lora_A.default.weight`` (r x in) and ``lora_B.default.weight`` (out x r): the order
-``workbench.estimate.trial_prediction.parameter_shapes`` predicts.
+``workbench.trial.prediction.parameter_shapes`` predicts.
 """
 from __future__ import annotations
 

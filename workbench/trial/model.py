@@ -287,7 +287,7 @@ class Transformer(nn.Module):
 
     def __init__(self, m: ModelShape):
         super().__init__()
-        from workbench.estimate.params import is_moe_layer
+        from workbench.estimate.model.params import is_moe_layer
 
         self.shape = m
         self.embeddings = Embeddings(m)

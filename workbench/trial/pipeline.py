@@ -8,7 +8,7 @@ import copy
 import torch
 from torch import nn
 
-from workbench.estimate.params import chunk_layers, rank_chunks
+from workbench.estimate.model.params import chunk_layers, rank_chunks
 from workbench.scenario.schedules import schedule
 from workbench.scenario.types import Parallel
 

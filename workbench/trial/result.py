@@ -110,7 +110,7 @@ class TrialResult:
         """The training method, optimizer and (LoRA / QLoRA) adapters the trial ran, with the
         trainable and total parameter counts (rank 0's trainable elements; the model's total
         from its tensor list)."""
-        from workbench.estimate.trial_prediction import parameter_shapes
+        from workbench.trial.prediction import parameter_shapes
 
         tr = self.scenario.training
         out: dict = {"method": tr.method, "optimizer": tr.optimizer}

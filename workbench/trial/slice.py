@@ -79,7 +79,7 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
     """The sub-layout ``s`` (``trial.sub_layout``) on a slice of its model at real widths, for
     GPUs called ``device_name`` with ``capacity_bytes`` each; ``share``: a MIG slice's fraction
     of its GPU's SMs and memory (``process_runner.VisibleGPU.share``)."""
-    from workbench.estimate.params import total_params
+    from workbench.estimate.model.params import total_params
     from workbench.estimate.single import estimate_memory
 
     par, tr, m = s.parallel, s.training, s.model

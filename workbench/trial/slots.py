@@ -13,7 +13,7 @@ is one lock file (``gpu-<i>.lock``), and a trial of ``world`` ranks holds ``worl
 once (two nccl trials on a one-GPU machine would each plan 80 % of its memory; the second would
 run out of it). CPU and GPU trials wait in the same first-come queue.
 
-The files live in a directory only this user can use (``private_directory``): one that another
+The files live in a directory only this user can use (``workbench.private_folder``): one that another
 local user could create or write first would let them hold every slot and stall every trial.
 """
 from __future__ import annotations
@@ -21,12 +21,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from workbench.private_folder import PrivateFolderError, private_directory, unsafe
 
 POLL_S = 0.25
 # The queue's directory, for tests or a shared machine's own choice (else default_directory).
@@ -34,10 +35,6 @@ DIR_ENV = "WORKBENCH_TRIAL_SLOTS_DIR"
 # Set by the dashboard for the ``workbench trial --stream`` process it starts once it holds a
 # slot for it: that process must not queue again (with one slot it would wait for its parent).
 HELD_ENV = "WORKBENCH_TRIAL_SLOT_HELD"
-
-
-class QueueDirectoryError(RuntimeError):
-    """The queue's directory is not private to this user, or cannot be made."""
 
 
 def default_slots() -> int:
@@ -55,40 +52,6 @@ def default_slots() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
-def _unsafe(st: os.stat_result) -> str | None:
-    """What makes a directory with this ``lstat`` unsafe for the queue, or None."""
-    if stat.S_ISLNK(st.st_mode):
-        return "is a symlink"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is not a directory"
-    if st.st_uid != os.getuid():
-        return f"is owned by uid {st.st_uid}, not you (uid {os.getuid()})"
-    if st.st_mode & 0o077:
-        return (f"has mode {stat.S_IMODE(st.st_mode):04o}; it must not be readable or writable "
-                "by others (mode 0700)")
-    return None
-
-
-def private_directory(path: Path) -> Path:
-    """``path``, created with mode 0700 if missing, once it is known to be a real directory
-    (not a symlink) owned by this user with no access for group or others; else
-    QueueDirectoryError naming the path and what is wrong. Nobody else can then replace it or
-    plant files in it."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise QueueDirectoryError(f"cannot create the trial queue directory {path}: "
-                                  f"{exc.strerror}") from None
-    problem = _unsafe(os.lstat(path))     # lstat: a symlink is judged, not its target
-    if problem:
-        raise QueueDirectoryError(f"trial queue directory {path} {problem}; remove it, or set "
-                                  f"{DIR_ENV} to a private directory")
-    return path
-
-
 def default_directory() -> Path:
     """``WORKBENCH_TRIAL_SLOTS_DIR`` if set; else under ``XDG_RUNTIME_DIR`` when that is ours
     and private (a per-user directory nobody else can pre-create), else under the temporary
@@ -99,7 +62,7 @@ def default_directory() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime):
         try:
-            if _unsafe(os.lstat(runtime)) is None:
+            if unsafe(os.lstat(runtime)) is None:
                 return Path(runtime) / "workbench-trial-slots"
         except OSError:
             pass
@@ -139,7 +102,8 @@ class TrialSlots:
             self.n = n if n is not None else default_slots()
             self.need = 1
         self.prefix = "gpu-" if self.gpu else "slot-"
-        self.dir = private_directory(directory or default_directory())
+        self.dir = private_directory(directory or default_directory(), "trial queue directory",
+                                     DIR_ENV)
 
     def _file(self, i: int) -> Path:
         return self.dir / f"{self.prefix}{i}.lock"
@@ -253,7 +217,7 @@ def hold_for_cli(backend: str = "gloo", world: int = 1) -> Iterator[None]:
         return
     try:
         slots = slots_for(backend, world)
-    except (QueueDirectoryError, ValueError) as exc:
+    except (PrivateFolderError, ValueError) as exc:
         raise SystemExit(f"workbench: {exc}") from None
 
     def on_wait(ahead: int, running: int) -> None:

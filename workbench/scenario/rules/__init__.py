@@ -3,7 +3,7 @@ imported below, in the order docs/scenario.md lists them. A new rules module reg
 ``table.rule`` / ``table.layout_rule`` and is added to the imports here.
 """
 from workbench.scenario.rules import model, hardware, layout, engine, hf, training  # noqa: F401
-from workbench.scenario.rules.engine import CLASSIC_OPTIMIZERS, _engine_switches  # noqa: F401
+from workbench.scenario.rules.engine import CLASSIC_OPTIMIZERS, engine_switches  # noqa: F401
 from workbench.scenario.rules.table import (
     DEGREES, RULES, Condition, Layouts, Rule, allowed_values, check_rules, engine_allows,
     engine_problems, layout_mask, layout_masks, min_microbatches,

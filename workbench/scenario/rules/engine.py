@@ -28,7 +28,7 @@ from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario, zero_
       "training.recompute_every", "parallel.async_tp", "parallel.tp_comm_overlap",
       "parallel.overlap_grad_reduce", "parallel.overlap_param_gather", "parallel.expert_tp",
       layout=False)
-def _engine_switches(s: Scenario):
+def engine_switches(s: Scenario):
     tr, par = s.training, s.parallel
     eng = engine_of(tr)
     offers = ", ".join(eng.switches) or "none"

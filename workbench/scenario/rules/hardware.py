@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 from workbench.errors import Problem
-from workbench.estimate.sustained import CAP_RANGE
 from workbench.scenario.rules.table import rule
 from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario
+
+# The share of a board's maximum power a user may cap it to (``hardware.gpu_power_limit_w``):
+# the sustained clock law (workbench/estimate/time/sustained.py) is checked between 300/400 W
+# and 700/1000 W (ratios 0.5-1); NVIDIA's H100 PCIe is configurable 300-350 W and a DGX B200
+# ships at a 700 W set point of its 1000 W maximum (docs.nvidia.com/dgx/dgxb200-user-guide/
+# power-capping.html). Above the board's maximum the clock cannot follow (it is the limit the
+# catalog's peak and measurements were taken at).
+POWER_LIMIT_RANGE = (0.5, 1.0)
 
 
 @rule("fp8", "training.precision fp8 needs a GPU with FP8 tensor cores (fp8_tflops > 0)",
@@ -42,10 +49,8 @@ def _nics(s: Scenario):
 @rule("power_limit", "hardware.gpu_power_limit_w between half and all of the GPU's power_w",
       "hardware.gpu_power_limit_w", "hardware.gpu", layout=False)
 def _power_limit(s: Scenario):
-    # estimate/sustained.py CAP_RANGE: the clock law is checked on limits 0.5-1 of a board's
-    # maximum, and the clock cannot rise past the limit the catalog's figures were taken at
     hw = s.hardware
-    lo, hi = (f * hw.gpu.power_w for f in CAP_RANGE)
+    lo, hi = (f * hw.gpu.power_w for f in POWER_LIMIT_RANGE)
     if hw.gpu_power_limit_w and not lo <= hw.gpu_power_limit_w <= hi:
         yield Problem("hardware.gpu_power_limit_w", hw.gpu_power_limit_w,
                       f"must be between {lo:g} and {hi:g} W (half to all of {hw.gpu.name}'s "

@@ -29,7 +29,7 @@ TRIAL_LIMITS: tuple[Condition, ...] = (
                          "parallel folding is estimated but not run; leave expert_tp out for "
                          "the trial")),
     # fine-tuning trials (trial/adapters.py): a frozen base with PEFT adapters, or an optimizer
-    # whose state the trial predicts tensor by tensor (estimate/optimizer_states.py)
+    # whose state the trial predicts tensor by tensor (estimate/memory/optimizer_states.py)
     Condition("training.method", ("training.method", "training.optimizer", P + "tp", P + "pp",
                                   "model.moe"),
               lambda v: (not _tensor_states(v)) or ((v.par.tp == 1) & (v.par.pp == 1)

@@ -1,0 +1,336 @@
+"""The verdict: the one answer a person reads first (contract 2's ``verdict``; the CLI prints it
+above the table, the page shows it at the top of Plan).
+
+It is made of parts, each ``pass``, ``warn`` or ``fail`` with one sentence:
+
+- ``gpu memory``: the worst GPU's device figure (what nvidia-smi shows) against its capacity.
+  Above 90 % of the GPU it warns: the estimate is a peak, and PyTorch's caching allocator can
+  still fail to serve a block when free memory is split into pieces (fragmentation, "reserved
+  but unallocated" memory; PyTorch's "CUDA semantics: memory management" notes, which is why
+  ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` exists), and short-lived peaks of the
+  collectives' and kernels' workspaces come and go faster than any logged peak. Engines that
+  size memory up front keep a tenth back for the same reason: vLLM's
+  ``gpu_memory_utilization`` defaults to 0.90 (``vllm/engine/arg_utils.py``, EngineArgs).
+- ``host memory`` and ``nvme``: what optimizer and activation offload put in host DDR and on
+  the drives per node (``MemoryEstimate.host_fits`` / ``nvme_fits``, the planner's rule); the
+  NVMe part is there only when something goes to NVMe.
+- ``build``: the build checks of one node (``estimate.run.build_checks``): a FAIL fails the
+  verdict, a WARN is said.
+- ``time to train`` (never fails) and ``cost`` (only when the scenario gives a price).
+
+The verdict is ``ok`` only when no part fails (warnings allowed). When it is not ok, ``next``
+lists steps the product can take, each with the figures it would give: for a failed build check
+what to change (a CPU from the catalog with enough PCIe lanes, the host memory or drive space
+needed), and, when a memory part fails, the planner's answers, which
+``workbench.plan.next_steps.searched_verdict`` adds (the planner sits above the estimate).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.headroom import DEFAULT_MEMORY_FRACTION
+from workbench.scenario.types import Scenario
+from workbench.units import (TB, duration_text, memory_text, money_text, percent_text,
+                             tokens_text)
+
+# see the module docstring: allocator fragmentation and spikes; the planner keeps the same
+# headroom by default (workbench/headroom.py says why)
+GPU_WARN_FRACTION = DEFAULT_MEMORY_FRACTION
+NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
+# the methods tried instead of each, and how the step says it
+INSTEAD = {
+    "pretrain": (("lora", "qlora"), "If you adapt a trained model rather than pre-training"),
+    "full": (("lora", "qlora"), "If you train adapters rather than every weight"),
+    "lora": (("qlora",), "With the frozen base quantised"),
+}
+MEMORY_PARTS = ("gpu memory", "host memory", "nvme")
+CHECK_WORDS = {"power": "power", "pcie_lanes": "PCIe lanes", "host_memory": "host memory",
+               "drives": "drives", "cooling": "cooling"}
+OFFLOAD_WORDS = {"cpu": "CPU offload", "nvme": "NVMe offload"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One question of the verdict: ``status`` pass | warn | fail, ``says`` one sentence."""
+
+    name: str
+    status: str
+    says: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "status": self.status, "says": self.says}
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """What to do instead, with what it would give. ``kind``: layout (another layout on this
+    hardware), nodes (more nodes), method (a fine-tuning method), build (a part of the node);
+    ``set``: the scenario fields to change, as ``--set`` key paths (empty for build steps that
+    name a part to buy); ``figures``: bytes, seconds and counts of the result."""
+
+    says: str
+    kind: str
+    set: dict = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"says": self.says, "kind": self.kind, "set": dict(self.set),
+                "figures": dict(self.figures)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    says: str
+    parts: list[Part]
+    next: list[NextStep]
+    searched: bool = False      # whether the next steps ran the planner
+    search_s: float = 0.0       # seconds those searches took
+
+    def part(self, name: str) -> Part | None:
+        return next((p for p in self.parts if p.name == name), None)
+
+    def as_dict(self) -> dict:
+        return {"ok": self.ok, "says": self.says, "parts": [p.as_dict() for p in self.parts],
+                "next": [n.as_dict() for n in self.next], "searched": self.searched,
+                "search_s": self.search_s}
+
+
+def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0) -> Verdict:
+    """The verdict on ``est`` (the ``Estimate`` of ``s``), with the steps that need no search.
+    ``found``: the planner's steps when a memory part fails (``workbench.plan.next_steps``,
+    which runs the searches: the planner is above the estimate, so this module never calls
+    it), ``search_s`` the seconds they took."""
+    parts = [_gpu_part(s, est), _host_part(s, est)]
+    nvme = _nvme_part(est)
+    if nvme is not None:
+        parts.append(nvme)
+    parts += [_build_part(est), _time_part(s, est)]
+    cost = _cost_part(s, est)
+    if cost is not None:
+        parts.append(cost)
+    ok = all(p.ok for p in parts)
+    steps: list[NextStep] = []
+    if not ok:
+        steps += list(found or ())
+        steps += build_steps(s, est)
+    return Verdict(ok=ok, says=_sentence(s, est, parts, ok), parts=parts, next=steps,
+                   searched=found is not None, search_s=search_s)
+
+
+def memory_fails(v: Verdict) -> bool:
+    """Whether a memory part (GPU, host, NVMe) fails: then the planner's steps are wanted."""
+    return any(not p.ok for p in v.parts if p.name in MEMORY_PARTS)
+
+
+# ---- the parts ----------------------------------------------------------------------------
+
+def _gpu_part(s: Scenario, est) -> Part:
+    m = est.memory
+    dev, cap = m.per_gpu.device, m.capacity
+    share = dev / cap if cap else float("inf")
+    if not m.gpu_fits:
+        return Part("gpu memory", "fail",
+                    f"The worst GPU needs {memory_text(dev)} as nvidia-smi counts it, "
+                    f"{memory_text(dev - cap)} more than the {memory_text(cap)} of a "
+                    f"{s.hardware.gpu.name}.")
+    if share > GPU_WARN_FRACTION:
+        return Part("gpu memory", "warn",
+                    f"{memory_text(dev)} of {memory_text(cap)} per GPU ({percent_text(share)}): "
+                    f"it fits, but above {percent_text(GPU_WARN_FRACTION)} of the GPU the "
+                    "caching allocator's fragmentation and short-lived peaks can still run out "
+                    "of memory.")
+    return Part("gpu memory", "pass",
+                f"{memory_text(dev)} of {memory_text(cap)} per GPU ({percent_text(share)}), "
+                f"{memory_text(cap - dev)} to spare.")
+
+
+def _host_use(s: Scenario) -> str:
+    tr = s.training
+    what = [OFFLOAD_WORDS[tr.offload]] if tr.offload in OFFLOAD_WORDS else []
+    if tr.activation_offload:
+        what.append("activation offload")
+    return " and ".join(what) or "pinned staging"
+
+
+def _host_part(s: Scenario, est) -> Part:
+    m = est.memory
+    need, have = m.host_per_node, m.host_capacity_per_node
+    if need <= 0:
+        return Part("host memory", "pass", "Nothing is offloaded to host memory.")
+    use = _host_use(s)
+    if not m.host_fits:
+        return Part("host memory", "fail",
+                    f"{use[0].upper() + use[1:]} needs {memory_text(need)} of host memory per "
+                    f"node; the node has {memory_text(have, 0)} (hardware.host.memory_gb).")
+    # no warning threshold here: unlike the GPU's (module docstring) no source gives one
+    return Part("host memory", "pass",
+                f"{use[0].upper() + use[1:]} uses {memory_text(need)} of the node's "
+                f"{memory_text(have, 0)} of host memory ({percent_text(need / have)}).")
+
+
+def _nvme_part(est) -> Part | None:
+    m = est.memory
+    need, have = m.nvme_per_node, m.nvme_capacity_per_node
+    if need <= 0 and m.nvme_fits:
+        return None
+    if not m.nvme_fits:
+        return Part("nvme", "fail", f"NVMe offload needs {need / TB:,.2f} TB per node; the "
+                    f"drives hold {have / TB:,.2f} TB.")
+    return Part("nvme", "pass", f"NVMe offload uses {need / TB:,.2f} TB of the drives' "
+                f"{have / TB:,.2f} TB per node.")
+
+
+def _build_part(est) -> Part:
+    checks = est.checks
+    if not checks:
+        return Part("build", "pass", "Nothing to build: a calibrated machine exists already.")
+    fails = [c for c in checks if c.status == "fail"]
+    warns = [c for c in checks if c.status == "warn"]
+    skips = [c for c in checks if c.status == "skip"]
+
+    def said(cs) -> str:
+        return "; ".join(f"{CHECK_WORDS.get(c.name, c.name)}: {c.reason}" for c in cs)
+
+    if fails:
+        text = "One node cannot be built as given: " + said(fails) + "."
+        status = "fail"
+    elif warns:
+        text = "One node can be built, with care: " + said(warns) + "."
+        status = "warn"
+    else:
+        text = "One node can be built: " + ", ".join(
+            CHECK_WORDS.get(c.name, c.name) for c in checks if c.status == "pass") + " pass."
+        status = "pass"
+    if fails and warns:
+        text += " Also to check: " + said(warns) + "."
+    if skips:
+        text += " Not checked: " + ", ".join(CHECK_WORDS.get(c.name, c.name) for c in skips) + "."
+    return Part("build", status, text)
+
+
+def _time_part(s: Scenario, est) -> Part:
+    r, t = est.run, est.time
+    return Part("time to train", "pass",
+                f"{tokens_text(s.training.tokens)} in {duration_text(r.time_to_train_s)} at "
+                f"{r.tokens_per_s:,.0f} tokens/s ({duration_text(t.step)} per step, MFU "
+                f"{percent_text(r.mfu)}).")
+
+
+def _cost_part(s: Scenario, est) -> Part | None:
+    r, tr = est.run, s.training
+    if not r.cost:
+        return None
+    bits = []
+    if "gpus" in r.cost:
+        hours = s.hardware.world * r.time_to_train_s / 3600
+        bits.append(f"GPUs {r.cost['gpus']:,.0f} ({hours:,.0f} GPU-hours at "
+                    f"{tr.price_per_gpu_hour:g} per GPU-hour)")
+    if "energy" in r.cost:
+        bits.append(f"energy {r.cost['energy']:,.0f} ({r.energy_kwh:,.0f} kWh at "
+                    f"{tr.price_per_kwh:g} per kWh)")
+    return Part("cost", "pass", f"{money_text(r.cost['total'])}: " + ", ".join(bits) + ".")
+
+
+def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
+    """The verdict in one sentence."""
+    m, r, hw = est.memory, est.run, s.hardware
+    if ok:
+        text = (f"Yes: {s.model.name} trains on {hw.world} x {hw.gpu.name} with this layout, "
+                f"{memory_text(m.per_gpu.device)} of {memory_text(m.capacity)} per GPU; "
+                f"{tokens_text(s.training.tokens)} take {duration_text(r.time_to_train_s)}")
+        if r.cost:
+            text += f" and cost {money_text(r.cost['total'])}"
+        warned = [p.name for p in parts if p.status == "warn"]
+        if warned:
+            text = "Yes, with care" + text[3:] + f"; check {', '.join(warned)}"
+        return text + "."
+    why = []
+    for p in parts:
+        if p.ok:
+            continue
+        if p.name == "gpu memory":
+            why.append(f"the worst GPU needs {memory_text(m.per_gpu.device)} and has "
+                       f"{memory_text(m.capacity)}")
+        elif p.name == "host memory":
+            why.append(f"{_host_use(s)} needs {memory_text(m.host_per_node)} of host memory "
+                       f"per node and the node has {memory_text(m.host_capacity_per_node, 0)}")
+        elif p.name == "nvme":
+            why.append(f"NVMe offload needs {m.nvme_per_node / TB:,.2f} TB per node and the "
+                       f"drives hold {m.nvme_capacity_per_node / TB:,.2f} TB")
+        elif p.name == "build":
+            names = [CHECK_WORDS.get(c.name, c.name) for c in est.checks if c.status == "fail"]
+            why.append(f"one node cannot be built ({', '.join(names)})")
+        else:
+            why.append(p.says.rstrip("."))
+    return f"No: {s.model.name} on {hw.world} x {hw.gpu.name}: " + "; ".join(why) + "."
+
+
+# ---- next steps ---------------------------------------------------------------------------
+
+def _lanes_needed(s: Scenario) -> int:
+    from workbench.estimate.run.build_checks import NVME_LANES
+
+    hw = s.hardware
+    return (hw.gpu.pcie_lanes * hw.gpus_per_node
+            + hw.inter_node.link.pcie_lanes * hw.inter_node.nics_per_node
+            + NVME_LANES * hw.storage.drives)
+
+
+def build_steps(s: Scenario, est) -> list[NextStep]:
+    """For each failed build check, what to change, with the figure it needs."""
+    from workbench.catalog import CATALOGS
+    from workbench.estimate.run.build_checks import CHECKPOINT_BYTES_PER_PARAM
+    from workbench.estimate.model.params import total_params
+
+    hw = s.hardware
+    out = []
+    for c in est.checks:
+        if c.status != "fail":
+            continue
+        if c.name == "pcie_lanes":
+            need = _lanes_needed(s)
+            offers = []
+            for key, cpu in CATALOGS["cpu"].items():
+                for sockets in (1, 2):
+                    if sockets == 2 and not cpu.pcie_lanes_2p:   # a one-socket part
+                        continue
+                    lanes = cpu.usable_pcie_lanes(sockets)
+                    if lanes >= need:
+                        offers.append((sockets, lanes, key, cpu.name))
+                        break
+            offers.sort()
+            if offers:
+                named = ", ".join(f"{'2 x ' if k == 2 else ''}{name} ({lanes} lanes; "
+                                  f"hardware.host.cpu: {key}"
+                                  + (", sockets: 2" if k == 2 else "") + ")"
+                                  for k, lanes, key, name in offers[:2])
+                says = (f"Use a host CPU with at least {need} usable PCIe lanes: {named}.")
+            else:
+                says = (f"No CPU in the catalog gives {need} PCIe lanes: put the GPUs behind "
+                        "PCIe switches (an HGX baseboard) or fewer GPUs in a node.")
+            out.append(NextStep(says, "build", {}, {"pcie_lanes": need}))
+        elif c.name == "host_memory":
+            need = est.memory.host_per_node
+            out.append(NextStep(
+                f"Install at least {memory_text(need, 0)} of host memory per node "
+                f"(hardware.host.memory_gb; now {memory_text(est.memory.host_capacity_per_node, 0)}"
+                f"), on a CPU that supports it, or take a layout that offloads less.", "build",
+                {}, {"host_per_node": need}))
+        elif c.name == "drives":
+            need = (total_params(s.model) * CHECKPOINT_BYTES_PER_PARAM / hw.nodes
+                    + est.memory.nvme_per_node)
+            have = hw.storage.drives * hw.storage.drive.capacity_tb * TB
+            out.append(NextStep(
+                f"Give each node at least {need / TB:,.1f} TB of drives for a checkpoint"
+                + (" and the NVMe offload" if est.memory.nvme_per_node else "")
+                + f" (now {have / TB:,.1f} TB; hardware.storage).", "build", {},
+                {"drive_bytes_per_node": need}))
+    return out
+
+
+__all__ = ["NextStep", "Part", "Verdict", "build_steps", "search_steps", "verdict"]

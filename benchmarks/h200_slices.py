@@ -5,7 +5,7 @@ the estimate the trial itself recorded that day (its ``comparison`` rows) beside
 
 The slice is rebuilt as the trial built it, on engine torchtitan (``slice_of``): the example scenario through
 ``trial.sub_layout(.., 1)`` and ``trial.slice.slice_scenario`` on the H200, with the recorded
-layer count, then estimated as the trial runs it (``trial_prediction.as_run``). The measured
+layer count, then estimated as the trial runs it (``trial.prediction.as_run``). The measured
 step is the median of the steady steps (the first, warm-up, left out).
 
     .venv/bin/python benchmarks/h200_slices.py

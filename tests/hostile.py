@@ -309,7 +309,7 @@ def refused_before_work(argv: list[str]) -> bool:
     import io
 
     from workbench.bench.runner import make_config
-    from workbench.cli import build_parser
+    from workbench.cli.parser import build_parser
 
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -388,7 +388,7 @@ def refused_by_parser(argv: list[str]) -> bool:
     import contextlib
     import io
 
-    from workbench.cli import build_parser
+    from workbench.cli.parser import build_parser
 
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -447,7 +447,7 @@ def prepare(case: Case, folder: Path) -> list[str]:
 
 
 # ``workbench import`` refuses with one line per problem (design.md, contract 1 additions:
-# "Unknown or contradictory keys: one line each"): each line one of these (workbench/cli.py:
+# "Unknown or contradictory keys: one line each"): each line one of these (workbench/cli/:
 # _import's problems, main's ScenarioError, _Parser.error), none over LINE_MAX characters.
 IMPORT_LINE = re.compile(r"^(workbench: import: |workbench: invalid (option|scenario): "
                          r"|workbench import: error: )")

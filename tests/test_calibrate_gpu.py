@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from workbench import process_runner
+from workbench import rank_devices
 from workbench.calibrate import gpu as gpu_mod
 from workbench.hardware.gpu_profile import (
     GpuProfile, arch_of_capability, attention_rates, causal_attention_flops, gemm_flops,
@@ -412,7 +412,7 @@ def test_a_machine_without_cuda_is_not_a_gpu_machine(monkeypatch):
 
     import torch
 
-    from workbench import process_runner
+    from workbench import rank_devices
 
     def initialises(*a):
         raise AssertionError("CUDA initialised in the parent")
@@ -429,12 +429,12 @@ def test_a_machine_without_cuda_is_not_a_gpu_machine(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: uuids)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(torch.version, "cuda", None)
-    assert process_runner.visible_gpus() == []          # NVML sees GPUs, torch has no CUDA
-    assert process_runner.cuda_gpus() == 0
+    assert rank_devices.visible_gpus() == []          # NVML sees GPUs, torch has no CUDA
+    assert rank_devices.cuda_gpus() == 0
     monkeypatch.setattr(torch.version, "cuda", "13.0")
-    names = lambda: [n for n, _ in process_runner.visible_gpus()]   # noqa: E731
+    names = lambda: [n for n, _ in rank_devices.visible_gpus()]   # noqa: E731
     assert names() == ["NVIDIA H200 #0", "NVIDIA H200 #1", "NVIDIA H200 #2"]
-    assert process_runner.cuda_gpus() == 3
+    assert rank_devices.cuda_gpus() == 3
     for visible, want in (("2,0", [2, 0]), ("", []), ("1,-1,2", [1]), ("1,7,2", [1]),
                           ("GPU-cccc,GPU-aaaa", [2, 0])):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
@@ -463,7 +463,7 @@ def test_the_command_measures_the_gpu_when_there_is_one(tmp_path, monkeypatch, c
     from workbench.calibrate.command import SKIPPED
 
     calls = {}
-    monkeypatch.setattr(process_runner, "visible_gpus", lambda: [("NVIDIA H200", 1)])
+    monkeypatch.setattr(rank_devices, "visible_gpus", lambda: [("NVIDIA H200", 1)])
     monkeypatch.setattr(measure, "measure_profile", lambda **kw: pytest.fail("CPU measured"))
 
     def gpu(**kw):

@@ -1,4 +1,4 @@
-"""The link model of ``comm``: one hierarchical formula serves every placement (a group inside
+"""The link model of ``collectives``: one hierarchical formula serves every placement (a group inside
 one node and a group of one rank per node give exactly the flat ring on that tier), the array
 path equals the number path element by element, and ``collective_times`` equals a
 ``collective_time`` per entry."""

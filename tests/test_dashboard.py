@@ -32,7 +32,7 @@ def test_dashboard_notebook_executes_with_nbclient(tmp_path):
 
     nb = nbformat.read(DASHBOARD, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(
-        "app.picker.value = 'llama3-8b-8xh100'\n"
+        "app.files.picker.value = 'llama3-8b-8xh100'\n"
         "print(app.state.valid, round(app.state.estimate.memory.per_gpu.total))"))
     old = dict(os.environ)
     os.environ.update(isolated_env(tmp_path))

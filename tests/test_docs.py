@@ -10,11 +10,11 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, scenario_doc
-from workbench.cli_reference import cli_reference
+from workbench.cli.reference import cli_reference
 from workbench.scenario.reference import scenario_reference
 
 REGENERATE = {"docs/scenario.md": "python -m workbench.scenario.reference > docs/scenario.md",
-              "docs/cli.md": "python -m workbench.cli_reference > docs/cli.md"}
+              "docs/cli.md": "python -m workbench.cli.reference > docs/cli.md"}
 
 
 @pytest.mark.parametrize("path,text", [("docs/scenario.md", scenario_reference),

@@ -668,7 +668,7 @@ def test_megatron_script_passes_exactly_the_arguments(tmp_path):
 
 # ---------------------------------------------------------------- trial and the CLI
 def test_trial_command_is_what_workbench_trial_accepts():
-    from workbench.cli import build_parser
+    from workbench.cli.parser import build_parser
 
     text = export(load(TINY, "parallel.zero=1"), "trial", src(TINY, "parallel.zero=1"))
     words = shlex.split(text)

@@ -119,7 +119,7 @@ def test_the_dashboard_yaml_tab_takes_any_hostile_document():
     try:
         for text in texts:
             signal.alarm(int(DEADLINE_S))
-            app.load_text(text)
+            app.files.load_text(text)
             signal.alarm(0)
             assert not any("internal error" in str(p) for p in app.state.problems), text
             if app.state.problems:          # the last valid scenario stays beside the message

@@ -73,14 +73,14 @@ def test_six_gpus_under_tp_8_keeps_every_chart_and_speaks_in_words(app):
         fig = _figure(chart.widget)
         assert chart.widget.message == "" and fig["data"], chart   # drawn, not blank
         assert "last valid scenario" in fig["layout"]["title"]["text"]
-    links = _links(app.download.value)
+    links = _links(app.files.download.value)
     assert set(links) == {"scenario-not-valid.yaml", "scenario-last-valid.yaml"}
     assert "gpus_per_node: 6" in links["scenario-not-valid.yaml"]
     assert links["scenario-not-valid.yaml"].startswith("# NOT VALID")
     assert "gpus_per_node: 8" in links["scenario-last-valid.yaml"]
-    assert "gpus_per_node: 6" in app.yaml_text.value          # the YAML tab as edited
+    assert "gpus_per_node: 6" in app.files.yaml_text.value          # the YAML tab as edited
     hw.gpus_per_node.value = "8"
-    assert app.state.valid and set(_links(app.download.value)) == {"scenario.yaml"}
+    assert app.state.valid and set(_links(app.files.download.value)) == {"scenario.yaml"}
 
 
 def test_a_refused_degree_names_what_is_offered(app):
@@ -145,20 +145,20 @@ def test_the_trial_says_what_ran_and_what_it_cannot_test(app):
 
 
 def test_compare_any_two_and_saved_scenarios(app, tmp_path):
-    app.save_scenario("brief box")
-    assert "saved as" in app.store_status.value
+    app.files.save("brief box")
+    assert "saved as" in app.files.store_status.value
     app.panels["Parallelism"].tp.value = 8
-    app.save_scenario("tp 8")
-    app.save_scenario("../etc/passwd")
-    assert "a scenario name is" in app.store_status.value
+    app.files.save("tp 8")
+    app.files.save("../etc/passwd")
+    assert "a scenario name is" in app.files.store_status.value
     assert sorted(p.name for p in (tmp_path / "scenarios").iterdir()) == [
         "brief box.yaml", "tp 8.yaml"]
-    assert list(app.saved.options) == ["brief box", "tp 8"]
+    assert list(app.files.saved.options) == ["brief box", "tp 8"]
     app.comparer.a.value, app.comparer.b.value = "saved: brief box", "saved: tp 8"
     table = app.compare.value
     assert "dp 8 tp 1" in table and "dp 1 tp 8" in table and "fff8c5" in table
-    app.open_scenario("brief box")
-    assert app.state.doc["parallel"]["tp"] == 1 and "opened" in app.store_status.value
+    app.files.open_saved("brief box")
+    assert app.state.doc["parallel"]["tp"] == 1 and "opened" in app.files.store_status.value
     name = app.comparer.add_trial({"world_size": 2, "backend": "gloo", "layout": {
         "dp": 2, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 3}, "model": {"layers": 2},
         "ranks": [{"step_time_s": [0.5, 0.1, 0.1], "measured": {"allocated": 2048},

@@ -440,7 +440,7 @@ def test_app_charts_follow_every_edit():
     assert app.memory.widget.data[0].y[0] == pytest.approx(
         est.memory.per_stage[0].memory.params / GIB)
     # the YAML download holds the current scenario
-    data = app.download.value.split("base64,")[1].split("'")[0]
+    data = app.files.download.value.split("base64,")[1].split("'")[0]
     assert yaml.safe_load(base64.b64decode(data))["parallel"]["pp"] == 2
 
 
@@ -448,15 +448,15 @@ def test_app_yaml_tab_upload_and_bad_files():
     from widgets.app import App
 
     app = App("llama3-8b-8xh100")
-    doc = yaml.safe_load(app.yaml_text.value)
+    doc = yaml.safe_load(app.files.yaml_text.value)
     doc["parallel"].update({"dp": 2, "tp": 4})
-    app.yaml_text.value = yaml.safe_dump(doc)          # edit in the YAML tab
+    app.files.yaml_text.value = yaml.safe_dump(doc)          # edit in the YAML tab
     assert app.state.scenario.parallel.tp == 4
     assert app.panels["Parallelism"].tp.value == 4      # the panels follow
     text = (ROOT / "examples/mixtral-8x7b-ep.yaml").read_bytes()
-    app._upload({"new": [{"name": "m.yaml", "content": memoryview(text)}]})
+    app.files.on_upload({"new": [{"name": "m.yaml", "content": memoryview(text)}]})
     assert app.state.scenario.model.moe is not None
-    app.load_text("hardware: [unclosed")
+    app.files.load_text("hardware: [unclosed")
     assert "not valid YAML at line 1" in app.verdict.value
     assert app.state.scenario.model.moe is not None     # the last valid scenario stays
 
@@ -470,24 +470,24 @@ def test_open_scenario_reads_a_persons_own_configs():
     acc = (ROOT / "tests/data/imports/trl-trl-accelerate_configs-fsdp2.yaml").read_bytes()
     args = (b"model_name_or_path: meta-llama/Llama-3.2-1B\nper_device_train_batch_size: 2\n"
             b"gradient_accumulation_steps: 4\nmax_length: 2048\nbf16: true\n")
-    app._upload({"new": [{"name": "fsdp2.yaml", "content": memoryview(acc)},
+    app.files.on_upload({"new": [{"name": "fsdp2.yaml", "content": memoryview(acc)},
                          {"name": "sft.yaml", "content": memoryview(args)}]})
     s = app.state.scenario
     assert (s.model.name, s.parallel.dp, s.parallel.zero, s.training.micro_batch,
             s.training.global_batch, s.training.engine, s.training.backend) == (
         "Llama 3.2 1B", 8, 3, 2, 64, "hf", "fsdp2")
-    said = app.import_status.value
-    assert app.picker.value is None                      # no longer an example's scenario
+    said = app.files.import_status.value
+    assert app.files.picker.value is None                      # no longer an example's scenario
     assert "Read fsdp2.yaml, sft.yaml" in said
     assert "<code>hardware.gpu</code> = h100-sxm" in said and "workbench default" in said
-    app.open_files([("ds.json", b'{"zero_optimization": {"stage": 3}, '
+    app.files.open_files([("ds.json", b'{"zero_optimization": {"stage": 3}, '
                                 b'"train_micro_batch_size": 2}')])
-    assert "train_micro_batch_size" in app.import_status.value and "wb-error" in \
-        app.import_status.value
+    assert "train_micro_batch_size" in app.files.import_status.value and "wb-error" in \
+        app.files.import_status.value
     assert app.state.scenario.model.name == "Llama 3.2 1B"      # the last scenario stays
     # a scenario file still opens as itself
-    app.open_files([("m.yaml", (ROOT / "examples/mixtral-8x7b-ep.yaml").read_bytes())])
-    assert app.state.scenario.model.moe is not None and app.import_status.value == ""
+    app.files.open_files([("m.yaml", (ROOT / "examples/mixtral-8x7b-ep.yaml").read_bytes())])
+    assert app.state.scenario.model.moe is not None and app.files.import_status.value == ""
 
 
 @pytest.mark.slow
@@ -511,19 +511,18 @@ def test_app_scaling_curve_runs_in_the_background_and_can_be_cancelled():
     from widgets.app import App
 
     app = App("llama3-8b-8xh100")
-    app.scaling_over.value = "tp"
-    app.draw_scaling(wait=True)
+    app.scaling.over.value = "tp"
+    app.scaling.draw(wait=True)
     df = scaling_curve(app.state.scenario, over="tp")
-    drawn = [y for t in app.scaling.widget.data for y in (t.y or ())]
-    assert app.scaling_progress.value == 1.0 and app.scaling_status.value == ""
+    drawn = [y for t in app.scaling.chart.widget.data for y in (t.y or ())]
+    assert app.scaling.progress.value == 1.0 and app.scaling.status.value == ""
     for v in df[df["valid"] & df["fits"]]["tokens_per_s"]:
         assert any(v == pytest.approx(y) for y in drawn)
-    app.scaling_over.value = "gpus"
-    app._scaling_cancel.set()
-    app.draw_scaling()
-    app.scaling_cancel.click()
-    app._scaling_thread.join(60)
-    assert app.scaling_status.value == "cancelled" and not app.scaling_button.disabled
+    app.scaling.over.value = "gpus"
+    app.scaling.draw()
+    app.scaling.cancel_button.click()
+    app.scaling.wait(60)
+    assert app.scaling.status.value == "cancelled" and not app.scaling.draw_button.disabled
 
 
 def test_rdma_box_switches_the_inter_node_link_and_the_estimate_follows():
@@ -605,16 +604,16 @@ def test_an_invalid_yaml_edit_is_named_beside_the_yaml_and_the_page_stays_consis
     app = App("llama3-8b-8xh100")
     assert "Only the scenario on the page so far" in app.compare.value   # says what to do
     before = app.state.estimate
-    app.yaml_text.value = app.yaml_text.value.replace("  tp: 1", "  tp: 3")
+    app.files.yaml_text.value = app.files.yaml_text.value.replace("  tp: 1", "  tp: 3")
     assert not app.state.valid
-    assert "Tensor (tp) must divide Heads = 32 (you gave 3)" in app.yaml_status.value
-    assert "the charts show the last valid scenario" in app.yaml_status.value
+    assert "Tensor (tp) must divide Heads = 32 (you gave 3)" in app.files.yaml_status.value
+    assert "the charts show the last valid scenario" in app.files.yaml_status.value
     tp = app.panels["Parallelism"].tp
     assert tp.label == "3" and [label for label, _ in tp.options].count("3") == 1
     assert "must divide Heads" in app.panels["Parallelism"].fields["parallel.tp"][1].value
     assert app.state.estimate is before                      # charts keep the valid scenario
-    app.yaml_text.value = app.yaml_text.value.replace("  tp: 3", "  tp: 1")
-    assert app.state.valid and app.yaml_status.value == "" and tp.label == "1"
+    app.files.yaml_text.value = app.files.yaml_text.value.replace("  tp: 3", "  tp: 1")
+    assert app.state.valid and app.files.yaml_status.value == "" and tp.label == "1"
 
 
 def test_scaling_names_the_host_memory_points_and_says_when_it_is_out_of_date():
@@ -624,24 +623,24 @@ def test_scaling_names_the_host_memory_points_and_says_when_it_is_out_of_date():
     from widgets.app import App
 
     app = App()
-    app.draw_scaling(wait=True)
-    df = app.scaling.data
-    tok, mem, capl, above, beyond = app.scaling.widget.data
+    app.scaling.draw(wait=True)
+    df = app.scaling.chart.data
+    tok, mem, capl, above, beyond = app.scaling.chart.widget.data
     host_short = [int(v) for v, f in zip(df["value"], df["fits"]) if not f]
     assert host_short == [1, 2]
     symbols = dict(zip(tok.x, tok.marker.symbol))
     assert [symbols[v] for v in host_short] == ["diamond", "diamond"]
     assert beyond.visible and beyond.name == "offload beyond host memory" and not above.visible
-    title = app.scaling.widget.layout.title.text
+    title = app.scaling.chart.widget.layout.title.text
     assert title.endswith("2 of 4 points fit in memory;<br>2 fit the GPUs only with offload "
                           "beyond the host's memory")
-    note = app.scaling.widget.layout.annotations[0].text
+    note = app.scaling.chart.widget.layout.annotations[0].text
     assert note.startswith("gpus 1 does not fit: hardware.host:")
     gb = app.panels["Training"].global_batch
     gb.value = 2 * gb.value
     assert app.state.valid
-    assert app.scaling.widget.layout.title.text.startswith("OUT OF DATE (drawn for ")
-    assert title in app.scaling.widget.layout.title.text
+    assert app.scaling.chart.widget.layout.title.text.startswith("OUT OF DATE (drawn for ")
+    assert title in app.scaling.chart.widget.layout.title.text
 
 
 def test_the_pareto_axis_keeps_the_useful_cluster_and_says_what_is_off_it():
@@ -784,25 +783,25 @@ def test_the_plan_tab_says_what_would_fit_instead():
 
     app = App("brief-8xh200-70b")
     assert not app.state.estimate.memory.fits
-    app.wait_fit_instead()
-    text = app.fit_instead.value
+    app.fit_instead.wait()
+    text = app.fit_instead.widget.value
     assert "What would fit instead" in text and "tokens/s" in text
     for f in compare_methods(app.state.scenario):
         assert f">{f.label}<" in text
         if f.fits:
             assert f"{f.tokens_per_s:,.0f}" in text
     app.panels["Training"].method.value = "lora"        # LoRA of the 70B fits this box
-    app.wait_fit_instead()
+    app.fit_instead.wait()
     if app.state.estimate.memory.fits:
-        assert app.fit_instead.value == ""
+        assert app.fit_instead.widget.value == ""
     else:
-        assert "What would fit instead of LoRA" in app.fit_instead.value
+        assert "What would fit instead of LoRA" in app.fit_instead.widget.value
     app.panels["Training"].method.value = "full"
-    app.wait_fit_instead()
-    assert "What would fit instead of full fine-tuning" in app.fit_instead.value
-    app.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
-    app.wait_fit_instead()
-    assert app.state.estimate.memory.fits and app.fit_instead.value == ""
+    app.fit_instead.wait()
+    assert "What would fit instead of full fine-tuning" in app.fit_instead.widget.value
+    app.files.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
+    app.fit_instead.wait()
+    assert app.state.estimate.memory.fits and app.fit_instead.widget.value == ""
 
 
 def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
@@ -826,10 +825,10 @@ def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
     assert re.search(r"wb-part-fail'.*host memory", box)
     assert "fits the GPU, but the host cannot hold the offload" in box   # the memory line
     assert "1,051" in box and "256 GiB" in box
-    app.wait_fit_instead()
-    assert "The planner's options" in app.fit_instead.value
-    assert "fastest layout that fits this hardware" in app.fit_instead.value
-    app.picker.value = "llama3-8b-8xh100"
+    app.fit_instead.wait()
+    assert "The planner's options" in app.fit_instead.widget.value
+    assert "fastest layout that fits this hardware" in app.fit_instead.widget.value
+    app.files.picker.value = "llama3-8b-8xh100"
     est = app.state.estimate
     if verdict(est.scenario, est).ok:
         assert "color:#1a7f37" in app.verdict.value.split(">", 1)[0]

@@ -14,7 +14,8 @@ from workbench.catalog.gpus import GPUS
 from workbench.catalog.types import GPU
 from workbench.errors import ScenarioError
 from workbench.estimate.time import kernels as eff
-from workbench.estimate import estimate, sustained
+from workbench.estimate import estimate
+from workbench.estimate.time import sustained
 from workbench.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

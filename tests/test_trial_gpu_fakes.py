@@ -182,7 +182,8 @@ def _report_env(rank: int, queue) -> None:
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_nccl_ranks_start_with_cuda_in_pci_order_and_the_parent_keeps_its_own(monkeypatch,
                                                                               method):
-    from workbench.process_runner import rank_environment, run_ranks
+    from workbench.process_runner import run_ranks
+    from workbench.rank_devices import rank_environment
 
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
     assert rank_environment("nccl") == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
@@ -252,23 +253,23 @@ def _mig_host(monkeypatch, visible: str):
 
 
 def test_a_mig_slice_is_one_gpu_and_nccl_runs_on_it(monkeypatch):
-    from workbench import process_runner
+    from workbench import rank_devices
 
     _mig_host(monkeypatch, MIG_UUID)
     # torch's own count gives up on MIG (it falls back to cudaGetDeviceCount)
     assert torch.cuda._device_count_nvml() == -1
-    assert process_runner.visible_gpus() == [("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 40 * 2**30)]
-    [g] = process_runner.visible_devices()
+    assert rank_devices.visible_gpus() == [("NVIDIA H100 80GB HBM3 MIG 3g.40gb", 40 * 2**30)]
+    [g] = rank_devices.visible_devices()
     assert (g.mig, g.sms, g.parent_sms, g.parent_memory) == (True, 60, 132, 80 * 2**30)
     assert g.share() == pytest.approx((60 / 132, 0.5))
-    assert process_runner.cuda_gpus() == 1
-    assert process_runner.choose_backend("auto", 1) == "nccl"
-    assert process_runner.check_backend("nccl", 1) == "nccl"
+    assert rank_devices.cuda_gpus() == 1
+    assert rank_devices.choose_backend("auto", 1) == "nccl"
+    assert rank_devices.check_backend("nccl", 1) == "nccl"
 
 
 def test_a_layout_needing_more_mig_slices_than_visible_is_one_clear_line(monkeypatch):
     from workbench.errors import ScenarioError
-    from workbench.process_runner import check_backend
+    from workbench.rank_devices import check_backend
 
     _mig_host(monkeypatch, f"{MIG_UUID},{MIG_UUID[:-2]}22")     # CUDA enumerates the first
     with pytest.raises(ScenarioError) as err:

@@ -180,13 +180,13 @@ def test_the_same_entry_point_runs_under_two_torchrun_agents_as_two_nodes(tmp_pa
 
 
 def test_backend_choice_nccl_only_with_a_gpu_per_rank(monkeypatch):
-    from workbench import process_runner
-    from workbench.process_runner import choose_backend
+    from workbench import rank_devices
+    from workbench.rank_devices import choose_backend
 
-    monkeypatch.setattr(process_runner, "visible_gpus", lambda: [("NVIDIA H200", 1)] * 4)
+    monkeypatch.setattr(rank_devices, "visible_gpus", lambda: [("NVIDIA H200", 1)] * 4)
     assert choose_backend("auto", 4) == "nccl"
     assert choose_backend("auto", 8) == "gloo"
-    monkeypatch.setattr(process_runner, "visible_gpus", lambda: [])
+    monkeypatch.setattr(rank_devices, "visible_gpus", lambda: [])
     assert choose_backend("auto", 1) == "gloo"
     assert choose_backend("nccl", 2) == "nccl"      # an explicit choice is kept
 

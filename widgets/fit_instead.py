@@ -1,10 +1,17 @@
 """"What would fit instead": the planner's best layout per fine-tuning method
-(``workbench.plan.methods.compare_methods``) as a short HTML table, for the Plan tab when the
-scenario does not fit. Every number is the backend's; this module only words them."""
+(``workbench.plan.methods.compare_methods``) as a short HTML table, and the verdict's next steps
+that need the planner, for the Plan tab when the scenario does not fit, searched in a thread
+(``FitInstead``). Every number is the backend's; this module only words them."""
 from __future__ import annotations
 
 import html
+import threading
+import time
 
+import ipywidgets as w
+
+from widgets.panels.base import error_html
+from widgets.verdict_view import next_steps_html
 from workbench.plan.methods import MethodFit
 from workbench.render.text import human_duration
 from workbench.units import memory_text, tokens_text
@@ -54,3 +61,76 @@ def fit_instead_html(fits: list[MethodFit], world: int, gpu: str, current: str =
             f"method):</p><table class='wb-fit-table' style='border-collapse:collapse;"
             f"font-size:12px'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
             "</div>")
+
+
+# "what would fit instead" starts this long after the last edit (rapid edits start one search)
+DELAY_S = 0.3
+
+
+class FitInstead:
+    """The Plan tab's "what would fit instead" (``widget``): searched in a thread for an
+    estimate that does not fit; each ``search`` supersedes the one before it."""
+
+    def __init__(self) -> None:
+        self.widget = w.HTML()
+        self.widget.add_class("wb-fit-instead")
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        # While the app is being built (the notebook's cell) the search runs in the cell, not
+        # in a thread: Voila sends the page the widgets' state as the cell left it, and a
+        # thread's update before the page has connected never reaches it (seen: the page kept
+        # "searching" for good).
+        self.in_cell = False
+
+    def search(self, est) -> None:
+        """For an estimate whose memory does not fit (None: it fits, nothing to show), search
+        the best layout per fine-tuning method (``compare_methods``: ~0.6 s for the brief's
+        70B on 8 H200) and the verdict's next steps that need the planner (the fastest layout
+        that fits this hardware, more nodes; the methods reused), and show them; a later
+        search cancels it."""
+        from workbench.plan.methods import METHOD_LABELS, compare_methods
+        from workbench.plan.next_steps import searched_verdict
+        from workbench.plan.search import Cancelled
+
+        self._generation += 1
+        mine = self._generation
+        if est is None:
+            self.widget.value = ""
+            return
+        scenario = est.scenario
+        self.widget.value = SEARCHING
+
+        def current(*_args) -> bool:
+            return mine == self._generation
+
+        def work(delay: float = DELAY_S) -> None:
+            time.sleep(delay)
+            if not current():
+                return
+            try:
+                fits = compare_methods(scenario, progress=current)
+                if not current():
+                    return
+                v = searched_verdict(scenario, est, methods=fits)
+                steps = [n for n in v.next if n.kind in ("layout", "nodes")]
+                text = (next_steps_html(steps, v.search_s)
+                        + fit_instead_html(fits, scenario.hardware.world,
+                                           scenario.hardware.gpu.name,
+                                           METHOD_LABELS.get(scenario.training.method, "")))
+            except Cancelled:
+                return
+            except Exception as exc:   # never a traceback on the page
+                text = error_html(f"what would fit instead: {exc}")
+            if current():
+                self.widget.value = text
+
+        if self.in_cell:
+            work(delay=0.0)
+            return
+        self._thread = threading.Thread(target=work, daemon=True, name="fit-instead")
+        self._thread.start()
+
+    def wait(self, timeout: float = 60.0) -> None:
+        """Wait for the search in flight (tests, notebooks)."""
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -127,7 +127,7 @@ class TrialPanel:
         """Start the trial (returns at once; events arrive from a background thread)."""
         from workbench.trial import prepare_trial
         from workbench.trial.in_subprocess import TrialProcess, run_in_background
-        from workbench.process_runner import choose_backend
+        from workbench.rank_devices import choose_backend
         from workbench.private_folder import PrivateFolderError
         from workbench.trial.slots import slots_for
 

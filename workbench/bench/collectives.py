@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from workbench.bench.definitions import buffer_elements, human_bytes
-from workbench.process_runner import (
-    Phase, inject_fault, rank_device, report_phase, supervised_rank,
-)
+from workbench.process_runner import Phase, inject_fault, report_phase, supervised_rank
+from workbench.rank_devices import rank_device
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The ``workbench bench`` verb: its options and what it prints (contract 4).
 
-Kept here so workbench/cli.py only registers the verb. Importing this module is light.
+Kept here so workbench/cli/ only registers the verb. Importing this module is light.
 """
 from __future__ import annotations
 

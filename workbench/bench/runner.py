@@ -17,7 +17,8 @@ from workbench.bench.definitions import (
 )
 from workbench.bench.result import STATISTIC, make_row, to_frame
 from workbench.errors import Problem, ScenarioError
-from workbench.process_runner import available_memory, check_backend, run_ranks, start_method
+from workbench.process_runner import run_ranks, start_method
+from workbench.rank_devices import available_memory, check_backend
 from workbench.units import memory_text
 
 # The estimator's intra-node model covers up to 8 GPUs per node; 8 ranks run here (2 cores).

@@ -128,7 +128,7 @@ def gpu_summary(p) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.bench.runner import BenchFailed, make_config
-    from workbench import process_runner
+    from workbench import rank_devices
     from workbench.errors import Problem, ScenarioError
 
     out = Path(args.out)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not out.resolve().parent.is_dir():
             raise ScenarioError([Problem("--out", args.out, "its folder does not exist")])
-        gpus = process_runner.visible_gpus()   # NVML: CUDA stays uninitialised here
+        gpus = rank_devices.visible_gpus()   # NVML: CUDA stays uninitialised here
         worlds = world_sizes(args.world_size, len(gpus))
         scenario = None
         if args.scenario is not None:

@@ -251,7 +251,7 @@ def measure_gpu(plan: GpuPlan, say: Callable[[str], None] = lambda what: None,
     import torch
 
     t0 = time.perf_counter()
-    from workbench.process_runner import rank_device
+    from workbench.rank_devices import rank_device
     from workbench.trial.device import gpu_facts
 
     say("CUDA start and device facts")

@@ -11,7 +11,7 @@ initialise it. torch/cuda/__init__.py (PyTorch 2.13 as installed here; the same 
 in turn initializes the CUDA Driver API via ``cuInit``", unless
 ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which asks ``device_count`` -> NVML (and falls back to
 ``cudaGetDeviceCount`` when NVML fails); ``_is_compiled`` only checks that torch was built
-with CUDA. So GPUs are counted here through NVML (``process_runner.visible_gpus``: honours
+with CUDA. So GPUs are counted here through NVML (``rank_devices.visible_gpus``: honours
 CUDA_VISIBLE_DEVICES) when this torch has CUDA (``torch.version.cuda``), and every process that
 uses CUDA is spawned; the nccl benchmark's ranks are spawned too
 (``process_runner.start_method``).

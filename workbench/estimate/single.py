@@ -1,5 +1,5 @@
 """One scenario's estimate: its layout as a grid of one row, every pipeline rank evaluated by
-``cost_model.evaluate``, read into the records the report, the JSON and the widgets show."""
+``cost_model.compose.evaluate``, read into the records the report, the JSON and the widgets show."""
 from __future__ import annotations
 
 from workbench.estimate.memory import activations as act

@@ -1,6 +1,6 @@
 """The ``workbench trial`` command line that runs the scenario's layout locally (contract 3):
 ``workbench trial SCENARIO [--set KEY=VALUE ...] [--steps K] [--backend auto|gloo|nccl]``,
-as :func:`workbench.cli.build_parser` defines it."""
+as :func:`workbench.cli.parser.build_parser` defines it."""
 from __future__ import annotations
 
 from workbench.export.common import Source, shell_word

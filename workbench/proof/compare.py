@@ -71,7 +71,7 @@ def steady_step_time(result: TrialResult) -> tuple[float, int]:
 def predicted_step_time(result: TrialResult, profile) -> float:
     """The estimator's step time for what the trial ran, on the calibrated profile. On a
     machine whose ranks fill its cores nothing overlaps, so the step's communication is the
-    estimator's traffic *as the trial runs it* (``trial_prediction.predicted_comm``: ZeRO-1 as
+    estimator's traffic *as the trial runs it* (``trial.prediction.predicted_comm``: ZeRO-1 as
     PyTorch's ZeroRedundancyOptimizer, reduce-scatters as gloo runs them), each collective timed
     on the profile, in place of the estimator's own engine-style traffic."""
     from workbench.hardware.calibration import profile_gpu

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from workbench.errors import Problem, ScenarioError
 from workbench.trial import prediction as trial_prediction
-from workbench.process_runner import available_memory, check_backend, visible_devices
+from workbench.rank_devices import available_memory, check_backend, visible_devices
 from workbench.trial import slice as slice_mod
 from workbench.scenario.rules import trial_problems
 from workbench.scenario.types import Scenario

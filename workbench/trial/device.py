@@ -1,5 +1,5 @@
 """Where and in what precision a trial rank computes, and how its time and memory are read:
-the one place a trial chooses its device (``process_runner.rank_device`` picks the GPU).
+the one place a trial chooses its device (``rank_devices.rank_device`` picks the GPU).
 
 - gloo: the CPU in fp32 (classrooms, CI, laptops; this CPU runs bf16 matmuls ~50x slower than
   fp32, docs/platform.md): the precision is modelled analytically.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from workbench.process_runner import rank_device
+from workbench.rank_devices import rank_device
 from workbench.scenario.types import Scenario
 
 

@@ -6,7 +6,9 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from workbench.process_runner import choose_backend, rank_environment, run_ranks, start_method
+from workbench.process_runner import run_ranks, start_method
+
+from workbench.rank_devices import choose_backend, rank_environment
 from workbench.trial.worker import WorkerArgs, run
 
 MAX_PROCESSES = 16

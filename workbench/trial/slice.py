@@ -10,7 +10,7 @@ GPU (``proof.slice_compare``).
 What a slice does not cover is said in ``Slice.notes`` (the dimensions the sub-layout dropped,
 recompute, FP8, offload, compile), so a one-GPU user knows what world size 1 leaves out.
 This module imports no torch: the parent reads the GPUs through NVML
-(``process_runner.visible_gpus``: no CUDA context, so the ranks it spawns have the GPUs to
+(``rank_devices.visible_gpus``: no CUDA context, so the ranks it spawns have the GPUs to
 themselves).
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def slice_scenario(s: Scenario, device_name: str, capacity_bytes: float,
                    share: tuple[float, float] | None = None) -> Slice:
     """The sub-layout ``s`` (``trial.sub_layout``) on a slice of its model at real widths, for
     GPUs called ``device_name`` with ``capacity_bytes`` each; ``share``: a MIG slice's fraction
-    of its GPU's SMs and memory (``process_runner.VisibleGPU.share``)."""
+    of its GPU's SMs and memory (``rank_devices.VisibleGPU.share``)."""
     from workbench.estimate.model.params import total_params
     from workbench.estimate.single import estimate_memory
 

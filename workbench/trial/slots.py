@@ -189,10 +189,10 @@ class TrialSlots:
 
 def slots_for(backend: str, world: int = 1, directory: Path | None = None) -> TrialSlots:
     """The queue a trial of ``world`` ranks on ``backend`` waits in: one of the CPU slots for
-    gloo, ``world`` of the GPUs this process can see (``process_runner.cuda_gpus``, NVML only)
+    gloo, ``world`` of the GPUs this process can see (``rank_devices.cuda_gpus``, NVML only)
     for nccl."""
     if backend == "nccl":
-        from workbench.process_runner import cuda_gpus
+        from workbench.rank_devices import cuda_gpus
 
         return TrialSlots(directory=directory, gpus=cuda_gpus(), need=world)
     return TrialSlots(directory=directory)

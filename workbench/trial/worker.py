@@ -9,7 +9,9 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from workbench.process_runner import Phase, inject_fault, rank_environment, supervised_rank
+from workbench.process_runner import Phase, inject_fault, supervised_rank
+
+from workbench.rank_devices import rank_environment
 
 
 @dataclass(frozen=True)

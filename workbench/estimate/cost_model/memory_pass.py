@@ -2,7 +2,7 @@
 its model states (``model_states``, with the fine-tuning method's conventions), activations at
 the peak (``activations``, the schedule's microbatches in flight), the named buffers
 (``buffers.buffer_terms``), the peak over the step's moments (``peak``), the allocator's
-reserved bytes and nvidia-smi's device bytes (``device_memory.device_overhead``); and per
+reserved bytes and nvidia-smi's device bytes (``memory.device.device_overhead``); and per
 layout, the worst rank's figures and whether the layout fits the GPU, host memory and NVMe.
 
 It reads nothing of the step-time model, so the planner runs it first over every valid layout

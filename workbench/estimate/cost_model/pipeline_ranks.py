@@ -56,6 +56,6 @@ def blocking_transfers(pp) -> np.ndarray:
     SendActivation, RecvGrad and SendGrad per micro-batch, the first and last stages two of
     them (deepspeed 0.19.8 deepspeed/runtime/pipe/schedule.py TrainSchedule.steps); each waits
     in line with the stage's compute (pipe/p2p.py: async_op is refused), so each is a fixed cost
-    per micro-batch, its latency included (``comm.collective_time``). None without pipelining."""
+    per micro-batch, its latency included (``collectives.collective_time``). None without pipelining."""
     pp = np.asarray(pp)
     return np.where(pp > 2, 4, np.where(pp == 2, 2, 0))

@@ -112,7 +112,7 @@ def block_sums(rows: Rows) -> tuple[dict, dict]:
 
 def _nothing(seconds) -> bool:
     """Whether ``seconds`` (wrapper seconds) are all the plain 0.0 of an uncalibrated GPU
-    (``efficiency.wrapper_time``): adding them changes no figure."""
+    (``kernels.wrapper_time``): adding them changes no figure."""
     return all(isinstance(w, float) and w == 0.0 for w in seconds)
 
 

@@ -34,7 +34,7 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
 - Allocator allowance (``generic`` only, which keeps its first estimates): ``ALLOCATOR_FRACTION``
   of everything else. The other engines split peak allocated from peak reserved
   (``reserved_bytes``, measured ratios). The CUDA context (outside PyTorch's statistics) is in
-  ``device_memory``.
+  ``memory.device``.
 """
 from __future__ import annotations
 

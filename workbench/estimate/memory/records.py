@@ -1,6 +1,6 @@
 """Per-GPU memory as the estimate reports it: model states + activations + buffers for every
 pipeline rank, the worst GPU, and what offload puts in host DDR and on NVMe (the figures come
-from ``cost_model.evaluate``; ``single.memory_of`` fills these records).
+from ``cost_model.compose.evaluate``; ``single.memory_of`` fills these records).
 
 GPUs of one pipeline rank are alike (TP/DP/CP/EP ranks hold equal shares), so the memory model
 evaluates one GPU per pipeline rank; the worst is the one ``memory.per_gpu`` reports. The first

@@ -97,7 +97,7 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
     ``micro_batch``) shape (numbers or arrays, broadcast together) under ``s``'s model,
     hardware, training and parallel switches (sequence parallelism, async TP, TP comm overlap,
     expert TP). They do not depend on DP, PP, ZeRO or the schedule; what the wrappers of those
-    add on a calibrated machine (``efficiency.wrapper_time``) the cost model adds per rank."""
+    add on a calibrated machine (``kernels.wrapper_time``) the cost model adds per rank."""
     m, par, tr = s.model, s.parallel, s.training
     t, cp, ep, mb = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.int64))
                                           for x in (tp, cp, ep, micro_batch)))

@@ -205,7 +205,7 @@ def looped_gemm_time(m, n, k, gpu: GPU, precision: str, count, host_ops):
 
 def attention_time(flops, gpu: GPU, direction: str, kernel: str = "flash2", shape=None):
     """Seconds for attention kernels executing ``flops`` (bf16 even under fp8 training);
-    ``shape`` (``attention_shapes.AttentionKernel``) lets a calibrated GPU profile answer from
+    ``shape`` (``attention.AttentionKernel``) lets a calibrated GPU profile answer from
     the measured point nearest it (a CPU profile: the best measured fp32 GEMM rate). Numbers
     or arrays (``shape``'s fields then arrays over the same shapes)."""
     live = np.asarray(flops) > 0

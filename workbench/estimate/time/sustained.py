@@ -16,7 +16,7 @@ Data!", thonking.ai, 2024) shows the same on an A100 at 400 W: cuBLAS 8192^3 bf1
 295 TFLOP/s on zeros and 257 on randn inputs, the clock falling with the draw.
 
 So each part's GEMM ceiling (the fraction of its dense peak the kernel model's GEMM form
-uses, ``efficiency.GEMM_K0``) is:
+uses, ``kernels.GEMM_K0``) is:
 
 1. measured, where a sustained measurement of that part exists (random data, run back to back
    or after a long warm-up, so the clock has settled under the power limit);

@@ -6,7 +6,7 @@ reduce-scatter drains the attention output projection and the MLP's last GEMM
 (``block_costs.block_costs``). Overlapping a pair means splitting its GEMM into chunks so that one
 chunk's transfer runs under another chunk's GEMM. What that costs is the mechanism here:
 
-- the chunks are smaller GEMMs, timed through the kernel model (``efficiency.gemm_time``: the
+- the chunks are smaller GEMMs, timed through the kernel model (``kernels.gemm_time``: the
   fixed per-tile work ``GEMM_K0`` and the launch overhead weigh more on a smaller M), so the
   chunked GEMMs take longer than the whole one;
 - one chunk's transfer (all-gather) or one chunk's GEMM (reduce-scatter) cannot overlap;

@@ -49,6 +49,9 @@ TOP = ("workbench.estimate.single", "workbench.estimate.result", *ABOVE_THE_ESTI
     ("estimate/run", ("workbench.estimate.cost_model", *TOP)),
     ("estimate/cost_model", ("workbench.estimate.run", *TOP)),
     ("estimate", ABOVE_THE_ESTIMATE),
+    # the command line is the top: the verbs' own argument builders use cli_options only
+    *((f, ("workbench.cli.",)) for f in (
+        "proof", "bench", "calibrate", "plan", "export", "imports", "trial", "monitor")),
 ])
 def test_lower_floors_do_not_import_upper_ones(folder, forbidden):
     for path in sorted((PACKAGE / folder).rglob("*.py")):

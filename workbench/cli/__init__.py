@@ -1,7 +1,8 @@
 """`workbench` command line: estimate, trial, plan, export, import, monitor, bench, calibrate,
 report, catalog, dashboard (docs/cli.md, generated from the parser; JSON keys in docs/json.md).
 
-``parser`` defines the verbs and their options (``options``: the range-checked types;
+``parser`` defines the verbs and their options (``workbench.cli_options``: the range-checked
+types, which the verbs' own argument builders in bench/, calibrate/ and proof/ use too;
 ``reference``: docs/cli.md from the parser), ``verbs`` runs the planning verbs and ``trial``
 the trial verb; ``main`` dispatches. Invalid input exits with code 2 and one line on stderr,
 never a traceback.

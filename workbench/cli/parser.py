@@ -29,7 +29,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser. ``verb``: fill in only that verb's options (the others are listed
     with their help), so a verb imports what it needs and no more (``plan`` and ``estimate``
     never load the trial runner, the calibration or the monitor); None: every verb's."""
-    from workbench.cli.options import PORT, integer, number
+    from workbench.cli_options import PORT, integer, number
     from workbench.export import TARGETS   # light: each exporter module loads on use
     from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY   # light
 

@@ -7,7 +7,7 @@ import sys
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
-    from workbench.cli.options import integer
+    from workbench.cli_options import integer
 
     r.add_argument("--calibration", default=None, metavar="FILE",
                    help="this machine's profile (workbench calibrate); default: measure a "

@@ -148,6 +148,26 @@ def test_a_profile_whose_collectives_hold_the_wrong_shape_is_refused(calibration
     assert expected in err.value.one_line(), err.value.one_line()
 
 
+@pytest.mark.parametrize("where, table", [
+    (("collectives", "gloo", "all_reduce"), {"1": [1, 2]}),
+    (("in_loop_s",), {"1": [[0.1, 0.1]]}),
+])
+def test_a_collective_fit_over_one_rank_is_refused_not_divided_by(calibration_folder, where,
+                                                                   table):
+    """Issue 55's held-out hostile run: a fit for world size 1 divided by its n - 1 ring steps
+    (a ZeroDivisionError traceback from ``estimate``); it is refused by name instead."""
+    doc = json.loads(PROFILE.read_text())
+    parent = doc
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = table
+    (calibration_folder / "one.json").write_text(json.dumps(doc))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(EXAMPLE, ["hardware.gpu=calibration:one"])
+    assert (f"its {'.'.join(where)} key must be a world size 2..4096 (a collective needs two "
+            "ranks) (got '1')") in err.value.one_line(), err.value.one_line()
+
+
 def test_the_planner_quotes_an_invalid_starting_layout_without_control_characters(tmp_path,
                                                                                   capsys):
     """``plan`` ranks layouts even when the given one is invalid; saying so, it escapes what

@@ -15,7 +15,7 @@ from workbench.engines import engine_of
 from workbench.estimate.run.verdict import GPU_WARN_FRACTION
 from workbench.headroom import DEFAULT_MEMORY_FRACTION
 from workbench.plan import Constraints, plan
-from workbench.plan.space import candidate_rows, expert_tp_values
+from workbench.plan.space import ROW_FIELDS, candidate_rows, divisors, expert_tp_values
 from workbench.plan.summary import limit_sentence
 from workbench.scenario import load_scenario
 from workbench.scenario.types import Parallel
@@ -118,3 +118,19 @@ def test_default_headroom_is_the_verdicts_and_shown():
     chosen = plan(s, Constraints(max_memory_fraction=0.75))
     assert "Memory limit: 75 %" in limit_sentence(chosen) and "chosen" in limit_sentence(chosen)
     assert chosen.counts["fit"] < r.counts["fit"]
+
+
+def test_divisors_are_every_divisor_found_up_to_the_square_root():
+    for n in [*range(1, 400), 2304, 16_384, 10 ** 6, 999_983]:
+        assert divisors(n) == [d for d in range(1, n + 1) if n % d == 0], n
+    assert divisors(10 ** 9, 16) == [1, 2, 4, 5, 8, 10, 16]
+
+
+def test_a_global_batch_of_a_billion_sequences_is_searched():
+    """Issue 55's held-out hostile run: micro-batches were listed by trying every number up to
+    the global batch (10^9 sequences: minutes); the planner now ranks that scenario's layouts."""
+    s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml", ["training.global_batch=1000000000"])
+    rows = candidate_rows(s, 8, "1f1b", {})
+    mbs = set(rows[list(ROW_FIELDS).index("micro_batch")].tolist())
+    assert mbs == {1, 2, 4, 5, 8, 10, 16}
+    assert plan(s).counts["fit"] > 0

@@ -90,14 +90,16 @@ def mapping(key: Check, value: Check, hi: int = 1_000, lo: int = 0) -> Check:
 
 
 def world_key(v, path, problems) -> None:
-    """A world size written as a JSON key (text digits) or a number: 1..4096 ranks."""
+    """A collective's world size written as a JSON key (text digits) or a number: 2..4096
+    ranks (one rank runs no collective: its fit would divide by the n - 1 ring steps)."""
     try:
         n = int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) and \
             str(v).isascii() and str(v).isdigit() else None
     except ValueError:
         n = None
-    if n is None or not 1 <= n <= 4096:
-        problems.append(Problem(path, v, "must be a world size 1..4096"))
+    if n is None or not 2 <= n <= 4096:
+        problems.append(Problem(path, v, "must be a world size 2..4096 (a collective needs "
+                                         "two ranks)"))
 
 
 def table(fields: dict[str, Check], optional: frozenset[str] = frozenset(),

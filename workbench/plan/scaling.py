@@ -31,7 +31,7 @@ from workbench.errors import ScenarioError
 from workbench.estimate.cost_model.compose import evaluate_layouts
 from workbench.plan.constraints import Constraints
 from workbench.plan.search import Progress, with_world, search_rows
-from workbench.plan.space import ROW_FIELDS
+from workbench.plan.space import ROW_FIELDS, divisors
 from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.rules import layout_mask
 from workbench.scenario.types import Scenario
@@ -45,10 +45,6 @@ DEGREES = ("dp", "tp", "pp", "cp", "ep")
 COLUMNS = ("value", "gpus", "tokens_per_s", "memory_per_gpu", "fits", "step", "valid", "reason",
            "capacity", "mfu", "bubble", "nodes", "gpus_per_node", *ROW_FIELDS, "pp_schedule",
            "sequence_parallel", "recompute", "offload")
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def _powers_up_to(n: int) -> list[int]:
@@ -73,9 +69,9 @@ def default_values(s: Scenario, over: str) -> list[int]:
     if over == "ep":
         if s.model.moe is None:
             return [1]
-        return _divisors(int(np.gcd(par.dp * par.cp, s.model.moe.experts)))
+        return divisors(int(np.gcd(par.dp * par.cp, s.model.moe.experts)))
     others = {"tp": par.pp * par.cp, "pp": par.tp * par.cp, "cp": par.tp * par.pp}[over]
-    return _divisors(world // others)
+    return divisors(world // others)
 
 
 def scaling_curve(scenario: Scenario, over: str = "gpus", values: list[int] | None = None,

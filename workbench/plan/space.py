@@ -33,7 +33,8 @@ from workbench.scenario.rules import DEGREES, allowed_values
 from workbench.scenario.schedules import SCHEDULES
 from workbench.scenario.types import Parallel, Scenario
 
-__all__ = ["MICRO_BATCH_TOKENS", "ROW_FIELDS", "V_EVERY", "candidate_rows", "expert_tp_values"]
+__all__ = ["MICRO_BATCH_TOKENS", "ROW_FIELDS", "V_EVERY", "candidate_rows", "divisors",
+           "expert_tp_values"]
 
 # The largest micro-batch searched, in tokens (sequences x seq_len), beside the 16 sequences
 # searched at any length: the largest micro-batch in benchmarks/data/published_runs.yaml,
@@ -53,8 +54,18 @@ TP_MAX = 64                      # TP and CP bounds (see the docstring)
 V_EVERY = 8
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def divisors(n: int, up_to: int | None = None) -> list[int]:
+    """The divisors of ``n`` (at most ``up_to``), ascending; trial division up to the square
+    root, so a global batch of 10^9 sequences costs 3 x 10^4 steps, not 10^9."""
+    low, high, d = [], [], 1
+    while d * d <= n:
+        if n % d == 0:
+            low.append(d)
+            if d * d != n:
+                high.append(n // d)
+        d += 1
+    out = low + high[::-1]
+    return out if up_to is None else [d for d in out if d <= up_to]
 
 
 def expert_tp_values(s: Scenario, engine) -> list[int | None]:
@@ -68,7 +79,7 @@ def expert_tp_values(s: Scenario, engine) -> list[int | None]:
     if engine.expert_tp_tp_or_1:
         return [None, 1]
     ffn = s.model.moe.expert_ffn_hidden
-    return [None] + [t for t in _divisors(s.hardware.world) if t <= TP_MAX // 2 and ffn % t == 0]
+    return [None] + [t for t in divisors(s.hardware.world) if t <= TP_MAX // 2 and ffn % t == 0]
 
 
 def candidate_rows(s: Scenario, world: int, schedule: str, fixed: dict) -> np.ndarray:
@@ -84,7 +95,7 @@ def candidate_rows(s: Scenario, world: int, schedule: str, fixed: dict) -> np.nd
     probes = [dataclasses.replace(s, parallel=Parallel(sequence_parallel=sp, expert_tp=etp))
               for sp in (False, True)]
     probe = probes[0]
-    div = _divisors(world)
+    div = divisors(world)
     tps = [t for t in div if t <= TP_MAX]
     ok_tp = {t for p in probes for t in allowed_values(p, "tp", tps, DEGREES)}
     interleaved = SCHEDULES[schedule].interleaved
@@ -93,13 +104,12 @@ def candidate_rows(s: Scenario, world: int, schedule: str, fixed: dict) -> np.nd
         "pp": allowed_values(probe, "pp", div, DEGREES),
         "cp": allowed_values(probe, "cp", [c for c in div if c & (c - 1) == 0 and c <= TP_MAX],
                              DEGREES),
-        "ep": allowed_values(probe, "ep", _divisors(m.moe.experts) if m.moe else [1], DEGREES),
+        "ep": allowed_values(probe, "ep", divisors(m.moe.experts) if m.moe else [1], DEGREES),
         "zero": [0, 1, 2, 3],
         # v = 1 keeps the unpipelined layouts (v >= 2 with pp > 1 is screened by the rules);
         # pp >= 2, so v <= layers / 2 bounds every pipeline (the rows are cut below)
         "virtual_stages": list(range(1, max(m.layers // 2, 1) + 1)) if interleaved else [1],
-        "micro_batch": [b for b in _divisors(tr.global_batch)
-                        if b <= 16 or b * tr.seq_len <= MICRO_BATCH_TOKENS],
+        "micro_batch": divisors(tr.global_batch, max(16, MICRO_BATCH_TOKENS // tr.seq_len)),
         "shard_group": [0] + [s.hardware.gpus_per_node * k for k in (1, 2, 4, 8)],
     }
     for key, value in fixed.items():

@@ -37,7 +37,7 @@ import yaml  # noqa: E402
 
 from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.time.engine_terms import BAND_MIN_RUNS, band_groups, regime_of  # noqa: E402
+from workbench.engines.accuracy import BAND_MIN_RUNS, STEP_TIME, band_groups, regime_of  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_runs.yaml"
@@ -236,7 +236,7 @@ def grouped(rows: list[dict]) -> list[tuple[str, str, dict, dict]]:
 
 def bands(rows: list[dict]) -> dict:
     """Median and 90th-percentile |error| of every group an estimate's band may come from
-    (``engine_terms.band_groups``: engine and regime, engine, regime, all runs). Kind
+    (``workbench.engines.accuracy.band_groups``: engine and regime, engine, regime, all runs). Kind
     "in-sample": nothing in the estimator is fitted to these runs, so nothing was left out, and
     the runs did shape which mechanisms the model has."""
     members: dict = {}
@@ -314,7 +314,7 @@ def band_lines(band_rows: list[dict]) -> list[str]:
     return lines
 
 
-ACCURACY_JSON = ROOT / "workbench" / "engines" / "accuracy.json"
+ACCURACY_JSON = STEP_TIME
 DOC = ROOT / "docs" / "engine-accuracy.md"
 
 

@@ -37,7 +37,7 @@ from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
 from workbench.estimate.time.kernels import peak_flops  # noqa: E402
 from workbench.estimate.model.params import active_params  # noqa: E402
-from workbench.estimate.time.engine_terms import regime_of  # noqa: E402
+from workbench.engines.accuracy import regime_of  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.units import GiB  # noqa: E402
 

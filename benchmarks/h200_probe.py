@@ -82,13 +82,17 @@ def compare(row: dict, engine: str = "torchtitan") -> dict:
     return out
 
 
+def rows() -> list[dict]:
+    """The probe's measured rows (those that ran)."""
+    return [r for r in (json.loads(line) for line in PROBE.read_text().splitlines()
+                        if line.strip()) if "error" not in r]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=("torchtitan", "hf"), default="torchtitan")
     engine = parser.parse_args(argv).engine
-    rows = [json.loads(line) for line in PROBE.read_text().splitlines() if line.strip()]
-    results = [compare(r, engine) for r in rows if "error" not in r
-               and (engine != "hf" or r["recipe"] == "fsdp2")]
+    results = [compare(r, engine) for r in rows() if engine != "hf" or r["recipe"] == "fsdp2"]
     keys = ("step", "allocated", "reserved", "nvidia-smi")
     print(f"{'config':52} " + " ".join(f"{k:>24}" for k in keys))
     for r in results:

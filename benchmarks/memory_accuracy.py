@@ -10,18 +10,30 @@ engine that ran it (training.engine), so its conventions apply.
 
     .venv/bin/python benchmarks/memory_accuracy.py            # table
     .venv/bin/python benchmarks/memory_accuracy.py --json     # rows
+    .venv/bin/python benchmarks/memory_accuracy.py --write    # the memory band (see below)
+
+``--write`` measures the band every estimate's fit verdict reads (``workbench.engines.accuracy
+.memory_band``): every published memory figure the project holds, each against the estimate's
+figure of the same kind — these cases (pre-training), the fine-tuning runs of
+benchmarks/finetune_accuracy.py that report peak memory, and the H200 probe's nvidia-smi figure
+(benchmarks/h200_probe.py) — grouped as the step-time band is (engine and regime, engine,
+regime, all) and written to workbench/engines/memory_accuracy.json with the table in
+docs/memory-model.md's "Band" section left to its text.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from workbench.engines.accuracy import BAND_MIN_RUNS, MEMORY, band_groups, regime_of  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 from workbench.units import GiB  # noqa: E402
@@ -127,10 +139,67 @@ def evaluate(case: Case) -> dict:
             "tolerance": case.tolerance, "stage": case.stage, "assumed": case.assumed}
 
 
+def band_rows() -> list[dict]:
+    """Every published memory figure against the estimate's figure of its kind: {id, engine,
+    regime, kind, error} (error = estimate / measured - 1)."""
+    import finetune_accuracy as ft   # benchmarks/ is on sys.path when this file runs
+    import h200_probe
+
+    out = []
+    for c in CASES:
+        s = parse_scenario(c.doc)
+        out.append({"id": c.id, "engine": s.training.engine, "kind": c.kind,
+                    "regime": regime_of(s.training.method, s.model.moe is not None),
+                    "error": evaluate(c)["error"]})
+    for r in (ft.compare(rec) for rec in ft.load("all")):
+        if "memory_error" in r and not r.get("ambiguous"):
+            out.append({"id": r["id"], "engine": r["engine"], "regime": r["regime"],
+                        "kind": r["memory_kind"], "error": round(r["memory_error"], 4)})
+    for rec in h200_probe.rows():
+        got = h200_probe.compare(rec)
+        out.append({"id": f"h200-probe-{got['config'].replace(' ', '-')}",
+                    "engine": "torchtitan", "regime": "dense", "kind": "device",
+                    "error": round(got["nvidia-smi"][2], 4)})
+    return out
+
+
+def bands(rows: list[dict]) -> dict:
+    """Median and 90th-percentile |error| of every group a band may come from
+    (``workbench.engines.accuracy.band_groups``). Kind "in-sample": nothing in the estimator is
+    fitted to these runs."""
+    members: dict = {}
+    for r in rows:
+        for name in band_groups(r["engine"], r["regime"]):
+            members.setdefault(name, []).append(abs(r["error"]))
+    out = {}
+    for name, errs in sorted(members.items()):
+        errs.sort()
+        out[name] = {"median": round(statistics.median(errs), 4),
+                     "p90": round(errs[min(len(errs) - 1, int(0.9 * len(errs)))], 4),
+                     "runs": len(errs), "kind": "in-sample"}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", action="store_true",
+                    help="measure the memory band on every published figure and write "
+                         "workbench/engines/memory_accuracy.json")
     args = ap.parse_args(argv)
+    if args.write:
+        rows = band_rows()
+        found = bands(rows)
+        MEMORY.write_text(json.dumps({
+            "command": "benchmarks/memory_accuracy.py --write", "bands": found,
+            "runs": [{k: r[k] for k in ("id", "engine", "regime", "kind", "error")}
+                     for r in rows]}, indent=1) + "\n")
+        for name, b in found.items():
+            if b["runs"] >= BAND_MIN_RUNS:
+                print(f"{name:24} {b['runs']:4} runs: half within {b['median']:.1%}, nine in "
+                      f"ten within {b['p90']:.1%}")
+        print(f"wrote {MEMORY.relative_to(ROOT)} ({len(rows)} runs)")
+        return 0
     rows = [evaluate(c) for c in CASES]
     if args.json:
         print(json.dumps(rows, indent=2))

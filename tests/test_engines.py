@@ -185,19 +185,19 @@ def test_the_estimate_carries_its_engine_error_band():
 
 
 def test_the_band_comes_from_the_narrowest_group_of_twenty_runs(monkeypatch):
-    from workbench.estimate.time import engine_terms as et
+    from workbench.engines import accuracy as et
 
     def b(runs, median):
         return {"runs": runs, "median": median, "p90": 2 * median, "kind": "in-sample"}
     bands = {"megatron/moe": b(19, 0.3), "megatron": b(40, 0.2), "moe": b(60, 0.25),
              "torchtitan/dense": b(20, 0.1), "fine-tuning": b(25, 0.15), "all": b(400, 0.14)}
-    monkeypatch.setattr(et, "measured_accuracy", lambda: {"bands": bands})
+    monkeypatch.setattr(et, "measured", lambda path: {"bands": bands})
     assert et.error_band("megatron", True) == {"group": "megatron", **bands["megatron"]}
     assert et.error_band("torchtitan", False)["group"] == "torchtitan/dense"
     assert et.error_band("torchtitan", True)["group"] == "moe"
     assert et.error_band("hf", False, "lora")["group"] == "fine-tuning"
     assert et.error_band("deepspeed", False)["group"] == "all"
-    monkeypatch.setattr(et, "measured_accuracy", lambda: {})
+    monkeypatch.setattr(et, "measured", lambda path: {})
     assert et.error_band("megatron", False) is None
 
 

@@ -783,6 +783,9 @@ def test_the_plan_tab_says_what_would_fit_instead():
 
     app = App("brief-8xh200-70b")
     assert not app.state.estimate.memory.fits
+    # built in the notebook's cell, the first search waits for the page to draw
+    assert "wb-fit-searching" in app.fit_instead.widget.value
+    app.memory.widget._on_page_message(None, {"event": "render"}, [])    # the page draws
     app.fit_instead.wait()
     text = app.fit_instead.widget.value
     assert "What would fit instead" in text and "tokens/s" in text

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import ROOT
 from workbench.estimate import estimate
 from workbench.estimate.run.verdict import verdict
-from workbench.plan.next_steps import searched_verdict
+from workbench.plan.next_steps import search_steps, searched_verdict
+from workbench.render.text import verdict_lines
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.units import (GiB, MiB, YEAR, duration_text, memory_text, money_text,
                              percent_text, tokens_text)
@@ -62,7 +63,7 @@ def test_offload_beyond_host_memory_is_no_longer_a_fit(offload_cpu):
 def test_the_brief_with_cpu_offload_fails_on_host_memory_and_names_what_fits(offload_cpu):
     s, est = offload_cpu
     assert not est.verdict.searched          # the estimate alone never runs the planner
-    v = searched_verdict(s, est)
+    v = searched_verdict(s, est, budget_s=None)     # every search, whatever it takes here
     assert not v.ok and v.says.startswith("No: Llama 3.1 70B")
     host = v.part("host memory")
     need, have = est.memory.host_per_node, est.memory.host_capacity_per_node
@@ -94,7 +95,35 @@ def test_the_brief_with_cpu_offload_fails_on_host_memory_and_names_what_fits(off
     assert {"ok", "says", "parts", "next"} <= set(d)
     assert all({"name", "ok", "says"} <= set(p) for p in d["parts"])
     assert all("says" in n for n in d["next"])
+    assert d["unsearched"] == [] and "[quick search" not in json.dumps(d)
     json.dumps(d)
+
+
+def test_a_search_the_budget_cuts_short_is_named_not_shown(offload_cpu):
+    """``workbench estimate`` answers within its budget (issue 55): with no time at all, no
+    planner answer is shown and the verdict names each search left out with its command."""
+    s, est = offload_cpu
+    v = searched_verdict(s, est, budget_s=0.0)
+    assert not v.ok and v.searched
+    assert {n.kind for n in v.next} == {"build"}            # the steps that need no search
+    said = " | ".join(v.unsearched)
+    assert said.startswith("a layout that fits this hardware (`workbench plan`")
+    assert "lora, qlora in place of pretrain" in said and "2 nodes (`workbench plan --set " \
+        "hardware.nodes=2` searches them)" in said
+    assert est.to_dict(v)["verdict"]["unsearched"] == v.unsearched
+    text = "\n".join(verdict_lines(v))
+    assert "not searched in the estimate's time: a layout that fits this hardware" in text
+
+
+def test_a_quick_search_says_its_scope(offload_cpu):
+    """Within a budget a search starts at 1F1B and micro-batch 1 (the least memory: what fits)
+    and says so on every step it found that way."""
+    s, est = offload_cpu
+    found, _ = search_steps(s, est, budget_s=60.0)
+    quick = [n for n in found if "[quick search: 1F1B, micro-batch 1]" in n.says]
+    assert quick and all(n.kind in ("method", "nodes") for n in quick)
+    layout = found[0]            # this hardware's, widened to every layout within the time
+    assert layout.kind == "layout" and "[quick search" not in layout.says
 
 
 def test_a_scenario_that_fits_is_ok_without_a_search(monkeypatch):

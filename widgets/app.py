@@ -171,12 +171,13 @@ class App:
         # the Compare tab reads the page's scenario when it is opened
         self.tabs.observe(lambda c: self.comparer.show() if c["new"] == 2 else None,
                           names="selected_index")
-        # the first "what would fit instead" is searched in the notebook's cell (FitInstead)
-        self.fit_instead.in_cell = True
+        # the first "what would fit instead" waits for the page to draw (FitInstead.deferred)
+        self.fit_instead.deferred = True
         try:
             self.redraw()
         finally:
-            self.fit_instead.in_cell = False
+            self.fit_instead.deferred = False
+        self.memory.widget.on_render(self.fit_instead.start_pending)
 
     def redraw(self) -> None:
         """Every view from the state's last valid estimate (charts keep it while invalid)."""

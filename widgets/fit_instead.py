@@ -76,11 +76,13 @@ class FitInstead:
         self.widget.add_class("wb-fit-instead")
         self._generation = 0
         self._thread: threading.Thread | None = None
-        # While the app is being built (the notebook's cell) the search runs in the cell, not
-        # in a thread: Voila sends the page the widgets' state as the cell left it, and a
-        # thread's update before the page has connected never reaches it (seen: the page kept
-        # "searching" for good).
-        self.in_cell = False
+        # While the app is being built (the notebook's cell) a search waits for the page
+        # (``start_pending``, from the page's first render): Voila sends the page the widgets'
+        # state as the cell left it, and a thread's update before the page has connected never
+        # reaches it (seen: the page kept "searching" for good); searching in the cell instead
+        # made the page wait for it.
+        self.deferred = False
+        self._pending = None
 
     def search(self, est) -> None:
         """For an estimate whose memory does not fit (None: it fits, nothing to show), search
@@ -111,7 +113,7 @@ class FitInstead:
                 fits = compare_methods(scenario, progress=current)
                 if not current():
                     return
-                v = searched_verdict(scenario, est, methods=fits)
+                v = searched_verdict(scenario, est, methods=fits, budget_s=None)
                 steps = [n for n in v.next if n.kind in ("layout", "nodes")]
                 text = (next_steps_html(steps, v.search_s)
                         + fit_instead_html(fits, scenario.hardware.world,
@@ -124,11 +126,20 @@ class FitInstead:
             if current():
                 self.widget.value = text
 
-        if self.in_cell:
-            work(delay=0.0)
+        if self.deferred:
+            self._pending = lambda: work(delay=0.0)
             return
+        self._pending = None
         self._thread = threading.Thread(target=work, daemon=True, name="fit-instead")
         self._thread.start()
+
+    def start_pending(self) -> None:
+        """Start the search that waited for the page (the page has drawn: its updates reach
+        it now); nothing when none waits."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._thread = threading.Thread(target=pending, daemon=True, name="fit-instead")
+            self._thread.start()
 
     def wait(self, timeout: float = 60.0) -> None:
         """Wait for the search in flight (tests, notebooks)."""

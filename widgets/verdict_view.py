@@ -17,6 +17,9 @@ def verdict_html(v, memory_line: str) -> str:
         f"font-weight:bold'>{MARK[p.status][0]}</span> <b>{html.escape(p.name)}</b>: "
         f"{html.escape(p.says)}</li>" for p in v.parts)
     steps = next_steps_html([n for n in v.next])
+    if v.unsearched:
+        steps += ("<div class='wb-unsearched' style='color:#57606a'>Not searched in the "
+                  "estimate's time: " + html.escape("; ".join(v.unsearched)) + "</div>")
     return (f"<div class='wb-app-verdict' style='color:{color}'>"
             f"<div class='wb-verdict-says' style='font-size:15px;font-weight:bold'>"
             f"{html.escape(v.says)}</div>"

@@ -40,8 +40,9 @@ Floors, lowest first; a room imports only the rooms below it (tests/test_house.p
     ``fp8_casts``           HBM bytes of an FP8 recipe's casts (test_fp8_casts.py,
                             test_nvfp4.py)
     ``eager_ops``           operations the eager trial model dispatches (test_calibrate.py)
-    ``engine_terms``        what an engine and its switches change; the error band
-                            (test_engines.py, test_kernel_model.py)
+    ``engine_terms``        what an engine and its switches change (test_engines.py,
+                            test_kernel_model.py); the error bands every estimate carries
+                            are ``workbench.engines.accuracy``
     ``block_shapes``,       the per-microbatch cost of a dense layer, an MoE layer, the head
     ``block_costs``         and the embedding over a grid of shapes (test_block_arrays.py,
                             test_overlap.py)

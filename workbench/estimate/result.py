@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from workbench.estimate.run.build_checks import Check
-from workbench.estimate.time.engine_terms import error_band
+from workbench.engines.accuracy import error_band
 from workbench.estimate.memory.records import MEMORY_KINDS, MemoryEstimate
 from workbench.estimate.memory.model_states import bytes_per_param
 from workbench.estimate.model.params import active_params, total_params

@@ -1,29 +1,62 @@
 """The verdict's next steps that need the planner (``workbench.estimate.run.verdict`` holds the
-parts and the steps that need no search): the fastest layout that fits this hardware, the same
-on 2x and 4x the nodes (stopping at the first that fits without offload), and the adapter
-methods that fit in place of pre-training or full fine-tuning, and QLoRA in place of LoRA
-(``compare_methods``). They run only when a memory part fails; for the brief's 70B on its
-8-GPU box they take about a second."""
+parts and the steps that need no search): the fastest layout that fits this hardware, the
+adapter methods that fit in place of pre-training or full fine-tuning and QLoRA in place of LoRA
+(``compare_methods``), and the same layout on 2x and 4x the nodes (stopping at the first that
+fits without offload). They run only when a memory part fails.
+
+They answer within ``SEARCH_BUDGET_S``, whatever the scenario: each search starts in the
+narrowest scope (``SCOPES[0]``: 1F1B at micro-batch 1, the least memory a layout can take, which
+is what "does anything fit?" asks) and this hardware's is widened to every micro-batch and
+every schedule while time is left; a search the budget cuts short is not shown, and the verdict
+says what was not searched (``Verdict.unsearched``) and which command searches it. ``workbench
+plan`` and the page's "what would fit instead" (in a thread) search without a budget.
+"""
 from __future__ import annotations
 
 import time
 
 from workbench.errors import ScenarioError
 from workbench.estimate.run.verdict import (INSTEAD, NODE_FACTORS, OFFLOAD_WORDS, NextStep, Verdict,
-                                        memory_fails, verdict)
+                                            memory_fails, verdict)
 from workbench.scenario.types import Scenario
 from workbench.units import duration_text, memory_text, money_text, tokens_text
 
+# The searches' share of ``workbench estimate``'s answer: issue 55 asks for the whole command
+# in under a second on any scenario, and starting the interpreter, reading the scenario and
+# estimating it take about 0.4 s here (``/usr/bin/time .venv/bin/workbench estimate
+# examples/llama3-8b-8xh100.yaml``, 2026-12-07, a scenario that fits and searches nothing).
+SEARCH_BUDGET_S = 0.5
+# The scopes a search widens through (planner constraints), with how a step names them.
+SCOPES = (({"pp_schedule": "1f1b", "micro_batch": 1}, "1F1B, micro-batch 1"),
+          ({"pp_schedule": "1f1b"}, "1F1B"),
+          ({}, ""))
 
-def searched_verdict(s: Scenario, est, methods: list | None = None) -> Verdict:
+
+class Budget:
+    """A planner progress callback that stops a search once ``seconds`` have passed since the
+    budget was made (the planner raises ``Cancelled``); None: no limit."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.end = float("inf") if seconds is None else time.perf_counter() + seconds
+
+    def left(self) -> bool:
+        return time.perf_counter() < self.end
+
+    def __call__(self, fraction: float, what: str) -> bool:
+        return self.left()
+
+
+def searched_verdict(s: Scenario, est, methods: list | None = None,
+                     budget_s: float | None = SEARCH_BUDGET_S) -> Verdict:
     """The verdict with the planner's steps when a memory part fails (``methods``: a
-    ``compare_methods`` answer the caller has already, so it is not searched again)."""
+    ``compare_methods`` answer the caller has already, so it is not searched again;
+    ``budget_s``: the searches' time, None without a limit)."""
     v = est.verdict if est.scenario is s else verdict(s, est)
     if v.ok or not memory_fails(v):
         return v
     t0 = time.perf_counter()
-    found = search_steps(s, est, methods)
-    return verdict(s, est, found, time.perf_counter() - t0)
+    found, unsearched = search_steps(s, est, methods, budget_s)
+    return verdict(s, est, found, time.perf_counter() - t0, unsearched)
 
 
 _SEARCHED_TRAINING = ("micro_batch", "recompute", "offload", "optimizer", "engine", "compile",
@@ -69,62 +102,120 @@ def _gives(est) -> str:
     return text
 
 
-def search_steps(s: Scenario, est, methods: list | None = None) -> list[NextStep]:
-    """The planner's answers: the fastest layout that fits this hardware, the same on more
-    nodes, and the methods that fit in place of the scenario's (``INSTEAD``; taken from
-    ``methods``, a ``compare_methods`` answer, when given)."""
+def _planned(s: Scenario, budget: Budget, scope: dict):
+    """The planner's result for ``s`` within ``scope`` (fixed fields), None when the budget
+    ran out first; raises ScenarioError when no layout fits."""
+    from workbench.plan import Constraints, plan
+    from workbench.plan.search import Cancelled
+
+    try:
+        return plan(s, Constraints(fixed=scope), budget)
+    except Cancelled:
+        return None
+
+
+def _in_scope(words: str) -> str:
+    """A step's scope in words, when its search was narrowed to fit the time."""
+    return f" [quick search: {words}]" if words else ""
+
+
+def search_steps(s: Scenario, est, methods: list | None = None,
+                 budget_s: float | None = SEARCH_BUDGET_S) -> tuple[list[NextStep], list[str]]:
+    """The planner's answers within ``budget_s`` seconds (see the module docstring): the
+    fastest layout that fits this hardware, the methods that fit in place of the scenario's
+    (``INSTEAD``; taken from ``methods``, a ``compare_methods`` answer, when given) and the same
+    on more nodes; and what the budget left unsearched, each with the command that searches
+    it."""
     from workbench.estimate import estimate
-    from workbench.plan import plan
+    from workbench.plan import Constraints
     from workbench.plan.methods import compare_methods
+    from workbench.plan.search import Cancelled
     from workbench.plan.summary import describe_layout
     from workbench.scenario import parse_scenario
 
+    budget = Budget(budget_s)
     hw = s.hardware
-    out: list[NextStep] = []
-    here = float("inf")
-    try:
-        found = plan(s)
-    except ScenarioError as exc:
-        out.append(NextStep(f"No layout fits {hw.world} x {hw.gpu.name}: {exc.one_line()}",
-                            "layout"))
-    else:
+    unsearched: list[str] = []
+    # without a limit every search takes the widest scope at once
+    first = 0 if budget_s is not None else len(SCOPES) - 1
+    narrow, narrow_words = SCOPES[first]
+
+    def here_step(i: int, within: Budget = budget) -> tuple[NextStep | None, float, bool]:
+        """This hardware's step in scope ``i``: (the step or None, its step time, whether the
+        search finished within ``within``)."""
+        scope, words = SCOPES[i]
+        try:
+            found = _planned(s, within, scope)
+        except ScenarioError as exc:
+            return (NextStep(f"No layout{_in_scope(words)} fits {hw.world} x {hw.gpu.name}: "
+                             f"{exc.one_line()}", "layout"), float("inf"), True)
+        if found is None:
+            return None, float("inf"), False
         best = estimate(found.scenario_of(1))
-        here = best.time.step
         only = ("" if best.scenario.training.offload == "none" else
                 f" (it needs {OFFLOAD_WORDS[best.scenario.training.offload]})")
-        out.append(NextStep(
-            f"Take the planner's fastest layout that fits this hardware{only}: "
-            f"{describe_layout(found.row(1))}: {_gives(best)}.", "layout", _flat_set(best.scenario, s),
-            _figures(best)))
+        return (NextStep(f"Take the planner's fastest layout that fits this hardware"
+                         f"{_in_scope(words)}{only}: {describe_layout(found.row(1))}: "
+                         f"{_gives(best)}.", "layout", _flat_set(best.scenario, s),
+                         _figures(best)), best.time.step, True)
+
+    here_first, here, finished = here_step(first)
+    # this hardware's search widened while half the budget lasts (every micro-batch, then every
+    # schedule; a wider scope holds the narrower one: its answer replaces it), the rest for the
+    # methods and more nodes
+    widen = Budget(None if budget_s is None else budget_s / 2)
+    widen.end = min(widen.end, budget.end)
+    for i in range(first + 1, len(SCOPES)):
+        if not finished or not widen.left():
+            break
+        wider, step, done = here_step(i, widen)
+        if not done:
+            break
+        here_first, here = wider, step
+    if not finished:
+        unsearched.append("a layout that fits this hardware (`workbench plan` searches every "
+                          "layout, without a time limit)")
+    out: list[NextStep] = []
+    method = s.training.method
+    if method in INSTEAD:
+        tried = INSTEAD[method][0]
+        try:
+            fits = (compare_methods(s, tried, Constraints(fixed=narrow), budget)
+                    if methods is None else [f for f in methods if f.method in tried])
+        except Cancelled:
+            fits = None
+            unsearched.append(f"{', '.join(tried)} in place of {method} (`workbench plan "
+                              f"--set training.method=...` searches them)")
+        for f in fits or ():
+            if not f.fits:
+                continue
+            e = estimate(f.scenario)
+            out.append(NextStep(
+                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}"
+                f"{_in_scope(narrow_words if methods is None else '')}: {_gives(e)}"
+                + (f" ({f.note})" if f.note else "") + ".",
+                "method", _flat_set(e.scenario, s), _figures(e)))
+    nodes_out: list[NextStep] = []
     for factor in NODE_FACTORS:
         nodes = hw.nodes * factor
         doc = s.to_dict()
         doc["hardware"]["nodes"] = nodes
         doc.pop("parallel", None)
         try:
-            other = plan(parse_scenario(doc, layout_required=False))
+            other = _planned(parse_scenario(doc, layout_required=False), budget, narrow)
         except ScenarioError:
             continue
+        if other is None:
+            unsearched.append(f"{nodes} nodes (`workbench plan --set hardware.nodes={nodes}` "
+                              "searches them)")
+            break
         if other.row(1)["step"] >= here:      # no better than this hardware's best
             continue
         e = estimate(other.scenario_of(1))
-        out.append(NextStep(
-            f"On {nodes} nodes ({e.scenario.hardware.world} GPUs): "
+        nodes_out.append(NextStep(
+            f"On {nodes} nodes ({e.scenario.hardware.world} GPUs){_in_scope(narrow_words)}: "
             f"{describe_layout(other.row(1))}: {_gives(e)}.", "nodes",
             {"hardware.nodes": nodes, **_flat_set(e.scenario, s)}, _figures(e)))
         if e.scenario.training.offload == "none":
             break
-    method = s.training.method
-    if method in INSTEAD:
-        tried = INSTEAD[method][0]
-        fits = (compare_methods(s, tried) if methods is None
-                else [f for f in methods if f.method in tried])
-        for f in fits:
-            if not f.fits:
-                continue
-            e = estimate(f.scenario)
-            out.append(NextStep(
-                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}: {_gives(e)}"
-                + (f" ({f.note})" if f.note else "") + ".",
-                "method", _flat_set(e.scenario, s), _figures(e)))
-    return out
+    return ([here_first] if here_first is not None else []) + out + nodes_out, unsearched

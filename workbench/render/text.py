@@ -20,6 +20,11 @@ def verdict_lines(v) -> list[str]:
         lines.append("next steps" + (f" (searched in {duration_text(v.search_s)})"
                                      if v.searched else "") + ":")
         lines += [f"  - {n.says}" for n in v.next]
+    if v.unsearched:
+        lines.append("not searched in the estimate's time: " + "; ".join(v.unsearched))
+    if any("[quick search:" in n.says for n in v.next):
+        lines.append("a quick search is narrowed to answer in time; `workbench plan` searches "
+                     "every layout")
     return lines
 
 

@@ -90,6 +90,9 @@ class Verdict:
     next: list[NextStep]
     searched: bool = False      # whether the next steps ran the planner
     search_s: float = 0.0       # seconds those searches took
+    # what the searches' time budget left unsearched, each with the command that searches it
+    # (workbench.plan.next_steps)
+    unsearched: list[str] = field(default_factory=list)
 
     def part(self, name: str) -> Part | None:
         return next((p for p in self.parts if p.name == name), None)
@@ -97,14 +100,15 @@ class Verdict:
     def as_dict(self) -> dict:
         return {"ok": self.ok, "says": self.says, "parts": [p.as_dict() for p in self.parts],
                 "next": [n.as_dict() for n in self.next], "searched": self.searched,
-                "search_s": self.search_s}
+                "search_s": self.search_s, "unsearched": list(self.unsearched)}
 
 
-def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0) -> Verdict:
+def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0,
+            unsearched: list[str] | None = None) -> Verdict:
     """The verdict on ``est`` (the ``Estimate`` of ``s``), with the steps that need no search.
     ``found``: the planner's steps when a memory part fails (``workbench.plan.next_steps``,
     which runs the searches: the planner is above the estimate, so this module never calls
-    it), ``search_s`` the seconds they took."""
+    it), ``search_s`` the seconds they took, ``unsearched`` what their time budget left."""
     parts = [_gpu_part(s, est), _host_part(s, est)]
     nvme = _nvme_part(est)
     if nvme is not None:
@@ -119,7 +123,8 @@ def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0) 
         steps += list(found or ())
         steps += build_steps(s, est)
     return Verdict(ok=ok, says=_sentence(s, est, parts, ok), parts=parts, next=steps,
-                   searched=found is not None, search_s=search_s)
+                   searched=found is not None, search_s=search_s,
+                   unsearched=list(unsearched or ()) if not ok else [])
 
 
 def memory_fails(v: Verdict) -> bool:
@@ -333,4 +338,4 @@ def build_steps(s: Scenario, est) -> list[NextStep]:
     return out
 
 
-__all__ = ["NextStep", "Part", "Verdict", "build_steps", "search_steps", "verdict"]
+__all__ = ["NextStep", "Part", "Verdict", "build_steps", "verdict"]

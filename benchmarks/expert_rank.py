@@ -55,7 +55,7 @@ def one(rec: dict) -> dict:
     except ScenarioError as exc:
         return {**row, "nothing": exc.one_line()}
     st = r.start
-    cap = r.limit / r.constraints.max_memory_fraction
+    cap = r.capacity
     best_step = float(r.ranked["step"][0])
     row.update(rank=st["rank"], fits=st["fits"], rows=len(r),
                advantage=st["step"] / best_step - 1,

@@ -10,6 +10,17 @@ FSDP2, ZeRO-0 for AMP (fp32 weights and grads and Adam: the same 16 B per parame
 nvidia-smi figures are compared. Nothing here is fitted: the kernel model's constants come from
 the kernel table, not from these rows.
 
+The measured memory of five rows carries models of the configurations run before them in the
+same process (``LEFTOVER``): train_probe.py frees each model with ``del model ...;
+torch.cuda.empty_cache()`` and no ``gc.collect()``, and FSDP2's modules sit in reference cycles
+(torch/distributed/fsdp/_fully_shard: "permit ref cycle because 1:1 lifetime"), so a freed
+model's sharded fp32 parameters (4 B per parameter) stay allocated until Python's collector
+runs, and ``reset_peak_memory_stats()`` starts the next row's peak on top of them. Each row's
+excess over its own step is a whole number of earlier models to within 0.07 GiB (1B: 4.60 GiB,
+3B: 11.97 GiB; the first and the last row carry none), so those bytes are taken off the
+measured allocated, reserved and nvidia-smi figures before the comparison. To measure them
+clean on a GPU: ``gc.collect()`` before ``torch.cuda.empty_cache()`` in train_probe.py.
+
     .venv/bin/python benchmarks/h200_probe.py [--engine torchtitan|hf]
 
 ``--engine hf`` estimates the FSDP2 rows as the Hugging Face stack's record with backend fsdp2
@@ -28,9 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbench.engines import engine_of  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
-from workbench.estimate.memory.buffers import reserved_bytes  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
 
 PROBE = ROOT / "benchmarks" / "data" / "h200-reference" / "training_probe.jsonl"
@@ -44,6 +53,24 @@ SHAPES = {
     "llama3-8b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336,
                       vocab=128256, tied_embeddings=False),
 }
+
+
+# The earlier configurations' models still allocated when a row was measured (see the module
+# docstring), by row (shape, recipe, seq, micro-batch, recompute): 4 B per parameter of each.
+LEFTOVER = {
+    ("llama3.2-1b", "fsdp2", 4096, 4, "none"): ("llama3.2-1b",),
+    ("llama3.2-1b", "fsdp2", 4096, 4, "full"): ("llama3.2-1b", "llama3.2-1b"),
+    ("llama3.2-1b", "amp", 4096, 2, "none"): ("llama3.2-1b",),
+    ("llama3.2-3b", "fsdp2", 4096, 2, "none"): ("llama3.2-1b",),
+    ("llama3.2-3b", "fsdp2", 8192, 1, "full"): ("llama3.2-1b", "llama3.2-3b"),
+}
+PARAMS = {"llama3.2-1b": 1235814400, "llama3.2-3b": 3212749824}   # the probe's own counts
+
+
+def leftover_bytes(row: dict) -> float:
+    """The earlier models' fp32 parameters allocated when ``row`` was measured."""
+    key = (row["shape"], row["recipe"], row["seq"], row["micro_batch"], row["recompute"])
+    return 4.0 * sum(PARAMS[m] for m in LEFTOVER.get(key, ()))
 
 
 def scenario(row: dict, engine: str = "torchtitan") -> dict:
@@ -67,17 +94,13 @@ def compare(row: dict, engine: str = "torchtitan") -> dict:
     s = parse_scenario(scenario(row, engine))
     est = estimate(s)
     mem = est.memory.per_gpu
-    # The probe ran PyTorch's default allocator (no expandable segments, which torchtitan's
-    # launcher turns on): reserved as that allocator keeps it, and nvidia-smi on top of it.
-    reserved = reserved_bytes(engine_of(s.training), mem.total,
-                              gathers=row["recipe"] == "fsdp2", expandable=False)
-    device = mem.device - mem.reserved + reserved
+    gone = leftover_bytes(row) / GIB
     out = {"config": f"{row['shape']} {row['recipe']} seq {row['seq']} mb {row['micro_batch']} "
-                     f"recompute {row['recompute']}"}
+                     f"recompute {row['recompute']}", "leftover_gib": gone}
     for key, ours, theirs in (("step", est.time.step, row["step_s_median"]),
-                              ("allocated", mem.total / GIB, row["allocated_gib"]),
-                              ("reserved", reserved / GIB, row["reserved_gib"]),
-                              ("nvidia-smi", device / GIB, row["smi_used_gib"])):
+                              ("allocated", mem.total / GIB, row["allocated_gib"] - gone),
+                              ("reserved", mem.reserved / GIB, row["reserved_gib"] - gone),
+                              ("nvidia-smi", mem.device / GIB, row["smi_used_gib"] - gone)):
         out[key] = (theirs, ours, ours / theirs - 1)
     return out
 

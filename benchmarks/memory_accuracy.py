@@ -15,8 +15,9 @@ engine that ran it (training.engine), so its conventions apply.
 ``--write`` measures the band every estimate's fit verdict reads (``workbench.engines.accuracy
 .memory_band``): every published memory figure the project holds, each against the estimate's
 figure of the same kind — these cases (pre-training), the fine-tuning runs of
-benchmarks/finetune_accuracy.py that report peak memory, and the H200 probe's nvidia-smi figure
-(benchmarks/h200_probe.py) — grouped as the step-time band is (engine and regime, engine,
+benchmarks/finetune_accuracy.py that report peak memory, the H200 probe's nvidia-smi figure
+(benchmarks/h200_probe.py) and the nvidia-smi figure of the team's H200 slice trials
+(benchmarks/h200_slices.py) — grouped as the step-time band is (engine and regime, engine,
 regime, all) and written to workbench/engines/memory_accuracy.json with the table in
 docs/memory-model.md's "Band" section left to its text.
 """
@@ -144,6 +145,9 @@ def band_rows() -> list[dict]:
     regime, kind, error} (error = estimate / measured - 1)."""
     import finetune_accuracy as ft   # benchmarks/ is on sys.path when this file runs
     import h200_probe
+    import h200_slices
+
+    from workbench.estimate.single import estimate_memory
 
     out = []
     for c in CASES:
@@ -160,22 +164,42 @@ def band_rows() -> list[dict]:
         out.append({"id": f"h200-probe-{got['config'].replace(' ', '-')}",
                     "engine": "torchtitan", "regime": "dense", "kind": "device",
                     "error": round(got["nvidia-smi"][2], 4)})
+    for name, example in h200_slices.SLICES:
+        res = json.loads((h200_slices.DATA / name).read_text())
+        run = h200_slices.slice_of(example, res["model"]["layers"])
+        measured = res["ranks"][0]["measured"]["device"]
+        out.append({"id": f"h200-slice-{name.removesuffix('.json')}", "engine": "torchtitan",
+                    "regime": regime_of(run.training.method, run.model.moe is not None),
+                    "kind": "device",
+                    "error": round(estimate_memory(run).per_gpu.device / measured - 1, 4)})
     return out
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    """The sorted values' element int(q n) (benchmarks/accuracy.py ``summary``'s p90)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
 def bands(rows: list[dict]) -> dict:
-    """Median and 90th-percentile |error| of every group a band may come from
-    (``workbench.engines.accuracy.band_groups``). Kind "in-sample": nothing in the estimator is
-    fitted to these runs."""
+    """Per group a band may come from (``workbench.engines.accuracy.band_groups``): the median
+    and 90th-percentile |error| (how the band is said), and the signed error's 10th, 50th and
+    90th percentiles (``q10``, ``q50``, ``q90``; error = estimate / measured - 1), which the
+    fit verdict reads: nine in ten runs like it measured at most estimate / (1 + q10) and at
+    least estimate / (1 + q90). Kind "in-sample": nothing in the estimator is fitted to these
+    runs."""
     members: dict = {}
     for r in rows:
         for name in band_groups(r["engine"], r["regime"]):
-            members.setdefault(name, []).append(abs(r["error"]))
+            members.setdefault(name, []).append(r["error"])
     out = {}
     for name, errs in sorted(members.items()):
-        errs.sort()
-        out[name] = {"median": round(statistics.median(errs), 4),
-                     "p90": round(errs[min(len(errs) - 1, int(0.9 * len(errs)))], 4),
+        size = [abs(e) for e in errs]
+        out[name] = {"median": round(statistics.median(size), 4),
+                     "p90": round(_quantile(size, 0.9), 4),
+                     "q10": round(_quantile(errs, 0.1), 4),
+                     "q50": round(_quantile(errs, 0.5), 4),
+                     "q90": round(_quantile(errs, 0.9), 4),
                      "runs": len(errs), "kind": "in-sample"}
     return out
 
@@ -197,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, b in found.items():
             if b["runs"] >= BAND_MIN_RUNS:
                 print(f"{name:24} {b['runs']:4} runs: half within {b['median']:.1%}, nine in "
-                      f"ten within {b['p90']:.1%}")
+                      f"ten within {b['p90']:.1%}; signed 10/50/90 %: {b['q10']:+.1%} "
+                      f"{b['q50']:+.1%} {b['q90']:+.1%}")
         print(f"wrote {MEMORY.relative_to(ROOT)} ({len(rows)} runs)")
         return 0
     rows = [evaluate(c) for c in CASES]

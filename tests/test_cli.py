@@ -12,7 +12,7 @@ from tests.conftest import EXAMPLES, ROOT
 
 VERDICT_KEYS = ("ok", "says", "parts", "next")
 MEMORY_KEYS = {"params", "grads", "optimizer", "activations", "buffers", "total", "reserved",
-               "device", "params_frozen", "paged"}
+               "device", "params_frozen", "paged", "device_least"}
 
 
 def run(*args):

@@ -89,8 +89,10 @@ def test_fsdp2_zero3_peak_excludes_the_gradients_at_the_loss():
     assert two.phases["loss"] == pytest.approx(
         two.params + two.grads + two.optimizer + two.activations + two.buffers
         - unsharded_grads, rel=1e-12)
-    # the reserved figure derives from the peak, not from the sum
-    assert g.reserved == pytest.approx(g.total * 1.014, rel=1e-12)
+    # reserved: the peak beside the gradients cached on the reduce-scatter stream (freed by
+    # zero_grad, not alive at the loss); with them alive (two microbatches) nothing is cached
+    assert g.reserved == pytest.approx(g.phases["loss"] + g.grads, rel=1e-12)
+    assert two.reserved == two.total
 
 
 def test_vocab_parallel_loss_holds_4_bytes_saved_and_its_bf16_cast():

@@ -48,11 +48,11 @@ def test_the_search_equals_estimating_every_layout_one_by_one():
             est = estimate(parse_scenario(doc))
         except ScenarioError:
             continue
-        # fits as the search judges it: within the default headroom (0.9 of the GPU)
+        # fits as the search judges it: within the default headroom (the memory band's share)
         if (est.memory.per_gpu.device <= result.limit and est.memory.host_fits
                 and est.memory.nvme_fits):
             brute[(4 // (tp * pp * cp), tp, pp, cp, zero, mb)] = est.time.step
-    assert result.limit == pytest.approx(0.9 * est.memory.capacity, rel=1e-12)
+    assert result.limit == pytest.approx(result.fraction * est.memory.capacity, rel=1e-12)
     table = result.table
     found = {(r.dp, r.tp, r.pp, r.cp, r.zero, r.micro_batch): r.step for r in table.itertuples()}
     assert set(found) == set(brute) and len(brute) > 10

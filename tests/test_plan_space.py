@@ -12,8 +12,9 @@ import pytest
 
 from tests.conftest import ROOT
 from workbench.engines import engine_of
-from workbench.estimate.run.verdict import GPU_WARN_FRACTION
-from workbench.headroom import DEFAULT_MEMORY_FRACTION
+from workbench.engines.accuracy import memory_band
+from workbench.estimate.memory.fit import surely_fits
+from workbench.headroom import DEFAULT_MEMORY_FRACTION, band_fraction
 from workbench.plan import Constraints, plan
 from workbench.plan.space import ROW_FIELDS, candidate_rows, divisors, expert_tp_values
 from workbench.plan.summary import limit_sentence
@@ -102,22 +103,32 @@ def test_expert_tp_passes_list_each_layout_once_and_reach_folded_ep():
     assert len(keys) == len(set(keys))
 
 
-def test_default_headroom_is_the_verdicts_and_shown():
-    assert GPU_WARN_FRACTION is DEFAULT_MEMORY_FRACTION == 0.9     # one number
-    assert Constraints().max_memory_fraction == 0.9
-    assert Constraints.parse([]).max_memory_fraction == 0.9
+def test_default_headroom_comes_from_the_memory_band_and_is_shown():
+    """The planner ranks a layout where half the published runs like it needed no more than
+    the GPU holds (the band's median), says so, and marks each ranked layout "yes" (fits in nine
+    of ten runs like it) or "tight"; a chosen fraction replaces the band's."""
+    assert Constraints().max_memory_fraction is None
+    assert Constraints.parse([]).max_memory_fraction is None
     s = load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml")
+    band = memory_band(s.training.engine, False, s.training.method)
+    assert band is not None and band_fraction(band) == min(1.0, 1 + band["q50"])
+    assert band_fraction(None) == DEFAULT_MEMORY_FRACTION
     r = plan(s)
-    cap = r.limit / 0.9
-    assert r.limit == pytest.approx(0.9 * cap)
+    assert r.fraction == band_fraction(band) and r.limit == pytest.approx(r.fraction * r.capacity)
     assert (r.ranked["device_per_gpu"] <= r.limit).all()
-    assert limit_sentence(r).startswith("Memory limit: 90 % of each GPU's ")
-    assert "the default" in limit_sentence(r)
+    sure = surely_fits(r.ranked["device_per_gpu"], r.capacity, band)
+    assert list(r.ranked["fit"]) == ["yes" if x else "tight" for x in sure]
+    assert "tight" in set(r.ranked["fit"]) and "yes" in set(r.ranked["fit"])
+    says = limit_sentence(r)
+    assert says.startswith(f"Memory limit: {r.fraction:.1%}".replace(".0%", " %").replace("%", " %")
+                           .replace("  %", " %")) or says.startswith("Memory limit: ")
+    assert "the memory band's median" in says and "of the ranked layouts are tight" in says
     d = r.to_dict(top=1)
-    assert d["memory_limit"]["fraction"] == 0.9 and d["memory_limit"]["per_gpu"] == r.limit
+    assert d["memory_limit"]["fraction"] == r.fraction and d["memory_limit"]["from"] == "band"
+    assert d["layouts"][0]["fit"] in ("pass", "tight")
     chosen = plan(s, Constraints(max_memory_fraction=0.75))
-    assert "Memory limit: 75 %" in limit_sentence(chosen) and "chosen" in limit_sentence(chosen)
-    assert chosen.counts["fit"] < r.counts["fit"]
+    assert "(chosen with --max-memory-fraction)" in limit_sentence(chosen)
+    assert chosen.counts["fit"] < r.counts["fit"] and chosen.fraction == 0.75
 
 
 def test_divisors_are_every_divisor_found_up_to_the_square_root():

@@ -47,11 +47,17 @@ class PlannerPanel:
         }
         for d in self.fix.values():   # two columns of fields: "any" and "interleaved" whole
             d.layout = w.Layout(width="300px")
-        self.memory = w.FloatSlider(value=DEFAULT_MEMORY_FRACTION, min=0.5, max=1.0, step=0.05,
+        # the share of the GPU a layout may use: the memory band's by default (the slider shows
+        # the share the last search used), the slider's once the box is cleared
+        self.memory_from_band = w.Checkbox(value=True, description="Memory share from the band",
+                                           style=STYLE, layout=w.Layout(width="300px"),
+                                           tooltip=MEMORY_FRACTION_WHY)
+        self.memory = w.FloatSlider(value=DEFAULT_MEMORY_FRACTION, min=0.5, max=1.0, step=0.01,
                                     description="Max memory share", style=STYLE,
                                     layout=w.Layout(width="300px"), continuous_update=False,
-                                    tooltip=f"default {DEFAULT_MEMORY_FRACTION:g}: "
-                                    + MEMORY_FRACTION_WHY)
+                                    disabled=True, tooltip=MEMORY_FRACTION_WHY)
+        self.memory_from_band.observe(
+            lambda c: setattr(self.memory, "disabled", bool(c["new"])), names="value")
         self.search_button, self.cancel_button, self.progress = run_controls(
             "Search layouts", "search", "Search")
         self.status = w.HTML()
@@ -74,7 +80,8 @@ class PlannerPanel:
         self.box = w.VBox([
             w.HTML("<b>Planner</b>: every layout of this hardware and model, fastest first"),
             w.HBox([w.VBox(list(self.fix.values())[:5]), w.VBox(list(self.fix.values())[5:]
-                                                                 + [self.memory])]),
+                                                                 + [self.memory_from_band,
+                                                                    self.memory])]),
             w.HBox([self.search_button, self.cancel_button]), self.progress, self.status,
             self.table, self.why, self.chart.widget, w.HBox([self.pick, self.load_button]),
             w.HBox([self.target, self.export_button]), self.download, self.export_text])
@@ -128,7 +135,8 @@ class PlannerPanel:
             return
         fixed = {k: chosen(d) for k, d in self.fix.items() if chosen(d) is not None}
         try:
-            c = Constraints(fixed=fixed, max_memory_fraction=self.memory.value)
+            c = Constraints(fixed=fixed, max_memory_fraction=None if self.memory_from_band.value
+                            else self.memory.value)
         except ScenarioError as exc:
             self._refuse("; ".join(str(p) for p in exc.problems))
             return
@@ -173,6 +181,8 @@ class PlannerPanel:
 
         r = self.result
         n = r.counts
+        if self.memory_from_band.value:        # the share this search used
+            self.memory.value = round(r.fraction, 2)
         self.status.value = self._searched = (
                              html.escape(f"{r.scenario.model.name} on "
                                          f"{r.scenario.hardware.world} x "
@@ -187,7 +197,7 @@ class PlannerPanel:
         head = ("rank", "dp", "tp", "pp", "cp", "ep", *(("expert TP",) if moe else ()), "zero",
                 "sp", "schedule", "v", "mb",
                 "recompute", "offload", *(("switches",) if switched else ()), "step s",
-                "tokens/s", "MFU", "GiB/GPU allocated", "GiB/GPU nvidia-smi", "Pareto")
+                "tokens/s", "MFU", "GiB/GPU allocated", "GiB/GPU nvidia-smi", "fit", "Pareto")
         rows = []
         for _, x in r.table.head(top).iterrows():
             switches = ", ".join(switch_words(x)) or "-"
@@ -199,7 +209,7 @@ class PlannerPanel:
                     x["virtual_stages"], x["micro_batch"], x["recompute"], x["offload"],
                     *((switches,) if switched else ()),
                     f"{x['step']:.3f}", f"{x['tokens_per_s']:,.0f}", f"{x['mfu']:.1%}",
-                    f"{x['memory_gib']:.1f}", f"{x['device_gib']:.1f}",
+                    f"{x['memory_gib']:.1f}", f"{x['device_gib']:.1f}", x["fit"],
                     "yes" if x["pareto_memory"] else "")
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals)
                         + "</tr>")

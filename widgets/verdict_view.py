@@ -1,17 +1,21 @@
 """The verdict at the top of Plan, as the backend gives it (``workbench.estimate.run.verdict``): the
-answer in one sentence, green only when no part fails, each part with its status, and the next
-steps with their figures. This module only words and colours what the backend decided."""
+answer in one sentence, green only when no part fails or is tight (amber: the GPU's memory is
+within the estimate's band), each part with its status, and the next steps with their figures.
+This module only words and colours what the backend decided."""
 from __future__ import annotations
 
 import html
 
 GREEN, RED, AMBER = "#1a7f37", "#cf222e", "#9a6700"
-MARK = {"pass": ("&#10004;", GREEN), "warn": ("!", AMBER), "fail": ("&#10008;", RED)}
+MARK = {"pass": ("&#10004;", GREEN), "warn": ("!", AMBER), "tight": ("~", AMBER),
+        "fail": ("&#10008;", RED)}
 
 
 def verdict_html(v, memory_line: str) -> str:
     """``v``: a ``Verdict``; ``memory_line``: the GPU-memory line the page has always shown."""
-    color = GREEN if v.ok else RED
+    # green only when every part passes or warns; amber when the GPU's memory is tight
+    tight = any(p.status == "tight" for p in v.parts)
+    color = RED if not v.ok else AMBER if tight else GREEN
     parts = "".join(
         f"<li class='wb-part-{p.status}'><span style='color:{MARK[p.status][1]};"
         f"font-weight:bold'>{MARK[p.status][0]}</span> <b>{html.escape(p.name)}</b>: "

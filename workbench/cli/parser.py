@@ -82,9 +82,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                     help="fix a layout field, e.g. --fix tp=8 --fix recompute=none; "
                     "--fix shard_group=8 pins an HSDP group, shard_group=0 none; --fix "
                     "expert_tp=1 pins MoE parallel folding's expert TP")
-    pl.add_argument("--max-memory-fraction", type=float, default=DEFAULT_MEMORY_FRACTION,
-                    help="share of GPU memory (as nvidia-smi counts it) a layout may use (default "
-                    f"{DEFAULT_MEMORY_FRACTION:g}: {MEMORY_FRACTION_WHY})")
+    pl.add_argument("--max-memory-fraction", type=float, default=None,
+                    help="share of GPU memory (as nvidia-smi counts it) a layout may use "
+                    f"(default: {MEMORY_FRACTION_WHY}; without a measured band "
+                    f"{DEFAULT_MEMORY_FRACTION:g})")
     pl.add_argument("--engines", metavar="all|NAME,NAME",
                     help="search these engines instead of the scenario's training.engine: a "
                     "comma-separated list of generic, megatron, torchtitan, deepspeed, fsdp, "

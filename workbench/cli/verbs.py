@@ -67,7 +67,7 @@ def run_plan(args: argparse.Namespace) -> int:
     print(limit_sentence(result))
     cols = ["rank", "dp", "tp", "pp", "cp", "ep", "zero", "sequence_parallel", "pp_schedule",
             "virtual_stages", "micro_batch", "recompute", "offload", "step", "tokens_per_s",
-            "mfu", "memory_gib", "device_gib", "headroom_gib"]
+            "mfu", "memory_gib", "device_gib", "headroom_gib", "fit"]
     t = result.ranked
     if not args.unfold:
         t = fold_virtual_stages(t, args.top)

@@ -191,10 +191,6 @@ ENGINE = Engine(
     unsharded_grad_bytes=0.0,
     # FSDP2 all-gathers / reduce-scatters per fully_shard unit (counted in buffers) -> 0.
     dp_bucket_bytes=0.0,
-    # run_train.sh: PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" (TT run_train.sh); it
-    # logs memory/max_active(GiB) and memory/max_reserved(GiB) (TT
-    # torchtitan/components/metrics.py:447-450).
-    expandable_segments=True,
     flags={
         "recompute": "activation_checkpoint.mode {none,full,selective}; op = mode selective + "
                      "activation_checkpoint.selective_ac_option \"op\"; layer = mode selective + "

@@ -273,9 +273,6 @@ class Engine:
     # 16-bit ``.grad`` bytes per parameter the engine keeps beside the gradients of the
     # ZeRO table, per ZeRO stage 0-3 (DeepSpeed's BF16_Optimizer at stage 1).
     lp_grad_bytes_by_zero: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
-    # The engine's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (reserved
-    # memory then follows estimate.memory.buffers.reserved_bytes's one-stream ratio).
-    expandable_segments: bool = False
     # generic only: the estimate's total keeps the 5 % allocator allowance it always had
     # (estimate.memory.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
     allowance_in_total: bool = False

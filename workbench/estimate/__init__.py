@@ -24,8 +24,12 @@ Floors, lowest first; a room imports only the rooms below it (tests/test_house.p
     ``buffers``             transient buffers: gathers, loss, working copies; the allocator's
                             reserved bytes (test_peak_memory.py, test_nvfp4.py)
     ``peak``                the peak as a moment of the step (test_peak_memory.py)
+    ``allocator``           reserved: what the caching allocator keeps on side streams; what a
+                            step needs at the GPU's limit (test_engines.py, test_peak_memory.py)
     ``device``              what nvidia-smi shows above reserved: CUDA context, NCCL
                             communicators (test_device_memory.py)
+    ``fit``                 does it fit: pass, tight or fail with the memory band
+                            (test_verdict.py, test_engines.py)
     ``records``             the per-GPU memory records the report shows (test_golden_estimates.py)
 ``time/``                   seconds of a step (reads model/ and memory/).
     ``kernels``             a kernel's time from its shape: GEMM, attention, memory-bound

@@ -83,6 +83,9 @@ class Estimate:
                 "capacity": m.capacity,
                 "fits": m.fits,
                 "gpu_fits": m.gpu_fits,
+                # pass | tight | fail: the device figure against the capacity with the band
+                "gpu_fit": m.gpu_fit,
+                "band": dict(m.band) if m.band else None,
                 "headroom": m.capacity - m.per_gpu.device,
                 "kinds": dict(MEMORY_KINDS),
                 "host_per_node": m.host_per_node,

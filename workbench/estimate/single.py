@@ -2,13 +2,14 @@
 ``cost_model.compose.evaluate``, read into the records the report, the JSON and the widgets show."""
 from __future__ import annotations
 
-from workbench.estimate.memory import activations as act
+from workbench.engines.accuracy import memory_band
 from workbench.estimate.cost_model.compose import Evaluation, evaluate
-from workbench.scenario.layouts import LayoutGrid
+from workbench.estimate.memory import activations as act
+from workbench.estimate.memory.peak import CATEGORIES, PHASES
 from workbench.estimate.memory.records import GPUMemory, MemoryEstimate, StageMemory, memory_warnings
 from workbench.estimate.model.params import is_moe_layer
-from workbench.estimate.memory.peak import CATEGORIES, PHASES
 from workbench.estimate.time.step_time import DIMS, StageTime, StepTime
+from workbench.scenario.layouts import LayoutGrid
 from workbench.scenario.types import Scenario
 from workbench.units import TB, capacity_bytes, hbm_bytes
 
@@ -31,7 +32,7 @@ def memory_of(s: Scenario, ev: Evaluation) -> MemoryEstimate:
         mem = GPUMemory(*(float(rk[k][i]) for k in ("params", "grads", "optimizer",
                                                      "activations", "buffers", "reserved",
                                                      "device", "params_frozen",
-                                                     "paged")),
+                                                     "paged", "device_least")),
                         phases={k: float(rk[f"phase_{k}"][i]) for k in PHASES},
                         at_peak={c: float(rk[f"at_peak_{c}"][i]) for c in CATEGORIES})
         bufs = {k: float(v[i]) for k, v in ev.buffers.items() if v[i]}
@@ -52,7 +53,8 @@ def memory_of(s: Scenario, ev: Evaluation) -> MemoryEstimate:
         nvme_capacity_per_node=hw.storage.drives * hw.storage.drive.capacity_tb * TB,
         layer_terms=act.layer_terms(s.model, x.__class__(**{**x.__dict__, "recompute": "none"}),
                                     is_moe_layer(s.model, s.model.layers - 1)),
-        warnings=[])
+        warnings=[], band=memory_band(s.training.engine, s.model.moe is not None,
+                                      s.training.method))
     est.warnings.extend(memory_warnings(s, est))
     return est
 

@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 
 from workbench.engines import ENGINE_NAMES, FP8_RECIPES
 from workbench.errors import Problem, ScenarioError
-from workbench.headroom import DEFAULT_MEMORY_FRACTION
 from workbench.scenario.types import OFFLOAD, OPTIMIZERS, RECOMPUTE, SCHEDULES, ZERO_STAGES
 
 # The engines "all" stands for: every record but the idealised ``generic`` stack.
@@ -28,15 +27,15 @@ FIELDS = {
 @dataclass(frozen=True)
 class Constraints:
     """``fixed``: field -> the one value every layout must have (e.g. {"tp": 8});
-    ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1; default
-    ``workbench.headroom.DEFAULT_MEMORY_FRACTION``, 0.9, which says why);
+    ``max_memory_fraction``: the share of GPU memory a layout may use (0 < f <= 1; None, the
+    default: the memory band's, ``workbench.headroom.band_fraction``, which says why);
     ``gpu_counts``: also search these smaller GPU counts for the throughput-vs-GPUs front;
     ``engines``: search these engines instead of the scenario's own (empty: its own);
     ``optimizers``: search these optimizers, each where the engine builds it (empty: the
     scenario's own) — the memory-saving ones a fine-tune may allow."""
 
     fixed: dict = field(default_factory=dict)
-    max_memory_fraction: float = DEFAULT_MEMORY_FRACTION
+    max_memory_fraction: float | None = None
     gpu_counts: tuple[int, ...] = ()
     engines: tuple[str, ...] = ()
     optimizers: tuple[str, ...] = ()
@@ -58,7 +57,8 @@ class Constraints:
                 problems.append(Problem(f"fixed.{key}", value,
                                         f"one of: {', '.join(map(str, allowed))}"))
         f = self.max_memory_fraction
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float))
+                              or not 0 < f <= 1):
             problems.append(Problem("max_memory_fraction", f, "a number in (0, 1]"))
         for e in self.engines:
             if e not in ENGINE_NAMES:
@@ -73,7 +73,7 @@ class Constraints:
             raise ScenarioError(problems)
 
     @classmethod
-    def parse(cls, fixed: list[str] = (), max_memory_fraction: float = DEFAULT_MEMORY_FRACTION,
+    def parse(cls, fixed: list[str] = (), max_memory_fraction: float | None = None,
               engines: str | None = None, optimizers: str | None = None) -> "Constraints":
         """From ``KEY=VALUE`` strings (the CLI's --fix), values read as YAML scalars;
         ``engines``: a comma-separated list, or "all" = every engine but ``generic``

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workbench.errors import Problem, ScenarioError
+from workbench.estimate.memory.fit import surely_fits
 from workbench.plan.constraints import Constraints
 from workbench.plan.space import ROW_FIELDS, candidate_rows
 from workbench.plan.summary import describe_layout, limit_sentence, plan_sentence
@@ -28,6 +29,9 @@ class PlanResult:
     ranked: dict                      # column arrays of the layouts that fit, best first
     counts: dict                      # candidates, valid, fit (layouts), evaluated, rows (ranked)
     limit: float                      # bytes per GPU a layout may use
+    fraction: float = 1.0             # the share of the GPU that is (the band's or the user's)
+    capacity: float = 0.0             # bytes per GPU
+    band: dict | None = None          # the memory band the default share and "tight" read
     smallest: dict | None = None      # least-memory evaluated layout (for infeasibility)
     gpu_fit_host_short: int = 0       # layouts within GPU memory but not host DDR / NVMe
     by_gpu_count: list = field(default_factory=list)
@@ -62,6 +66,9 @@ class PlanResult:
             ok["device_gib"] = ok["device_per_gpu"] / GIB
             ok["headroom_gib"] = (found["limit"] - ok["device_per_gpu"]) / GIB
             ok["pareto_memory"] = _front(ok["memory_per_gpu"], ok["tokens_per_s"])
+            # fits surely, or tight: within the memory band of the GPU (estimate.memory.fit)
+            ok["fit"] = np.where(surely_fits(ok["device_per_gpu"], found["capacity"],
+                                             found["band"]), "yes", "tight").astype(object)
         counts = dict(found["counts"], rows=int(len(ok["rank"])))
         short = int(((cols["device_per_gpu"] <= found["limit"])
                      & ~cols["host_fits"].astype(bool)).sum()) if n else 0
@@ -75,6 +82,7 @@ class PlanResult:
                         else miss[np.argmin(dev)])
                 over = {k: _plain(v[pick]) for k, v in cols.items()}
         return cls(scenario=s, constraints=c, ranked=ok, counts=counts, limit=found["limit"],
+                   fraction=found["fraction"], capacity=found["capacity"], band=found["band"],
                    smallest=smallest, gpu_fit_host_short=short, fastest_over=over)
 
     @property
@@ -124,13 +132,13 @@ class PlanResult:
                            "drives, or GPUs")
         sm = self.smallest
         need = sm["device_per_gpu"] / GIB
-        cap = self.limit / c.max_memory_fraction / GIB
+        cap = self.capacity / GIB
         what = describe_layout(sm)
         if need <= cap:
-            return Problem("max_memory_fraction", c.max_memory_fraction,
+            return Problem("max_memory_fraction", self.fraction,
                            f"the least memory any layout needs is {need:.1f} GiB per GPU "
-                           f"({what}), above {c.max_memory_fraction:.3g} of {cap:.1f} GiB; "
-                           "raise the fraction")
+                           f"({what}), above {self.fraction:.3g} of {cap:.1f} GiB; "
+                           "raise the fraction (--max-memory-fraction)")
         return Problem("hardware", f"{s.hardware.world} x {s.hardware.gpu.name}",
                        f"no layout fits: the least memory any needs is {need:.1f} GiB per GPU "
                        f"({what}) against {cap:.1f} GiB; add GPUs, shorten the sequence or "
@@ -180,7 +188,8 @@ class PlanResult:
                 "memory": {"per_gpu": {"total": float(row["memory_per_gpu"]),
                                        "device": float(row["device_per_gpu"])},
                            "headroom": float(self.limit - row["device_per_gpu"])},
-                "fits": bool(row["fits"]), "pareto_memory": bool(row["pareto_memory"]),
+                "fits": bool(row["fits"]), "fit": "pass" if row["fit"] == "yes" else "tight",
+                "pareto_memory": bool(row["pareto_memory"]),
             })
 
         front = np.flatnonzero(self.ranked["pareto_memory"]) if self.feasible else []
@@ -188,10 +197,12 @@ class PlanResult:
         return {"gpus": self.scenario.hardware.world, "model": self.scenario.model.name,
                 "summary": plan_sentence(self),
                 "counts": self.counts, "seconds": self.seconds,
-                "memory_limit": {"fraction": self.constraints.max_memory_fraction,
+                "memory_limit": {"fraction": self.fraction,
+                                 "from": ("band" if self.constraints.max_memory_fraction is None
+                                          else "chosen"),
+                                 "band": self.band,
                                  "per_gpu": float(self.limit),
-                                 "gpu_memory": float(self.limit
-                                                     / self.constraints.max_memory_fraction),
+                                 "gpu_memory": float(self.capacity),
                                  "says": limit_sentence(self)},
                 "layouts": layouts,
                 "pareto_memory": [{"rank": int(r["rank"][i]), "memory_per_gpu": float(

@@ -23,10 +23,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from workbench.engines.accuracy import memory_band
 from workbench.errors import Problem, ScenarioError
 from workbench.estimate.cost_model.compose import evaluate_layouts
-from workbench.estimate.memory.device import device_overhead
 from workbench.estimate.cost_model.rows import Rows
+from workbench.estimate.memory.device import device_overhead
+from workbench.headroom import band_fraction
 from workbench.plan.constraints import REAL_ENGINES, Constraints
 from workbench.plan.pruning import TIMED, Best, Group, PassRows, complete, window_rows
 from workbench.plan.result import PlanResult
@@ -137,7 +139,10 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
     schedules = [fixed["pp_schedule"]] if "pp_schedule" in fixed else list(SCHEDULES)
     sps = [fixed["sequence_parallel"]] if "sequence_parallel" in fixed else [True, False]
     offloads = [fixed["offload"]] if "offload" in fixed else list(OFFLOAD)
-    limit = c.max_memory_fraction * hbm_bytes(s.hardware.gpu.memory_gb)
+    band = memory_band(s.training.engine, s.model.moe is not None, s.training.method)
+    fraction = (band_fraction(band) if c.max_memory_fraction is None
+                else c.max_memory_fraction)
+    limit = fraction * hbm_bytes(s.hardware.gpu.memory_gb)
     world = s.hardware.world
     cols: dict[str, list] = {k: [] for k in (*ROW_FIELDS, "sequence_parallel", "pp_schedule",
                                             "recompute", "offload", "step", "memory_per_gpu",
@@ -162,7 +167,8 @@ def search_rows(s: Scenario, c: Constraints, progress: Progress | None = None,
         complete(arrays, groups, limit, floor)
     arrays["fits"] = ((arrays["device_per_gpu"] <= limit) & arrays["host_fits"].astype(bool)
                       if len(arrays["step"]) else np.array([], bool))
-    return {"columns": arrays, "counts": counts, "limit": limit}
+    return {"columns": arrays, "counts": counts, "limit": limit, "fraction": fraction,
+            "band": band, "capacity": hbm_bytes(s.hardware.gpu.memory_gb)}
 
 
 def _column(chunks: list, dtype) -> np.ndarray:

@@ -48,6 +48,7 @@ COLUMN_LABELS = {
     "memory_gib": "allocated per GPU (GiB)",
     "device_gib": "on the device per GPU, as nvidia-smi shows it (GiB)",
     "headroom_gib": "headroom per GPU (GiB)",
+    "fit": "fit: yes, or tight (within the memory band of the GPU)",
     "folded": "layouts folded into this row",
 }
 
@@ -164,10 +165,11 @@ def plan_sentence(result) -> str:
     else:
         verdict = "fits without offload"
     tokens = s.training.tokens
+    tight = " (tight: within the memory band of the GPU)" if best.get("fit") == "tight" else ""
     text = (f"{head} {verdict}: {duration_text(best['step'])} per step, MFU "
             f"{percent_text(best['mfu'])}, {tokens_text(tokens)} in "
             f"{duration_text(tokens / best['tokens_per_s'])} ({describe_layout(best)}, "
-            f"{memory_text(best['device_per_gpu'])} per GPU)")
+            f"{memory_text(best['device_per_gpu'])} per GPU{tight})")
     over = result.fastest_over
     if over is not None and over["step"] < (1 - FASTER) * best["step"]:
         cap = result.limit
@@ -183,18 +185,27 @@ def plan_sentence(result) -> str:
 
 def limit_sentence(result) -> str:
     """The memory limit the search judged "fits" against, for people: the share of the GPU,
-    the GPU's memory and the bytes it leaves, and why (the default's reason, or that it was
-    chosen) (``result``: a ``PlanResult``)."""
-    from workbench.headroom import DEFAULT_MEMORY_FRACTION, MEMORY_FRACTION_WHY
-
-    f = result.constraints.max_memory_fraction
+    the GPU's memory and the bytes it leaves, and why (the band's median by default, or that
+    it was chosen), and how many ranked layouts are tight (``result``: a ``PlanResult``)."""
+    f = result.fraction
     share = percent_text(f, 0 if abs(f * 100 - round(f * 100)) < 1e-9 else 1)
-    text = (f"Memory limit: {share} of each GPU's {memory_text(result.limit / f)}, "
+    text = (f"Memory limit: {share} of each GPU's {memory_text(result.capacity)}, "
             f"{memory_text(result.limit)}")
-    if f == DEFAULT_MEMORY_FRACTION:
-        return text + f" (the default: {MEMORY_FRACTION_WHY}; --max-memory-fraction changes it)."
-    return text + (f" (chosen; the default is {percent_text(DEFAULT_MEMORY_FRACTION)}: "
-                   f"{MEMORY_FRACTION_WHY}).")
+    if result.constraints.max_memory_fraction is not None:
+        text += " (chosen with --max-memory-fraction)"
+    elif result.band:
+        b = result.band
+        text += (f" (the memory band's median: half of {b['runs']} published runs like this one "
+                 f"needed no more than estimated at this share; nine in ten at most "
+                 f"{1 / (1 + b['q10']) - 1:.0%} above the estimate)")
+    else:
+        text += " (no measured memory band: a tenth kept back)"
+    ranked = result.ranked.get("fit")
+    tight = int((ranked == "tight").sum()) if ranked is not None and len(ranked) else 0
+    if tight:
+        text += (f"; {tight:,} of the ranked layouts are tight (within the band of the GPU: a "
+                 "trial on the GPU says whether they fit)")
+    return text + "."
 
 
 def describe_layout(row: dict) -> str:

@@ -60,10 +60,13 @@ def render_estimate(est: Estimate, verdict=None) -> str:
     for row in _ROWS:
         lines.append(f"{row:14}" + "".join(f"{g.memory.as_dict()[row] / scale:>11,.2f}" for g in shown))
     w = m.per_gpu
-    fits = "fits" if m.gpu_fits else "DOES NOT FIT"
+    fits = {"pass": "fits", "tight": "TIGHT (within the memory band)",
+            "fail": "DOES NOT FIT"}[m.gpu_fit]
     lines += [
         f"{'reserved':14}" + "".join(f"{g.memory.reserved / scale:>11,.2f}" for g in shown),
         f"{'device':14}" + "".join(f"{g.memory.device / scale:>11,.2f}" for g in shown),
+        f"{'device least':14}" + "".join(f"{g.memory.device_least / scale:>11,.2f}"
+                                         for g in shown),
         *(f"  {k} = {v}" for k, v in MEMORY_KINDS.items()),
         *([f"phases of the worst GPU's step (allocated, {unit.split()[0]}): "
            + ", ".join(f"{k} {v / scale:,.2f}" for k, v in w.phases.items())

@@ -19,8 +19,9 @@ import numpy as np
 from workbench.estimate.memory import activations as act
 from workbench.estimate.model import finetune as ft
 from workbench.estimate.memory import peak as pk
+from workbench.estimate.memory.allocator import least_bytes, reserved_bytes
 from workbench.estimate.memory.buffers import (
-    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, reserved_bytes,
+    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments,
 )
 from workbench.estimate.memory.device import device_overhead
 from workbench.estimate.cost_model.rows import Rows, per_row
@@ -261,14 +262,14 @@ def _totals(base: Scenario, rows: Rows, sh: Shared, offload: str, overhead=None,
         phases = pk.phase_totals(parts)
         # the moment of the peak only where the report reads it
         peak, at = pk.peak_of(phases) if moment else (pk.peak_bytes(phases), None)
-        reserved = reserved_bytes(engine_of(tr), peak, gathers=np.asarray(G.zero) == 3)
+        reserved = reserved_bytes(engine_of(tr), phases, parts, grads, G.zero)
         if overhead is None:
             overhead = device_overhead(base.hardware, rows.layouts)
+        # nvidia-smi's view: the same context and communicators on every rank of a layout
+        device = reserved + per_row(overhead, len(rows.layouts))[rows.layout_of]
         out = {"grads": grads, "bufs": bufs, "parts": parts, "phases": phases,
-               "total": peak, "peak_phase": at, "reserved": reserved,
-               # nvidia-smi's view: the same context and communicators on every rank of a
-               # layout
-               "device": reserved + per_row(overhead, len(rows.layouts))[rows.layout_of]}
+               "total": peak, "peak_phase": at, "reserved": reserved, "device": device,
+               "device_least": least_bytes(peak, reserved, device)}
     out.update(ms=ms, nvme=ms.nvme, host=ms.host + sh.activations[1]
                + (NVME_STAGING_BYTES_PER_GPU if offload == "nvme" else 0.0))
     return out
@@ -316,7 +317,8 @@ def memory(base: Scenario, rows: Rows, detail: bool = True) -> tuple[dict, dict]
                for c, v in pk.at_peak(parts, at).items()} if detail else {}),
            "reserved": t["reserved"], "host": t["host"], "nvme": ms.nvme,
            "params_frozen": rows.full(ms.params_frozen),
-           "paged": rows.full(ms.paged), "device": t["device"]}
+           "paged": rows.full(ms.paged), "device": t["device"],
+           "device_least": t["device_least"]}
     return out, bufs
 
 
@@ -326,8 +328,8 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) ->
     the GPU and the offload fits the node (``host_fits``), and (``detail``) the worst rank."""
     hw = base.hardware
     gpn = hw.gpus_per_node
-    total, reserved, device, host, nvme = (rows.worst(mem[k]) for k in (
-        "total", "reserved", "device", "host", "nvme"))
+    total, reserved, device, least, host, nvme = (rows.worst(mem[k]) for k in (
+        "total", "reserved", "device", "device_least", "host", "nvme"))
     host_node, nvme_node = gpn * host, gpn * nvme
     return {"memory_per_gpu": total,
             "host_fits": ((host_node <= capacity_bytes(hw.host.memory_gb))
@@ -335,6 +337,7 @@ def layout_memory(base: Scenario, rows: Rows, mem: dict, detail: bool = True) ->
                              * TB)),
             "fits": device <= hbm_bytes(hw.gpu.memory_gb),
             "reserved_per_gpu": reserved, "device_per_gpu": device,
+            "device_least_per_gpu": least,
             "host_per_node": host_node, "nvme_per_node": nvme_node,
             **({"worst_memory_rank": rows.argworst(mem["total"], total)} if detail else {})}
 

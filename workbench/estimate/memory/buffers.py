@@ -33,7 +33,7 @@ Each term is the peak size of a buffer alive at the same time as the saved activ
 - FP8: the FP8 copies of the current unit's weights (1 B/param, two units in flight).
 - Allocator allowance (``generic`` only, which keeps its first estimates): ``ALLOCATOR_FRACTION``
   of everything else. The other engines split peak allocated from peak reserved
-  (``reserved_bytes``, measured ratios). The CUDA context (outside PyTorch's statistics) is in
+  (``memory.allocator``). The CUDA context (outside PyTorch's statistics) is in
   ``memory.device``.
 """
 from __future__ import annotations
@@ -165,29 +165,3 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     if all(np.ndim(v) == 0 for v in terms.values()):
         return {k: float(v) for k, v in terms.items() if v}
     return terms
-
-
-# The caching allocator's peak reserved over peak allocated, measured on one H200 (PyTorch 2.11,
-# default allocator; benchmarks/data/h200-reference/training_probe.jsonl, Llama 1B-8B):
-# - under FSDP2 the unsharded parameters are gathered on the all-gather stream and gradients
-#   reduce-scattered on their own, and the allocator caches freed blocks per stream, so blocks
-#   one stream freed stay reserved while another reaches its peak: 1.109-1.226 over six runs,
-#   median 1.19 (the 8B row at the GPU's capacity included);
-# - one stream (fp32 weights under autocast, no wrapper): 1.014.
-# ``expandable_segments:True`` (torchtitan's run_train.sh) lets each stream's segment grow and
-# shrink by pages instead of caching whole blocks; it was not measured here, and is taken as the
-# one-stream figure.
-RESERVED_OVER_ALLOCATED = {"side_streams": 1.19, "one_stream": 1.014}
-
-
-def reserved_bytes(engine, allocated, gathers=False, expandable=None):
-    """The caching allocator's peak reserved bytes for peak ``allocated`` (arrays allowed):
-    ``gathers`` (arrays allowed) where FSDP gathers parameters on its own stream (ZeRO-3);
-    ``expandable`` overrides the engine's allocator setting. For ``generic`` the total already
-    carries the 5 % allowance: reserved = total."""
-    if engine.allowance_in_total:
-        return allocated
-    expandable = engine.expandable_segments if expandable is None else expandable
-    side = np.asarray(gathers) & (not expandable)
-    return plain(allocated * np.where(side, RESERVED_OVER_ALLOCATED["side_streams"],
-                                      RESERVED_OVER_ALLOCATED["one_stream"]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench.estimate.memory.fit import fit_status
 from workbench.scenario.types import Scenario
 from workbench.units import memory_text
 
@@ -20,10 +21,13 @@ from workbench.units import memory_text
 MEMORY_KINDS = {
     "total": "peak allocated (torch.cuda.max_memory_allocated; Megatron-LM logs this one): "
              "the largest of the step's phases, not the sum of the categories",
-    "reserved": "the caching allocator's peak reserved (torch.cuda.max_memory_reserved; "
-                "torchtitan's logged memory)",
+    "reserved": "the caching allocator's peak reserved on a GPU with room to spare "
+                "(torch.cuda.max_memory_reserved; torchtitan's logged memory)",
     "device": "what nvidia-smi and DCGM show: reserved + CUDA context + NCCL buffers + "
-              "library workspaces; fit is judged on this one",
+              "library workspaces",
+    "device_least": "what nvidia-smi would show at the GPU's limit: the allocator frees its "
+                    "cache before it fails; fit is judged on device and device_least with the "
+                    "memory band (pass, tight, fail)",
 }
 
 
@@ -50,6 +54,9 @@ class GPUMemory:
     # Optimizer states in CUDA managed memory (bitsandbytes' paged optimizers): outside the
     # caching allocator, so not in ``total`` or ``reserved``; in ``device`` while resident.
     paged: float = 0.0
+    # What nvidia-smi would show at the limit of the GPU: ``device`` less the cache the
+    # allocator frees before it fails (``estimate.memory.allocator.least_bytes``).
+    device_least: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     # What is alive at the peak phase, by category (``estimate.memory.peak.at_peak``; their sum is
     # ``total``); empty where no phases are given.
@@ -81,6 +88,7 @@ class GPUMemory:
         return {"params": self.params, "grads": self.grads, "optimizer": self.optimizer,
                 "activations": self.activations, "buffers": self.buffers, "total": self.total,
                 "reserved": self.reserved, "device": self.device,
+                "device_least": self.device_least,
                 "params_frozen": self.params_frozen, "paged": self.paged}
 
 
@@ -112,15 +120,24 @@ class MemoryEstimate:
     nvme_capacity_per_node: float
     layer_terms: dict[str, float]       # one layer's saved tensors, no recompute (teaching view)
     warnings: list[str]
+    # the memory band of runs like this one (``workbench.engines.accuracy.memory_band``;
+    # None before it is measured): what ``gpu_fit`` reads
+    band: dict | None = None
 
     @property
     def per_gpu(self) -> GPUMemory:
         return self.worst.memory
 
     @property
+    def gpu_fit(self) -> str:
+        """The worst GPU: "pass", "tight" or "fail" (``estimate.memory.fit``)."""
+        g = self.per_gpu
+        return fit_status(g.device, g.device_least, self.capacity, self.band)
+
+    @property
     def gpu_fits(self) -> bool:
-        """The worst GPU's device figure (what nvidia-smi shows) within its capacity."""
-        return self.per_gpu.device <= self.capacity
+        """Whether the worst GPU can fit (``gpu_fit`` pass or tight)."""
+        return self.gpu_fit != "fail"
 
     @property
     def fits(self) -> bool:
@@ -130,11 +147,14 @@ class MemoryEstimate:
 
     @property
     def fit_words(self) -> str:
-        """The fit in words, the GPU's question first: "fits", "does NOT fit", or "fits the GPU,
-        but the host cannot hold the offload" (what the charts, tables and verdict line say)."""
+        """The fit in words, the GPU's question first: "fits", "tight: may not fit", "does NOT
+        fit", or "fits the GPU, but the host cannot hold the offload" (what the charts, tables
+        and verdict line say)."""
         if not self.gpu_fits:
             return "does NOT fit"
-        return "fits" if self.fits else "fits the GPU, but the host cannot hold the offload"
+        if not self.fits:
+            return "fits the GPU, but the host cannot hold the offload"
+        return "tight: may not fit" if self.gpu_fit == "tight" else "fits"
 
     @property
     def host_fits(self) -> bool:

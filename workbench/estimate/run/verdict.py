@@ -1,16 +1,14 @@
 """The verdict: the one answer a person reads first (contract 2's ``verdict``; the CLI prints it
 above the table, the page shows it at the top of Plan).
 
-It is made of parts, each ``pass``, ``warn`` or ``fail`` with one sentence:
+It is made of parts, each ``pass``, ``warn`` or ``fail`` (the GPU's also ``tight``) with one
+sentence:
 
-- ``gpu memory``: the worst GPU's device figure (what nvidia-smi shows) against its capacity.
-  Above 90 % of the GPU it warns: the estimate is a peak, and PyTorch's caching allocator can
-  still fail to serve a block when free memory is split into pieces (fragmentation, "reserved
-  but unallocated" memory; PyTorch's "CUDA semantics: memory management" notes, which is why
-  ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` exists), and short-lived peaks of the
-  collectives' and kernels' workspaces come and go faster than any logged peak. Engines that
-  size memory up front keep a tenth back for the same reason: vLLM's
-  ``gpu_memory_utilization`` defaults to 0.90 (``vllm/engine/arg_utils.py``, EngineArgs).
+- ``gpu memory``: the worst GPU against its capacity with the memory estimate's band
+  (``estimate.memory.fit``): ``pass`` where nine in ten runs like it needed no more than the
+  GPU holds; ``fail`` where even the least it could need (the allocator's cache freed, at the
+  band's other end) is above it; ``tight`` in between, saying the band and what settles it (a
+  trial on the GPU). Tight is not a failure: the verdict is ok, and says "Tight".
 - ``host memory`` and ``nvme``: what optimizer and activation offload put in host DDR and on
   the drives per node (``MemoryEstimate.host_fits`` / ``nvme_fits``, the planner's rule); the
   NVMe part is there only when something goes to NVMe.
@@ -18,7 +16,7 @@ It is made of parts, each ``pass``, ``warn`` or ``fail`` with one sentence:
   verdict, a WARN is said.
 - ``time to train`` (never fails) and ``cost`` (only when the scenario gives a price).
 
-The verdict is ``ok`` only when no part fails (warnings allowed). When it is not ok, ``next``
+The verdict is ``ok`` only when no part fails (warnings and tight allowed). When it is not ok, ``next``
 lists steps the product can take, each with the figures it would give: for a failed build check
 what to change (a CPU from the catalog with enough PCIe lanes, the host memory or drive space
 needed), and, when a memory part fails, the planner's answers, which
@@ -28,14 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.headroom import DEFAULT_MEMORY_FRACTION
+from workbench.estimate.memory.fit import band_words
 from workbench.scenario.types import Scenario
 from workbench.units import (TB, duration_text, memory_text, money_text, percent_text,
                              tokens_text)
 
-# see the module docstring: allocator fragmentation and spikes; the planner keeps the same
-# headroom by default (workbench/headroom.py says why)
-GPU_WARN_FRACTION = DEFAULT_MEMORY_FRACTION
 NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
 # the methods tried instead of each, and how the step says it
 INSTEAD = {
@@ -51,7 +46,8 @@ OFFLOAD_WORDS = {"cpu": "CPU offload", "nvme": "NVMe offload"}
 
 @dataclass(frozen=True)
 class Part:
-    """One question of the verdict: ``status`` pass | warn | fail, ``says`` one sentence."""
+    """One question of the verdict: ``status`` pass | warn | tight | fail, ``says`` one
+    sentence."""
 
     name: str
     status: str
@@ -136,22 +132,31 @@ def memory_fails(v: Verdict) -> bool:
 
 def _gpu_part(s: Scenario, est) -> Part:
     m = est.memory
-    dev, cap = m.per_gpu.device, m.capacity
+    g = m.per_gpu
+    dev, least, cap = g.device, g.device_least, m.capacity
     share = dev / cap if cap else float("inf")
-    if not m.gpu_fits:
-        return Part("gpu memory", "fail",
-                    f"The worst GPU needs {memory_text(dev)} as nvidia-smi counts it, "
-                    f"{memory_text(dev - cap)} more than the {memory_text(cap)} of a "
-                    f"{s.hardware.gpu.name}.")
-    if share > GPU_WARN_FRACTION:
-        return Part("gpu memory", "warn",
-                    f"{memory_text(dev)} of {memory_text(cap)} per GPU ({percent_text(share)}): "
-                    f"it fits, but above {percent_text(GPU_WARN_FRACTION)} of the GPU the "
-                    "caching allocator's fragmentation and short-lived peaks can still run out "
-                    "of memory.")
+    status = m.gpu_fit
+    band = f" ({band_words(m.band)})" if m.band else ""
+    if status == "fail":
+        text = (f"The worst GPU needs {memory_text(dev)} as nvidia-smi counts it, "
+                f"{memory_text(dev - cap)} more than the {memory_text(cap)} of a "
+                f"{s.hardware.gpu.name}")
+        if m.band:
+            text += (f", and at least {memory_text(least)} with the allocator's cache freed: "
+                     f"more than the GPU even at the memory estimate's low end{band}")
+        return Part("gpu memory", "fail", text + ".")
+    if status == "tight":
+        cache = (f" (at least {memory_text(least)} with the allocator's cache freed)"
+                 if least < dev else "")
+        return Part("gpu memory", "tight",
+                    f"{memory_text(dev)} of {memory_text(cap)} per GPU ({percent_text(share)})"
+                    f"{cache}: within the memory estimate's error{band}, so it may or may not "
+                    f"fit. A trial on this GPU settles it (workbench trial --shape slice), or "
+                    f"a layout with more room.")
     return Part("gpu memory", "pass",
                 f"{memory_text(dev)} of {memory_text(cap)} per GPU ({percent_text(share)}), "
-                f"{memory_text(cap - dev)} to spare.")
+                f"{memory_text(cap - dev)} to spare" + (
+                    f": it fits even where the estimate is low{band}" if m.band else "") + ".")
 
 
 def _host_use(s: Scenario) -> str:
@@ -253,6 +258,14 @@ def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
         warned = [p.name for p in parts if p.status == "warn"]
         if warned:
             text = "Yes, with care" + text[3:] + f"; check {', '.join(warned)}"
+        if any(p.status == "tight" for p in parts):
+            text = (f"Tight: {s.model.name} on {hw.world} x {hw.gpu.name} with this layout needs "
+                    f"{memory_text(m.per_gpu.device)} of {memory_text(m.capacity)} per GPU, "
+                    "within the memory estimate's error: a trial on the GPU says whether it "
+                    f"fits; {tokens_text(s.training.tokens)} would take "
+                    f"{duration_text(r.time_to_train_s)}")
+            if warned:
+                text += f"; check {', '.join(warned)}"
         return text + "."
     why = []
     for p in parts:

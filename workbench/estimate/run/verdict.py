@@ -142,8 +142,9 @@ def _gpu_part(s: Scenario, est) -> Part:
                 f"{memory_text(dev - cap)} more than the {memory_text(cap)} of a "
                 f"{s.hardware.gpu.name}")
         if m.band:
-            text += (f", and at least {memory_text(least)} with the allocator's cache freed: "
-                     f"more than the GPU even at the memory estimate's low end{band}")
+            cache = (f", and at least {memory_text(least)} with the allocator's cache freed"
+                     if least < dev else "")
+            text += (f"{cache}: more than the GPU even at the memory estimate's low end{band}")
         return Part("gpu memory", "fail", text + ".")
     if status == "tight":
         cache = (f" (at least {memory_text(least)} with the allocator's cache freed)"

@@ -704,6 +704,28 @@ def test_the_page_under_a_persons_hands(voila):
         page.locator(".wb-plan-fix-expert-tp").wait_for(state="visible", timeout=60_000)
         assert _shown(page, "wb-plan-fix-expert-tp") == "any"
         _shot(page, "planner-moe")
+
+        # near the limit the verdict is tight: amber, the band said, what settles it
+        tight = estimate(load_scenario(ROOT / "examples/llama3-8b-8xh100.yaml",
+                                       ["training.seq_len=9216"]))
+        assert tight.memory.gpu_fit == "tight"
+        page.locator(".wb-example select").select_option("llama3-8b-8xh100")
+        _open_tab(page, "YAML")
+        box = page.locator(".wb-yaml textarea")
+        deadline = time.monotonic() + 60
+        while "Llama 3.1 8B" not in box.input_value() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        box.fill(box.input_value().replace("seq_len: 8192", "seq_len: 9216"))
+        box.blur()
+        _open_tab(page, "Plan")
+        part = page.locator(".wb-part-tight")
+        part.wait_for(timeout=60_000)
+        verdict = page.locator(".wb-app-verdict")
+        assert verdict.inner_text().startswith("Tight: Llama 3.1 8B"), verdict.inner_text()
+        assert "workbench trial --shape slice" in part.inner_text()
+        assert f"{tight.memory.band['runs']} published runs like it" in part.inner_text()
+        assert "#9a6700" in verdict.evaluate("e => e.getAttribute('style')")   # amber
+        _shot(page, "tight")
         assert "Traceback" not in page.content()
         assert errors == []
 

@@ -115,6 +115,12 @@ def _planned(s: Scenario, budget: Budget, scope: dict):
         return None
 
 
+def _tight(est) -> str:
+    """" (tight: ...)" where the layout found is within the memory band of its GPU."""
+    return (" (tight: within the memory band of the GPU, a trial says whether it fits)"
+            if est.memory.gpu_fit == "tight" else "")
+
+
 def _in_scope(words: str) -> str:
     """A step's scope in words, when its search was narrowed to fit the time."""
     return f" [quick search: {words}]" if words else ""
@@ -154,7 +160,7 @@ def search_steps(s: Scenario, est, methods: list | None = None,
             return None, float("inf"), False
         best = estimate(found.scenario_of(1))
         only = ("" if best.scenario.training.offload == "none" else
-                f" (it needs {OFFLOAD_WORDS[best.scenario.training.offload]})")
+                f" (it needs {OFFLOAD_WORDS[best.scenario.training.offload]})") + _tight(best)
         return (NextStep(f"Take the planner's fastest layout that fits this hardware"
                          f"{_in_scope(words)}{only}: {describe_layout(found.row(1))}: "
                          f"{_gives(best)}.", "layout", _flat_set(best.scenario, s),
@@ -192,7 +198,7 @@ def search_steps(s: Scenario, est, methods: list | None = None,
                 continue
             e = estimate(f.scenario)
             out.append(NextStep(
-                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}"
+                f"{INSTEAD[method][1]}: {f.label} fits with {f.layout}{_tight(e)}"
                 f"{_in_scope(narrow_words if methods is None else '')}: {_gives(e)}"
                 + (f" ({f.note})" if f.note else "") + ".",
                 "method", _flat_set(e.scenario, s), _figures(e)))
@@ -214,7 +220,8 @@ def search_steps(s: Scenario, est, methods: list | None = None,
             continue
         e = estimate(other.scenario_of(1))
         nodes_out.append(NextStep(
-            f"On {nodes} nodes ({e.scenario.hardware.world} GPUs){_in_scope(narrow_words)}: "
+            f"On {nodes} nodes ({e.scenario.hardware.world} GPUs){_in_scope(narrow_words)}"
+            f"{_tight(e)}: "
             f"{describe_layout(other.row(1))}: {_gives(e)}.", "nodes",
             {"hardware.nodes": nodes, **_flat_set(e.scenario, s)}, _figures(e)))
         if e.scenario.training.offload == "none":

@@ -9,6 +9,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+# Other projects' own example configs (Accelerate, TRL, torchtitan, Megatron-LM, torchtune; their
+# SOURCES.md names repository, path and commit) are kept in the team's shared folder beside the
+# project, never in it: the tests that read them skip where that folder is absent.
+IMPORTS = ROOT.parent / "shared" / "data" / "imports"
+
+
+def upstream(name: str | None = None) -> Path:
+    """The folder of other projects' example configs, or the file ``name`` in it; skips the
+    test where the shared folder is absent."""
+    if not IMPORTS.is_dir():
+        pytest.skip(f"the other projects' example configs are read from {IMPORTS}, absent here")
+    return IMPORTS / name if name else IMPORTS
 
 BASE = {
     "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},

@@ -1,7 +1,8 @@
 """Hostile inputs for ``workbench import`` (tests/hostile.py runs them and judges how they end).
 
 The inputs start from real configs of every format the verb reads: the copies of Accelerate's,
-TRL's, torchtitan's, Megatron-LM's and torchtune's own examples in tests/data/imports/, a
+TRL's, torchtitan's, Megatron-LM's and torchtune's own examples (``tests.conftest.IMPORTS``,
+beside the project; left out, with the groups built on them, where absent), a
 Llama ``config.json`` (:data:`LLAMA_CONFIG`) and the workbench's own exports of the example
 scenarios (``--to accelerate`` split into its two files, deepspeed, torchtitan, megatron,
 torchtune, torchrun, slurm). Each case mutates them hostilely, in the file's own syntax: type
@@ -30,7 +31,7 @@ from tests.hostile import (
     key_paths, _set,
 )
 
-DATA = Path(__file__).resolve().parent / "data" / "imports"
+from tests.conftest import IMPORTS
 # A Llama config.json as the Hub serves it: the figures of huggingface.co/meta-llama/
 # Llama-3.1-8B config.json, the file workbench/catalog/models.py ("llama3-8b") cites; keys
 # as transformers 5.25 models/llama/configuration_llama.py names them.
@@ -110,19 +111,19 @@ def import_bases() -> tuple[tuple[tuple[str, str], ...], ...]:
     from workbench.export import Source, export
     from workbench.scenario import load_scenario
 
-    real = {p.name: p.read_text() for p in sorted(DATA.iterdir()) if p.name != "SOURCES.md"}
+    real = ({p.name: p.read_text() for p in sorted(IMPORTS.iterdir()) if p.name != "SOURCES.md"}
+            if IMPORTS.is_dir() else {})
     cfg = ("config.json", json.dumps(LLAMA_CONFIG, indent=2))
-    groups = [((n, t),) for n, t in real.items()]
-    groups += [(("accelerate-config_yaml_templates-deepspeed.yaml",
-                 real["accelerate-config_yaml_templates-deepspeed.yaml"]),
-                ("accelerate-zero_stage1_config.json", real["accelerate-zero_stage1_config.json"])),
-               (cfg,),
-               (("trl-examples-cli_configs-example_config.yaml",
-                 real["trl-examples-cli_configs-example_config.yaml"]), cfg),
-               (("trl-trl-accelerate_configs-fsdp2.yaml",
-                 real["trl-trl-accelerate_configs-fsdp2.yaml"]),
-                ("trl-examples-cli_configs-example_config.yaml",
-                 real["trl-examples-cli_configs-example_config.yaml"]), cfg)]
+    groups = [((n, t),) for n, t in real.items()] + [(cfg,)]
+    # the pairs the real examples come in, where the shared folder holds them
+    pairs = [("accelerate-config_yaml_templates-deepspeed.yaml",
+              "accelerate-zero_stage1_config.json"),
+             ("trl-examples-cli_configs-example_config.yaml", None),
+             ("trl-trl-accelerate_configs-fsdp2.yaml",
+              "trl-examples-cli_configs-example_config.yaml", None)]
+    for names in pairs:
+        if all(n is None or n in real for n in names):
+            groups.append(tuple(cfg if n is None else (n, real[n]) for n in names))
     seen = set()
     for path in EXAMPLES:
         # the examples as they are, and with the recompute Accelerate's Trainer offers

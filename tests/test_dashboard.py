@@ -881,15 +881,21 @@ def test_a_person_walks_the_page(tmp_path):
         _plan_charts_drawn(page)
         _shot(page, "walk-yaml-invalid", *PLAN_CHARTS)
 
-        # open my own configs: the Accelerate config TRL ships and my SFT arguments
+        # open my own configs: an Accelerate FSDP2 config (the keys `accelerate config` writes)
+        # and my SFT arguments
+        accelerate = tmp_path / "accelerate_config.yaml"
+        accelerate.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
+                              "fsdp_config:\n  fsdp_version: 2\n"
+                              "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                              "  fsdp_reshard_after_forward: true\nmixed_precision: bf16\n"
+                              "num_machines: 1\nnum_processes: 8\n")
         args = tmp_path / "sft_config.yaml"
         args.write_text("model_name_or_path: meta-llama/Llama-3.2-1B\n"
                         "per_device_train_batch_size: 2\ngradient_accumulation_steps: 4\n"
                         "max_length: 2048\nbf16: true\ngradient_checkpointing: true\n")
         with page.expect_file_chooser() as chooser:
             page.locator(".wb-open-scenario").click()
-        chooser.value.set_files([str(ROOT / "tests/data/imports/trl-trl-accelerate_configs-"
-                                     "fsdp2.yaml"), str(args)])
+        chooser.value.set_files([str(accelerate), str(args)])
         said = page.locator(".wb-imported")
         said.wait_for(timeout=60_000)
         assert "fields from the files" in said.inner_text() and "defaulted" in said.inner_text()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, upstream
 from workbench.bench.definitions import parse_size
 from workbench.bench.runner import MAX_MESSAGE_BYTES, make_config
 from workbench.cli import main
@@ -185,8 +185,11 @@ def test_the_planner_quotes_an_invalid_starting_layout_without_control_character
 
 
 # -- workbench import (the fuzz extended to the new readers: tests/hostile_imports.py) --------
-IMPORTS = ROOT / "tests" / "data" / "imports"
-DS1 = str(IMPORTS / "accelerate-zero_stage1_config.json")
+
+
+def ds1() -> str:
+    """DeepSpeed's ZeRO-1 example JSON, as Accelerate ships it (``upstream``)."""
+    return str(upstream("accelerate-zero_stage1_config.json"))
 
 
 def _import_lines(argv: list[str], capsys) -> list[str]:
@@ -210,13 +213,13 @@ def test_import_o_into_a_path_that_cannot_take_it_is_one_line(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     os.mkfifo("fifo")
     os.symlink("loop", "loop")
-    assert _import_lines([DS1, "-o", target], capsys) == [
+    assert _import_lines([ds1(), "-o", target], capsys) == [
         f"workbench: import: -o: {reason} (got {shown(target)})"]
 
 
 def test_import_o_through_a_symlink_to_an_input_writes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    text = (IMPORTS / "accelerate-zero_stage1_config.json").read_text()
+    text = upstream("accelerate-zero_stage1_config.json").read_text()
     Path("ds.json").write_text(text)
     os.symlink("ds.json", "link.yaml")
     assert _import_lines(["ds.json", "-o", "link.yaml"], capsys) == [
@@ -230,7 +233,7 @@ def test_import_o_into_a_fifo_that_is_read_writes_it_all(tmp_path):
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)    # a reader is there first
     try:
-        assert main(["import", DS1, "-o", str(fifo)]) == 0
+        assert main(["import", ds1(), "-o", str(fifo)]) == 0
         text = os.read(reader, 1 << 20).decode()            # a pipe holds 64 KiB: all of it
     finally:
         os.close(reader)

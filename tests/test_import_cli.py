@@ -12,14 +12,18 @@ from pathlib import Path
 
 import yaml
 
+from tests.conftest import upstream
 from workbench.errors import ScenarioError
 from workbench.imports import import_configs
 from workbench.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "imports"
-PAIR = [str(DATA / "accelerate-config_yaml_templates-deepspeed.yaml"),
-        str(DATA / "accelerate-zero_stage1_config.json")]
+
+
+def pair() -> list[str]:
+    """Accelerate's DeepSpeed template and the ZeRO-1 JSON it names (``upstream``)."""
+    return [str(upstream("accelerate-config_yaml_templates-deepspeed.yaml")),
+            str(upstream("accelerate-zero_stage1_config.json"))]
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -29,9 +33,9 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_text_output_is_a_scenario_with_its_defaults_as_comments(tmp_path):
-    r = cli(*PAIR)
+    r = cli(*pair())
     assert r.returncode == 0, r.stderr
-    assert yaml.safe_load(r.stdout) == import_configs(PAIR).scenario
+    assert yaml.safe_load(r.stdout) == import_configs(pair()).scenario
     assert "#   training.micro_batch = 8  (library default, " in r.stdout
     assert "#   hardware.gpu = h100-sxm  (workbench default: " in r.stdout
     f = tmp_path / "s.yaml"
@@ -41,12 +45,12 @@ def test_text_output_is_a_scenario_with_its_defaults_as_comments(tmp_path):
 
 
 def test_json_and_output_file(tmp_path):
-    r = cli(*PAIR, "--json")
+    r = cli(*pair(), "--json")
     doc = json.loads(r.stdout)
     assert set(doc) == {"scenario", "defaulted", "stated", "notes"}
     assert doc["defaulted"]["training.micro_batch"]["by"] == "library"
     out = tmp_path / "imported.yaml"
-    r = cli(*PAIR, "-o", str(out))
+    r = cli(*pair(), "-o", str(out))
     assert r.returncode == 0 and r.stdout == ""
     assert yaml.safe_load(out.read_text()) == doc["scenario"]
 
@@ -98,7 +102,7 @@ def _mutate(rng: random.Random, doc: object) -> object:
 
 def test_mutated_example_configs_never_raise_anything_but_problems():
     rng = random.Random(42)
-    files = sorted(DATA.glob("*.yaml")) + sorted(DATA.glob("*.json"))
+    files = sorted(upstream().glob("*.yaml")) + sorted(upstream().glob("*.json"))
     docs = [(f.name, yaml.safe_load(f.read_text())) for f in files]
     from tests.test_import_readers import MIXTRAL
 

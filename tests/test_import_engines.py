@@ -1,29 +1,27 @@
 """The engine-format readers (torchtitan TOML, Megatron-LM arguments, our torchrun / Slurm
-launches, torchtune recipes) on upstream files copied into tests/data/imports/ (each with a
+launches, torchtune recipes) on upstream files read from the team's shared folder (each with a
 header naming repository, path and commit) and on our own exports: exact values read, the
 library defaults filled and said, one problem line per unknown or contradictory key, and
 hostile text refused with one line."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, upstream
 from workbench.errors import ScenarioError
 from workbench.export import Source, export
 from workbench.imports import launch, megatron, torchtitan, torchtune
 from workbench.scenario import load_scenario, parse_scenario
 from workbench.documents.text import DocumentError
 
-DATA = ROOT / "tests" / "data" / "imports"
 EX = ROOT / "examples"
 
 
 def text(name: str) -> str:
-    return (DATA / name).read_text()
+    return upstream(name).read_text()
 
 
 def test_torchtitan_llama3_8b_upstream():
@@ -181,5 +179,5 @@ def test_upstream_files_make_a_valid_scenario_of_their_engine(name, engine):
     """Each upstream file, unedited, through the whole import (merge, defaults, validation)."""
     from workbench.imports import import_configs
 
-    out = import_configs([DATA / name])
+    out = import_configs([upstream(name)])
     assert out.problems == [] and out.scenario["training"]["engine"] == engine

@@ -1,19 +1,17 @@
 """Accelerate's and TRL's own example configs import without an edit (issue #42 targets): each
-one's exact scenario, what was defaulted, and that the scenario validates. The files are
-copies (tests/data/imports/SOURCES.md names repository, path and commit)."""
+one's exact scenario, what was defaulted, and that the scenario validates. The files are read
+from the team's shared folder (``tests.conftest.upstream``; its SOURCES.md names repository,
+path and commit), never copied into the project."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import upstream
 from workbench.imports import import_configs, validate
-
-DATA = Path(__file__).resolve().parent / "data" / "imports"
 
 
 def _imp(*names: str):
-    return import_configs([DATA / n for n in names])
+    return import_configs([upstream(n) for n in names])
 
 
 def _layout(doc: dict) -> tuple:

@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import upstream
+
 from workbench.errors import ScenarioError
 from workbench.imports import detect, import_configs, import_uploads, read_one, validate
 from workbench.imports import accelerate as acc
@@ -353,9 +355,7 @@ def _export(target: str) -> str:
 
 
 def _data(name: str) -> str:
-    from pathlib import Path
-
-    return (Path(__file__).resolve().parent / "data" / "imports" / name).read_text()
+    return upstream(name).read_text()
 
 
 def test_launch_counts_past_40_digits_or_not_decimal_are_problems_not_tracebacks():

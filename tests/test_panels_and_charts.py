@@ -10,7 +10,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, upstream
 from widgets.charts.labels import band_words
 from widgets.charts.memory import GIB, MemoryChart
 from widgets.charts.step_time import StepTimeChart, step_terms
@@ -467,7 +467,7 @@ def test_open_scenario_reads_a_persons_own_configs():
     from widgets.app import App
 
     app = App("llama3-8b-8xh100")
-    acc = (ROOT / "tests/data/imports/trl-trl-accelerate_configs-fsdp2.yaml").read_bytes()
+    acc = upstream("trl-trl-accelerate_configs-fsdp2.yaml").read_bytes()
     args = (b"model_name_or_path: meta-llama/Llama-3.2-1B\nper_device_train_batch_size: 2\n"
             b"gradient_accumulation_steps: 4\nmax_length: 2048\nbf16: true\n")
     app.files.on_upload({"new": [{"name": "fsdp2.yaml", "content": memoryview(acc)},

@@ -2,11 +2,13 @@
 and the loss's and the engines' own bytes, against values computed by hand."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from tests.conftest import scenario_doc
-from workbench.engines import engine_of
+from workbench.engines import ENGINES, engine_of
 from workbench.estimate import estimate
 from workbench.estimate.memory.buffers import loss_per_logit
 from workbench.estimate.memory.peak import (
@@ -152,3 +154,21 @@ def test_the_eager_upcast_loss_holds_what_benchmarks_loss_memory_cpu_measures():
     from workbench.estimate.memory.buffers import loss_per_logit
     fwd, bwd = loss_per_logit("upcast", 2, logits_kept=False)
     assert (fwd + 4, bwd + 4) == (10.0, 12.0)
+
+
+def test_flash_attn_loss_keeps_the_16_bit_logits_and_a_log_sum_exp(monkeypatch):
+    """llm-foundry's loss (``Engine.loss`` "xentropy", flash-attn's kernel) saves the 16-bit
+    logits and one fp32 log-sum-exp per token, and writes a 16-bit gradient: 2 B per logit at
+    the forward, 4 B at the backward, against the fp32-gradient kernel's 10 and 10 (4 B of
+    log-probabilities saved among its activations)."""
+    assert loss_per_logit("xentropy", 2, True) == (2.0, 4.0)
+    assert loss_per_logit("xentropy", 2, False) == (2.0, 4.0)   # it saved them itself
+    tokens = 4096
+    xent = _one_gpu("fsdp", 3).memory
+    assert xent.worst.buffers["logits"] == tokens * V * 4
+    monkeypatch.setitem(ENGINES, "fsdp", dataclasses.replace(ENGINES["fsdp"], loss="fused"))
+    fused = _one_gpu("fsdp", 3).memory
+    assert fused.worst.buffers["logits"] == tokens * V * 6
+    # the activations differ by the fp32 log-probabilities less the log-sum-exp per token
+    assert (fused.per_gpu.activations - xent.per_gpu.activations
+            == pytest.approx(tokens * (V * 4 - 4), rel=1e-12))

@@ -70,8 +70,13 @@ ENGINE = Engine(
     # under Accelerate run eager RMSNorm and RoPE: higher.)
     elementwise_traffic=1.38,
     # llm-foundry's causal LM: loss_fn default "fused_crossentropy" = flash-attn's
-    # CrossEntropyLoss kernel (_LF llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM).
-    loss="fused",
+    # CrossEntropyLoss, applied to the model's 16-bit logits (mosaicml/llm-foundry@0085285a
+    # llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM.__init__ and .loss). That
+    # kernel saves (logits, lse, labels) and its backward writes ``torch.empty_like(logits)``
+    # (Dao-AILab/flash-attention@900b3793 flash_attn/ops/triton/cross_entropy.py
+    # CrossEntropyLossFunction; the v1.0.3 xentropy_cuda_lib it replaced saves the same): no
+    # fp32 tensor per logit.
+    loss="xentropy",
     # FSDP1 makes each flat parameter's sharded gradient in its post-backward reduce-scatter
     # (torch 2.13 torch/distributed/fsdp/_runtime_utils.py L847-848 _reduce_grad
     # ``new_sharded_grad``); Composer's optimizer.zero_grad frees it between steps (set_to_none,

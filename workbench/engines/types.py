@@ -158,8 +158,10 @@ class Engine:
     fused_swiglu: bool = False
     # The loss over the vocabulary: "upcast" (``F.cross_entropy(logits.float(), y)``: the 16-bit
     # logits are copied to fp32 and log-softmaxed in eager kernels), "fused" (one kernel reads
-    # the logits and writes their gradient: Megatron-Core/TE fused cross-entropy, flash-attn's
-    # xentropy kernel), "chunked" (torchtune's chunked upcast) or "fused_linear" (the output
+    # the logits and writes their fp32 gradient in the forward: Megatron-Core/TE fused
+    # cross-entropy), "xentropy" (flash-attn's / apex's softmax-xentropy kernel: it saves the
+    # 16-bit logits and a log-sum-exp per token, and its backward writes the gradient in the
+    # logits' dtype), "chunked" (torchtune's chunked upcast) or "fused_linear" (the output
     # head and the loss in one function over chunks of tokens, never holding the whole logits:
     # Liger's fused linear cross-entropy, ``estimate.memory.buffers.fused_linear_loss_bytes``).
     loss: str = "fused"

@@ -64,7 +64,8 @@ class ActivationShape:
     lora_mlp: int = 0             # adapted MLP projections (each routed expert's too)
     norm_trains: bool = True      # the norms' weights train (not under LoRA unless asked)
     logprobs_saved: bool = True   # the loss keeps fp32 log-probabilities for its backward (not
-    #                               when compiled and fused: a log-sum-exp per token instead)
+    #                               when compiled and fused, nor flash-attn's kernel: a
+    #                               log-sum-exp per token instead)
     first_input_grad: bool = True  # the first layer's input needs a gradient (no: a frozen
     #                                embedding under LoRA; that layer's first norm keeps nothing)
     # The engine's conventions (``Engine`` fields of the same meaning):
@@ -105,7 +106,8 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     # v0.6.1), torchtitan its upcast loss (``Engine.loss_compiled``): Inductor fuses the
     # upcast, log-softmax and NLL and keeps the per-token log-sum-exp instead of the fp32
     # log-probabilities
-    fused_loss = tr.compile and eng.loss_compiled and eng.loss in ("upcast", "chunked")
+    fused_loss = (tr.compile and eng.loss_compiled and eng.loss in ("upcast", "chunked")
+                  or eng.loss == "xentropy")   # flash-attn's kernel saves the log-sum-exp too
     fused_linear = eng.loss == "fused_linear"
     # A saved GEMM input, where it is not the compute dtype: Transformer Engine's linears save
     # the quantized input their weight-gradient GEMM reads (QUANTIZED_BYTES) — FP8 1 B; NVFP4

@@ -49,7 +49,7 @@ from workbench.scenario.types import Parallel
 
 ALLOCATOR_FRACTION = 0.05
 # Gradient bytes per logit the loss holds at once in its backward (``Engine.loss``): fused
-# kernel 4; fp32 upcast 4 + 4; chunked upcast (torchtune ``CEWithChunkedOutputLoss``,
+# kernel 4; flash-attn's xentropy kernel the compute dtype (``loss_per_logit``); fp32 upcast 4 + 4; chunked upcast (torchtune ``CEWithChunkedOutputLoss``,
 # num_output_chunks 8, each chunk ``logits.float()`` on its own: modules/loss/
 # ce_chunked_output_loss.py L30-43 @ v0.6.1) the upcast's 8 for one chunk in 8.
 LOSS_GRADIENT_BYTES = {"fused": 4.0, "upcast": 8.0, "chunked": 8.0 / 8}
@@ -88,11 +88,16 @@ def loss_per_logit(loss: str, cd: int, logits_kept: bool, compiled: bool = False
       chunk in 8 for torchtune's chunked loss).
     - eager upcast: the logits and their fp32 copy in the forward; the gradients of
       ``LOSS_GRADIENT_BYTES`` in the backward. "fused": its fp32 gradient from the forward on.
+    - "xentropy" (flash-attn's kernel): nothing beyond the logits in the forward (it saves the
+      logits themselves and a log-sum-exp per token, ``activations.head_bytes``); its backward
+      writes the gradient in the logits' dtype.
     """
     if vocab_parallel:
         return cd + (4.0 if shift_copy else 0.0), float(cd)
     chunks = 8 if loss == "chunked" else 1
     kept = cd if logits_kept else 0
+    if loss == "xentropy":   # the logits it saved, then beside them their gradient
+        return float(cd), 2.0 * cd
     if compiled:
         return float(cd), kept + cd / chunks
     held = 4.0 / chunks if loss in ("upcast", "chunked") else LOSS_GRADIENT_BYTES[loss]

@@ -47,14 +47,17 @@ from workbench.scenario.types import FP4_PRECISIONS, Scenario
 # passes move data: forward upcast (2 + 4) and log-softmax (4 + 4) = 14, backward 20.
 # "fused": one kernel reads the 16-bit logits and writes their gradient in the forward (2 + 2),
 # the backward scales that gradient (2 + 2) — bytes counted, not measured here.
+# "xentropy" (flash-attn's kernel, ``Engine.loss``): the forward reads the 16-bit logits (2) and
+# writes a loss and log-sum-exp per token; the backward reads them again and writes their
+# gradient (2 + 2) — bytes counted.
 # "chunked" (torchtune): the upcast loss run chunk by chunk moves the same bytes.
 # "fused_linear" (Liger's fused linear cross-entropy): per chunk of tokens the head GEMM writes
 # the logits, one kernel reads them and writes their gradient in place (2 + 2), and the
 # gradient GEMMs run in the forward too; the backward only scales the input and weight
 # gradients by the loss's gradient (linkedin/Liger-Kernel@00eba63 ops/
 # fused_linear_cross_entropy.py ``element_mul_kernel``): nothing per logit.
-LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "chunked": (14.0, 20.0),
-              "fused_linear": (4.0, 0.0)}
+LOSS_BYTES = {"upcast": (14.0, 20.0), "fused": (4.0, 4.0), "xentropy": (2.0, 4.0),
+              "chunked": (14.0, 20.0), "fused_linear": (4.0, 0.0)}
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from tests.hostile import (
     EDGE_VALUES, EXAMPLES, EXTREME_FLOATS, HOSTILE_VALUES, MARK, RAW_YAML, Case, _dump,
     key_paths, _set,
 )
-
 from tests.conftest import IMPORTS
+
 # A Llama config.json as the Hub serves it: the figures of huggingface.co/meta-llama/
 # Llama-3.1-8B config.json, the file workbench/catalog/models.py ("llama3-8b") cites; keys
 # as transformers 5.25 models/llama/configuration_llama.py names them.

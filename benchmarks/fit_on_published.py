@@ -30,7 +30,6 @@ from workbench.errors import ScenarioError  # noqa: E402
 from workbench.estimate import estimate  # noqa: E402
 from workbench.headroom import band_fraction  # noqa: E402
 from workbench.scenario import parse_scenario  # noqa: E402
-from workbench.units import hbm_bytes  # noqa: E402
 
 
 def _scenarios():
@@ -56,7 +55,7 @@ def rows() -> list[dict]:
             out.append({"id": rid, "source": source, "skipped": s})
             continue
         est = estimate(s)
-        cap = hbm_bytes(s.hardware.gpu.memory_gb)
+        cap = est.memory.capacity
         g = est.memory.per_gpu
         out.append({"id": rid, "source": source, "share": g.device / cap,
                     "least": g.device_least / cap, "status": est.memory.gpu_fit,

@@ -175,12 +175,6 @@ def band_rows() -> list[dict]:
     return out
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    """The sorted values' element int(q n) (benchmarks/accuracy.py ``summary``'s p90)."""
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
-
-
 def bands(rows: list[dict]) -> dict:
     """Per group a band may come from (``workbench.engines.accuracy.band_groups``): the median
     and 90th-percentile |error| (how the band is said), and the signed error's 10th, 50th and
@@ -188,6 +182,8 @@ def bands(rows: list[dict]) -> dict:
     fit verdict reads: nine in ten runs like it measured at most estimate / (1 + q10) and at
     least estimate / (1 + q90). Kind "in-sample": nothing in the estimator is fitted to these
     runs."""
+    from accuracy import quantile   # benchmarks/ is on sys.path (above)
+
     members: dict = {}
     for r in rows:
         for name in band_groups(r["engine"], r["regime"]):
@@ -196,10 +192,10 @@ def bands(rows: list[dict]) -> dict:
     for name, errs in sorted(members.items()):
         size = [abs(e) for e in errs]
         out[name] = {"median": round(statistics.median(size), 4),
-                     "p90": round(_quantile(size, 0.9), 4),
-                     "q10": round(_quantile(errs, 0.1), 4),
-                     "q50": round(_quantile(errs, 0.5), 4),
-                     "q90": round(_quantile(errs, 0.9), 4),
+                     "p90": round(quantile(size, 0.9), 4),
+                     "q10": round(quantile(errs, 0.1), 4),
+                     "q50": round(quantile(errs, 0.5), 4),
+                     "q90": round(quantile(errs, 0.9), 4),
                      "runs": len(errs), "kind": "in-sample"}
     return out
 

@@ -72,7 +72,9 @@ def test_megatron_upstream_llama3_8b_fp8_script():
     assert d["training"] == {"engine": "megatron", "micro_batch": 1, "global_batch": 128,
                              "seq_len": 8192, "precision": "fp8", "recompute": "none",
                              "optimizer": "adamw", "attention": "cudnn",
-                             "fp8_param_gather": True}     # the script's --fp8-param-gather
+                             "fp8_param_gather": True,     # the script's --fp8-param-gather
+                             # and its --grad-reduce-in-bf16: bf16 gradients
+                             "state_dtypes": {"grads": "bf16"}}
     assert d["model"]["layers"] == 32 and d["model"]["kv_heads"] == 8
     assert d["hardware"] == {"gpus_per_node": 8, "nodes": 1}
     # the script's two data branches set the tokenizer two ways: read as argparse would (the

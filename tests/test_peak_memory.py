@@ -172,3 +172,26 @@ def test_flash_attn_loss_keeps_the_16_bit_logits_and_a_log_sum_exp(monkeypatch):
     # the activations differ by the fp32 log-probabilities less the log-sum-exp per token
     assert (fused.per_gpu.activations - xent.per_gpu.activations
             == pytest.approx(tokens * (V * 4 - 4), rel=1e-12))
+
+
+def test_deepspeed_zero3_gathers_parameter_by_parameter():
+    """DeepSpeed's ZeRO-3 fetches one module's parameters at a time and stops prefetching at
+    stage3_max_live_parameters (1e9 elements), so at most that bound, the module being fetched
+    and one prefetched parameter are gathered, never more than the model; one parameter's 16-bit
+    gradient waits for the reduce bucket. FSDP gathers two whole blocks and keeps one block's
+    gradient with its fp32 reduce copy."""
+    from workbench.estimate.model.finetune import largest_linear
+    from workbench.estimate.memory.buffers import zero3_gathered
+    m = parse_scenario(scenario_doc(model={"preset": "llama3-8b"})).model
+    big = largest_linear(m)
+    assert big == H * 14336                       # the MLP's 4096 x 14336 projections
+    params, grad = zero3_gathered(8e9, 2.2e8, big, 1e9)
+    assert (float(params), float(grad)) == (1e9 + 2 * big, big)
+    assert float(zero3_gathered(5e8, 2.2e8, big, 1e9)[0]) == 5e8     # the whole model, at most
+    assert [float(v) for v in zero3_gathered(8e9, 2.2e8, big)] == [4.4e8, 2.2e8]
+    ds = _one_gpu("deepspeed", 3).memory.worst.buffers
+    assert ds["fsdp_unsharded_params"] == pytest.approx((1e9 + 2 * big) * 2, rel=1e-12)
+    assert ds["fsdp_unsharded_grads"] == pytest.approx(big * 2, rel=1e-12)
+    fsdp = _one_gpu("fsdp", 3).memory.worst.buffers
+    assert fsdp["fsdp_unsharded_grads"] == pytest.approx(fsdp["fsdp_unsharded_params"] / 2 * 6
+                                                         / 2, rel=1e-12)

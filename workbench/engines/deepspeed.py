@@ -52,6 +52,14 @@ ENGINE = Engine(
     # ZeRO-3 releases gathered parameters after use (stage3_max_live_parameters bounds what
     # stays; DS deepspeed/runtime/zero/config.py).
     keeps_gathered_params=False,
+    # ZeRO-3 gathers parameter by parameter as each submodule runs, not block by block
+    # (PartitionedParameterCoordinator.fetch_sub_module, DS
+    # deepspeed/runtime/zero/partitioned_param_coordinator.py:310): it prefetches while the
+    # available parameters stay under stage3_max_live_parameters (1e9 elements, zero/config.py:238;
+    # ``max_params_to_prefetch = min(max_n_available - n_available, prefetch_bucket_sz)``, :452)
+    # and keeps a parameter gathered when it is used again within stage3_max_reuse_distance
+    # (1e9, config.py:244; ``__params_to_release``, :634), as at the turn from forward to backward.
+    zero3_live_parameters=1e9,
     why={
         "pp_schedules": "DeepSpeed's PipelineEngine runs one schedule, TrainSchedule (1F1B; "
                         "deepspeed/runtime/pipe/schedule.py)",

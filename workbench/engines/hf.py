@@ -193,6 +193,8 @@ _BACKEND_FIELDS = {
         "cp": False,
         # ZeRO-3 releases gathered parameters after use (engines/deepspeed.py)
         "keeps_gathered_params": False,
+        # ZeRO-3 fetches parameter by parameter (engines/deepspeed.py)
+        "zero3_live_parameters": _DEEPSPEED.zero3_live_parameters,
         # offload_optimizer cpu at stages 1-3; NVMe (ZeRO-Infinity) with stage 3
         "offload": {"cpu": (1, 2, 3), "nvme": (3,)},
         # reduce_bucket_size 5e8 elements in bf16 (engines/deepspeed.py)

@@ -40,8 +40,21 @@ ENGINE = Engine(
     # overlap_grad_reduce / overlap_param_gather: --overlap-grad-reduce / --overlap-param-gather
     # (MLM arguments.py:2968, :2989). No torch.compile switch in Megatron-LM's arguments, and no
     # torchtitan-style async TP (parallel.async_tp): its TP overlap is tp_comm_overlap.
+    # state_dtypes (training.state_dtypes): --grad-reduce-in-bf16 ("Reduce gradients in
+    # bfloat16", MLM megatron/training/arguments.py:3053; without it bf16 training accumulates and
+    # all-reduces in fp32, arguments.py:1209-1216); --use-precision-aware-optimizer with
+    # --exp-avg-dtype / --exp-avg-sq-dtype (arguments.py:3667-3684), whose master weights are
+    # kept as 16-bit remainders beside the bf16 weights (OptimizerConfig.store_param_remainders
+    # "store the 16-bit FP32 parameter remainders in the optimizer state, excluding the 16 bits
+    # shared with the BF16 parameters", default True, megatron/core/optimizer/
+    # optimizer_config.py:192) unless FP8 other than delayed scaling keeps an fp32 master of its
+    # own (use_precision_aware_optimizer_no_fp8_or_ds_fp8, optimizer_config.py:407-413), and
+    # which needs Adam (":433-435 '--use-precision-aware-optimizer only supported with adam'").
+    # NeMo 1's Apex DistributedFusedAdam with ``dtype: bf16`` keeps no master at all and its
+    # moments in bf16 (NVIDIA/NeMo@e938df32 nemo/collections/nlp/models/language_modeling/
+    # megatron_base_model.py ``store_params = False`` where the optimizer dtype is the model's).
     switches=("fp8_recipe", "tp_comm_overlap", "expert_tp", "overlap_grad_reduce",
-              "overlap_param_gather", "fp8_param_gather", "fp8_attention"),
+              "overlap_param_gather", "fp8_param_gather", "fp8_attention", "state_dtypes"),
     # Another engine's async TP exported to Megatron-LM becomes --tp-comm-overlap, which needs
     # sequence parallelism (validate_args above).
     async_tp_needs_sp=True,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SWITCHES = ("compile", "fp8_recipe", "async_tp", "tp_comm_overlap", "expert_tp",
-            "overlap_grad_reduce", "overlap_param_gather", "fp8_param_gather", "fp8_attention")
+            "overlap_grad_reduce", "overlap_param_gather", "fp8_param_gather", "fp8_attention",
+            "state_dtypes")
 # Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
 # engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
 # (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).
@@ -208,6 +209,11 @@ class Engine:
     cp: bool = True                 # ring-attention context parallelism
     sp_with_tp_and_ep: bool = False  # TP together with EP needs sequence parallelism
     keeps_gathered_params: bool = True   # ZeRO-3 with reshard_after_forward false
+    # ZeRO-3's unit of gathering. None: one wrapped unit at a time (FSDP's blocks, two in flight).
+    # A number: DeepSpeed's per-parameter fetching, whose live gathered elements stay within this
+    # bound (stage3_max_live_parameters) plus the module being fetched and one prefetched
+    # parameter (``memory.buffers.zero3_gathered``).
+    zero3_live_parameters: float | None = None
     offload: dict[str, tuple[int, ...]] = field(default_factory=lambda: {
         "cpu": (1, 2, 3), "nvme": (1, 2, 3)})   # offload target -> ZeRO stages it offloads at
     fp16_with_ep: bool = True       # fp16 precision with expert parallelism

@@ -86,9 +86,37 @@ def _notes(s: Scenario) -> Notes:
         n.add("training.recompute", "op", "Megatron-LM has no per-op selective checkpointing; "
               "exported --recompute-granularity selective (core attention), which keeps more "
               "activations than torchtitan's op-level SAC")
+    sd = tr.state_dtypes
+    if sd is not None and sd.master in ("bf16", "none"):
+        n.add("training.state_dtypes.master", sd.master, "a bf16 master or none is NeMo 1's "
+              "Apex distributed Adam (optim.dtype bf16); Megatron-LM keeps an fp32 master "
+              "(or fp16 with --main-params-dtype): not exported")
+    elif sd is not None and sd.master == "fp32" and sd.moments != "fp32" \
+            and tr.precision == "bf16":
+        n.add("training.state_dtypes.master", "fp32", "Megatron-LM's precision-aware optimizer "
+              "keeps the master as 16-bit remainders beside bf16 weights and has no flag for "
+              "an fp32 one: exported as remainders")
     if par.expert_tp is not None and s.model.moe is None:
         n.add("parallel.expert_tp", par.expert_tp, "no effect on a dense model; not exported")
     return n
+
+
+def _state_dtype_args(tr) -> list[str]:
+    """training.state_dtypes as Megatron-LM's flags (engines/megatron.py cites them):
+    --grad-reduce-in-bf16 for bf16 gradients; the precision-aware optimizer for a master kept as
+    remainders or in fp16 and for 16-bit moments. A bf16 master or none is NeMo 1's Apex
+    optimizer, which Megatron-LM has not (``_notes`` says so)."""
+    sd = tr.state_dtypes
+    if sd is None:
+        return []
+    out = ["--grad-reduce-in-bf16"] if sd.grads == "bf16" else []
+    if sd.master in ("remainder", "fp16") or sd.moments != "fp32":
+        out.append("--use-precision-aware-optimizer")
+        if sd.master == "fp16":
+            out += ["--main-params-dtype", "fp16"]
+        if sd.moments != "fp32":
+            out += ["--exp-avg-dtype", sd.moments, "--exp-avg-sq-dtype", sd.moments]
+    return out
 
 
 def _pipeline_layout(s: Scenario) -> str:
@@ -242,6 +270,7 @@ def megatron_args(s: Scenario) -> list[str]:
         for switch in ("fp8_param_gather", "fp8_attention"):   # training.<switch>: true
             if getattr(tr, switch):
                 add(spelling(ENGINE, switch))
+    a.extend(_state_dtype_args(tr))
     if tr.precision == "nvfp4":
         # TE's NVFP4BlockScaling in the transformer layers (megatron-core 0.16 megatron/core/
         # transformer/transformer_config.py:510 --fp4-format e2m1, :516 fp4_recipe 'nvfp4')

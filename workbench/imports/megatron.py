@@ -69,6 +69,9 @@ OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
          "--group-query-attention": bool, "--vocab-size": int, "--tokenizer-type": str,
          "--moe-shared-expert-intermediate-size": int, "--train-samples": int,
          "--train-iters": int,
+         "--grad-reduce-in-bf16": bool, "--use-precision-aware-optimizer": bool,
+         "--main-grads-dtype": str, "--main-params-dtype": str, "--exp-avg-dtype": str,
+         "--exp-avg-sq-dtype": str,
          # torchrun's own (torch.distributed.run), both spellings
          "--nproc_per_node": str, "--nproc-per-node": str, "--nnodes": str}
 # flag families that change neither memory nor step time (prefix match)
@@ -83,7 +86,7 @@ NO_EFFECT = ("--lr", "--min-lr", "--decoupled-", "--weight-decay", "--clip-grad"
              "--apply-layernorm-1p", "--make-vocab-size-divisible-by", "--cp-comm-type",
              "--moe-token-dispatcher-type", "--moe-router-", "--moe-aux-loss", "--moe-layer-freq",
              "--no-gradient-accumulation",
-             "--grad-reduce-in-bf16", "--cross-entropy-loss-fusion", "--use-precision-aware",
+             "--cross-entropy-loss-fusion",
              "--fp8-amax", "--fp8-margin", "--transformer-impl",
              "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
              "--master-port", "--rdzv", "--max-restarts",
@@ -338,6 +341,7 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
         put(doc, "training.optimizer", "adamw" if opt == "adam" else "sgd")
     else:
         r.problems.append(Problem(f"{r.source}:--optimizer", opt, "expected adam or sgd"))
+    _state_dtypes(r, g, doc)
     if "--optimizer-cpu-offload" in g:
         put(doc, "training.offload", "cpu")
     att = g.get("--attention-backend")
@@ -392,3 +396,47 @@ def _model(r: Reading, g: dict) -> None:
         n = _number(r, "--moe-shared-expert-intermediate-size", shared)
         if n:
             m["moe"]["shared_experts"] = n // m["moe"]["expert_ffn_hidden"]
+
+
+def _state_dtypes(r: Reading, g: dict, doc: dict) -> None:
+    """``training.state_dtypes`` from Megatron-LM's mixed-precision and precision-aware-optimizer
+    flags (engines/megatron.py cites them): --grad-reduce-in-bf16, or --main-grads-dtype bf16
+    under the precision-aware optimizer (which then leaves the fp32 accumulation off,
+    arguments.py:1209-1216), keeps bf16 gradients; under --use-precision-aware-optimizer the
+    master is --main-params-dtype (fp32 kept as 16-bit remainders beside bf16 weights, where no
+    FP8 recipe but delayed scaling keeps its own) and the moments --exp-avg-dtype /
+    --exp-avg-sq-dtype. Without it Megatron-Core asserts every one of them fp32."""
+    pao = "--use-precision-aware-optimizer" in g
+    dtypes = {k: g.get(f"--{k}-dtype") or "fp32"
+              for k in ("main-grads", "main-params", "exp-avg", "exp-avg-sq")}
+    for key, value in dtypes.items():
+        if value != "fp32" and not pao:
+            r.problems.append(Problem(f"{r.source}:--{key}-dtype", value, "only with "
+                                      "--use-precision-aware-optimizer (Megatron-Core asserts "
+                                      "fp32 without it)"))
+            return
+    sd = {}
+    if "--grad-reduce-in-bf16" in g or dtypes["main-grads"] == "bf16":
+        sd["grads"] = "bf16"
+    if pao:
+        prec = doc.get("training", {}).get("precision")
+        recipe = doc.get("training", {}).get("fp8_recipe", "delayed")
+        if dtypes["main-params"] == "fp16":
+            sd["master"] = "fp16"
+        elif prec == "bf16" or (prec == "fp8" and recipe == "delayed"):
+            sd["master"] = "remainder"     # OptimizerConfig.store_param_remainders, default True
+        if dtypes["exp-avg"] != dtypes["exp-avg-sq"]:
+            r.problems.append(Problem(f"{r.source}:--exp-avg-sq-dtype", dtypes["exp-avg-sq"],
+                                      f"the workbench keeps both moments in one dtype "
+                                      f"(--exp-avg-dtype is {dtypes['exp-avg']})"))
+            return
+        if dtypes["exp-avg"] in ("bf16", "fp16"):
+            sd["moments"] = dtypes["exp-avg"]
+        elif dtypes["exp-avg"] != "fp32":
+            r.problems.append(Problem(f"{r.source}:--exp-avg-dtype", dtypes["exp-avg"],
+                                      "expected fp32, bf16 or fp16 (FP8 moments are not "
+                                      "costed)"))
+            return
+    if sd:
+        for key, value in sd.items():
+            put(doc, f"training.state_dtypes.{key}", value)

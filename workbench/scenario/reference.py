@@ -34,6 +34,9 @@ ALLOWED = {
     "training.lora.targets": ("attention", "mlp", "all-linear", "or a list of "
                               + ", ".join(sc.LORA_PROJECTIONS)),
     "training.lora.trainable": ("a list of " + ", ".join(sc.LORA_TRAINABLE),),
+    "training.state_dtypes.grads": sc.STATE_GRADS,
+    "training.state_dtypes.master": sc.STATE_MASTER,
+    "training.state_dtypes.moments": sc.STATE_MOMENTS,
 }
 
 
@@ -70,7 +73,7 @@ def _default(value: Any) -> str:
 
 _TYPE_WORDS = {"int": "whole number", "float": "number", "bool": "true or false", "str": "text",
                "MoE": "table", "InterNode": "table or link key", "Host": "table",
-               "Storage": "table", "Lora": "table"}
+               "Storage": "table", "Lora": "table", "StateDtypes": "table"}
 
 
 def _type_words(annotation: str) -> str:
@@ -198,6 +201,11 @@ def scenario_reference() -> str:
         "",
         *_table("training.lora", tuple(f.name for f in dataclasses.fields(sc.Lora)), sc.Lora,
                 {"targets": "all-linear", "trainable": "[]"}),
+        "",
+        "### training.state_dtypes",
+        "",
+        *_table("training.state_dtypes", tuple(f.name for f in dataclasses.fields(
+            sc.StateDtypes)), sc.StateDtypes, {}),
         "",
         "## Rules across fields",
         "",

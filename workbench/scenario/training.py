@@ -10,7 +10,8 @@ from workbench.documents.fields import Fields
 from workbench.engines import ENGINE_NAMES, ENGINES, FP8_RECIPES
 from workbench.scenario.types import (
     ATTENTION_KERNELS, BACKENDS, LORA_PROJECTIONS, LORA_QUANT, LORA_TARGET_GROUPS,
-    LORA_TRAINABLE, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, Lora, Training,
+    LORA_TRAINABLE, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, STATE_GRADS,
+    STATE_MASTER, STATE_MOMENTS, Lora, StateDtypes, Training,
 )
 
 
@@ -52,18 +53,23 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
             else None
-    lora_ok = True
+    blocks_ok = True
     vals["lora"] = None
     if vals["method"] in ("lora", "qlora"):
         vals["lora"] = _lora(c, d.get("lora"), vals["method"])
-        lora_ok = vals["lora"] is not None
+        blocks_ok = vals["lora"] is not None
     elif d.get("lora") is not None and vals["method"] is not None:
         c.add("training.lora", d.get("lora"), f"applies to method lora or qlora only (method is "
               f"{vals['method']}); remove it or set training.method")
-        lora_ok = False
-    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend", "lora")
-    if not lora_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
-            d.get(k) is not None and vals[k] is None for k in optional[:-1]):
+        blocks_ok = False
+    vals["state_dtypes"] = None
+    if d.get("state_dtypes") is not None:
+        vals["state_dtypes"] = _state_dtypes(c, d.get("state_dtypes"))
+        blocks_ok = blocks_ok and vals["state_dtypes"] is not None
+    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend", "lora",
+                "state_dtypes")
+    if not blocks_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
+            d.get(k) is not None and vals[k] is None for k in optional[:-2]):
         return None, dict(d)
     tr = Training(**vals)
     doc = dataclasses.asdict(tr)
@@ -123,3 +129,17 @@ def _lora(c: Fields, raw: Any, method: str) -> Lora | None:
         return None
     return Lora(rank=rank, alpha=alpha, targets=targets, quant=quant,
                 double_quant=double_quant, trainable=trainable)
+
+
+def _state_dtypes(c: Fields, raw: Any) -> StateDtypes | None:
+    """``training.state_dtypes``: every key optional (defaults: ``StateDtypes``, fp32)."""
+    p = "training.state_dtypes"
+    d = c.table(raw, p, tuple(f.name for f in dataclasses.fields(StateDtypes)))
+    dfl = StateDtypes()
+    n = len(c.problems)
+    vals = {"grads": c.choice(d, "grads", p, STATE_GRADS, dfl.grads),
+            "master": c.choice(d, "master", p, STATE_MASTER, dfl.master),
+            "moments": c.choice(d, "moments", p, STATE_MOMENTS, dfl.moments)}
+    if len(c.problems) > n or any(v is None for v in vals.values()):
+        return None
+    return StateDtypes(**vals)

@@ -155,6 +155,40 @@ class Lora:
     trainable: tuple[str, ...] = ()   # parts trained in full beside the adapters
 
 
+# training.state_dtypes (Megatron-Core's mixed-precision and precision-aware-optimizer
+# settings, engines/megatron.py): the main-gradient buffer, the master weights and Adam's two
+# moments. grads: fp32 (Megatron-LM's bf16 default, --accumulate-allreduce-grads-in-fp32) or
+# bf16 (--grad-reduce-in-bf16); master: fp32, remainder (the precision-aware optimizer's 16-bit
+# remainders beside the bf16 weights, store_param_remainders), bf16 (a 16-bit copy: NeMo's
+# Apex distributed Adam with FP8 weights), fp16 (--main-params-dtype fp16) or none (Apex
+# distributed Adam with dtype bf16 steps the bf16 weights themselves); moments: fp32, bf16 or
+# fp16 (--exp-avg-dtype / --exp-avg-sq-dtype).
+STATE_GRADS = ("fp32", "bf16")
+STATE_MASTER = ("fp32", "remainder", "bf16", "fp16", "none")
+STATE_MOMENTS = ("fp32", "bf16", "fp16")
+# bytes per parameter of each value
+STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "remainder": 2, "none": 0}
+
+
+@dataclass(frozen=True)
+class StateDtypes:
+    """Where the gradients and the optimizer's states of 16-bit training are kept in another
+    dtype than the mixed-precision table's fp32 (``training.state_dtypes``; the defaults are
+    that table's)."""
+
+    grads: str = "fp32"     # the main-gradient buffer: fp32 (Megatron-LM's bf16 default) or bf16
+    #                         (--grad-reduce-in-bf16; reduced in bf16 too)
+    master: str = "fp32"    # master weights: fp32, remainder (16-bit remainders beside the bf16
+    #                         weights: --use-precision-aware-optimizer), bf16 / none (NeMo 1's
+    #                         Apex distributed Adam, dtype bf16), fp16 (--main-params-dtype fp16)
+    moments: str = "fp32"   # Adam's two moments (--exp-avg-dtype / --exp-avg-sq-dtype)
+
+    @property
+    def bytes(self) -> tuple[int, int, int]:
+        """(gradient, master weight, one moment) bytes per parameter."""
+        return STATE_BYTES[self.grads], STATE_BYTES[self.master], STATE_BYTES[self.moments]
+
+
 @dataclass(frozen=True)
 class Training:
     seq_len: int = 4096       # tokens per sequence
@@ -187,6 +221,8 @@ class Training:
     #                              with (null: fsdp2, Transformers 5's default; DDP at zero 0)
     liger: bool = False       # with engine hf: Liger kernels (fused linear cross entropy, RMSNorm,
     #                           SwiGLU, RoPE; TrainingArguments.use_liger_kernel)
+    state_dtypes: StateDtypes | None = None   # gradients and optimizer states in other dtypes
+    #                           than fp32 (engine megatron; null: the mixed-precision table)
 
     @property
     def adapters(self) -> bool:

@@ -64,7 +64,8 @@ def block_data(base: Scenario, shapes: list[tuple], sp: bool, pytorch_eager: boo
                                       virtual_stages=1, shard_group=None)
             got = params[t, e] = (par.sp, _param_data(
                 base, par, None if m.moe is None else m.moe.experts // e))
-        x = act.with_fields(x0, s=tr.seq_len // c, b=b, t=t, sp=got[0])
+        x = act.with_fields(x0, s=tr.seq_len // c, b=b, t=t, et=s.parallel.expert_tp or t,
+                            sp=got[0])
         entries[i]["x"] = x
         rows.append({**_shape_data(m, x), **got[1]})
     if rows:      # one conversion for every datum (the rows' keys come in one order)

@@ -21,7 +21,7 @@ from workbench.estimate.model import finetune as ft
 from workbench.estimate.memory import peak as pk
 from workbench.estimate.memory.allocator import least_bytes, reserved_bytes
 from workbench.estimate.memory.buffers import (
-    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments,
+    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, zero3_gathered,
 )
 from workbench.estimate.memory.device import device_overhead
 from workbench.estimate.cost_model.rows import Rows, per_row
@@ -70,6 +70,8 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
     frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
     # the engine's state dtype (a tuple where it differs by ZeRO stage: model_states.stage_dtype)
     state_dtype = eng.state_dtype_by_zero or eng.state_dtype
+    if tr.state_dtypes is not None:   # the scenario's own (engine megatron)
+        state_dtype = tr.state_dtypes
     if tr.adapters and eng.adapter_dtype == "fp32":
         state_dtype = "fp32"
     typical = (tr.lora.rank, m.hidden) if tr.adapters else (m.hidden, m.hidden)
@@ -186,7 +188,8 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     eng = engine_of(tr)
     cd = compute_dtype_bytes(tr.precision)
     fts = finetune_states(base, rows, pdense, pexpert, head_params_r)
-    x = act.with_fields(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp, sp=G.sp)
+    x = act.with_fields(rows.per[0]["x"], s=tr.seq_len // G.cp, b=G.micro_batch, t=G.tp,
+                        et=base.parallel.expert_tp or 0, sp=G.sp)
     loss_kwargs = {"logits_kept": eng.logits_kept_in_backward,
                    "vocab_split": not eng.tp_gathers_logits,
                    "head_trains": ft.edge_trainable(tr, "head"),
@@ -201,6 +204,11 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
     # backward's a named buffer
     loss = loss_moments(m, x, G.tp, eng.loss, cd, **{
         k: v for k, v in loss_kwargs.items() if k != "loss_style"}, **loss_kwargs["loss_style"])
+    if eng.zero3_live_parameters is not None:
+        # DeepSpeed's per-parameter fetching; its gradients reduce in the compute dtype
+        gathered["gathered"] = zero3_gathered(stage_params, unit, ft.largest_linear(m, G.tp),
+                                              eng.zero3_live_parameters)
+        gathered.setdefault("grad_bytes", cd)
     bufs = buffer_terms(m, G, x, tr.precision, stage_params, unit, rows.has_head, nm > 0,
                         eng.loss, **gathered, **loss_kwargs, loss_bytes=loss)
     if tr.method == "qlora":

@@ -69,7 +69,7 @@ def state_rates(tr, fts: FineTuneStates, zero) -> tuple:
     def rates(dtype: str) -> tuple[float, float]:
         state = bytes_per_param(tr.precision, tr.optimizer, 0, dtype, fts.kwargs["factored"])
         return (4 if dtype == "mixed" else state.grads), optimizer_bytes_moved(state)
-    if isinstance(sd, str):
+    if not isinstance(sd, (tuple, list)):   # one dtype (a name or ``StateDtypes``) per stage
         grad, moved = rates(sd)
         return grad, moved, tr.method == "pretrain" and sd == "mixed"
     per = [rates(d) for d in sd]

@@ -55,6 +55,7 @@ class ActivationShape:
     recompute: str
     pytorch_eager: bool = False
     recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
+    et: int = 0                   # the routed experts' tensor-parallel degree (0: t)
     head_in: float = 0.0          # bytes of the output head's saved input (0: ``gemm_in``)
     # LoRA / QLoRA (estimate/model/finetune.py): linear inputs nothing keeps ("qkv", "proj", "fc1",
     # "fc2", "router", "head"), and the adapters, each saving an r-wide hidden per token
@@ -118,7 +119,8 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
     # NVFP4 (engines/megatron.py): its input stays in the compute dtype.
     gemm_in = QUANTIZED_BYTES.get(tr.precision, elem)
     return ActivationShape(
-        s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, sp=par.sp,
+        s=tr.seq_len // par.cp, s_kv=tr.seq_len, b=tr.micro_batch, t=par.tp, et=par.etp,
+        sp=par.sp,
         elem=elem, gemm_in=gemm_in, flash=tr.flash,
         head_in=elem if tr.precision in FP4_PRECISIONS else gemm_in,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
@@ -274,11 +276,15 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
         cf = m.capacity_factor or 1.0
         terms["router_input"] = sb * h / r * x.elem
         terms["router_probs"] = sb / r * m.experts * 4
-        # Tokens each GPU's experts process: k copies of its tokens (balanced routing); with TP
-        # the tokens of the TP group are gathered and each rank computes ffn/t of every expert.
-        routed = sb * m.top_k * cf
+        # Rows each GPU's experts process (balanced routing): k copies of the TP group's
+        # tokens, split over the TP ranks and gathered again over the expert-TP group, each of
+        # whose ranks computes ffn/et of its experts — k·s·b·et/t rows of ffn/et (et = t: every
+        # token, ffn/t), as both dispatchers run it (``time.moe_block``: Megatron-Core's
+        # all-to-all of the rank's sequence-parallel shard, then the expert-TP all-gather;
+        # torchtitan's gathered input, split over TP for expert TP 1).
+        routed = _routed_rows(x, m, sb)
         terms["expert_input"] = routed * h * x.gemm_in
-        inner = _mlp_inner(model, x, routed, m.expert_ffn_hidden // t)
+        inner = _mlp_inner(model, x, routed, m.expert_ffn_hidden // (x.et or t))
         terms["expert_act"] = inner["act"]
         terms["expert_fc2_input"] = inner["fc2_input"]
         terms["expert_output"] = routed * h * x.elem      # kept to weight by the router probs
@@ -299,13 +305,18 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
                 or ("router" in x.dropped and k == "router_input")]:
         del terms[key]
     if x.lora_mlp:
-        routed = sb * model.moe.top_k * (model.moe.capacity_factor or 1.0) if moe_layer else 0
+        routed = _routed_rows(x, model.moe, sb) if moe_layer else 0
         shared = bool(moe_layer and model.moe.shared_experts)
         terms["lora_hidden"] = _adapter_hidden(
             x, (sb if not moe_layer or shared else 0) + routed, x.lora_mlp)
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
+
+
+def _routed_rows(x: ActivationShape, moe, sb: float) -> float:
+    """Token rows the experts on one GPU process for ``sb`` tokens of its TP group (``mlp_terms``)."""
+    return sb * moe.top_k * (moe.capacity_factor or 1.0) * (x.et or x.t) / x.t
 
 
 def layer_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:

@@ -120,6 +120,26 @@ def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
     return sb * vocab * fwd, sb * vocab * bwd
 
 
+def zero3_gathered(stage_params, unit, largest, live_bound=None):
+    """(parameters, gradients) in elements that ZeRO-3 holds unsharded at once on a rank whose
+    pipeline stage has ``stage_params``, with resharding after forward.
+
+    - FSDP (``live_bound`` None): the unit in use and the prefetched next one (``unit`` the
+      largest wrapped unit), and one unit's gradient before its reduce-scatter.
+    - DeepSpeed (``live_bound`` its stage3_max_live_parameters): parameters are fetched module by
+      module, and prefetching stops once ``live_bound`` elements are available, so at most that
+      bound plus the module being fetched and the one prefetched parameter past the bound
+      (``largest`` each, the largest weight); never more than the stage. A gradient is copied
+      into the reduce bucket (``Engine.dp_bucket_bytes``) as autograd makes it, so one
+      parameter's gradient is alive on its own (DS deepspeed/runtime/zero/stage3.py:1543
+      ``__add_grad_to_ipg_bucket``; a gradient larger than the bucket stays where it is).
+    Arrays allowed."""
+    if live_bound is None:
+        return 2 * np.asarray(unit), np.asarray(unit)
+    return np.minimum(np.asarray(stage_params), live_bound + 2 * np.asarray(largest)), \
+        np.asarray(largest)
+
+
 def compute_dtype_bytes(precision: str) -> int:
     """Bytes of the dtype GEMMs run in (fp8 GEMMs read bf16 master copies cast on the fly)."""
     return 4 if precision == "fp32" else 2
@@ -128,7 +148,8 @@ def compute_dtype_bytes(precision: str) -> int:
 def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision: str,
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
                  gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
-                 vocab_split=True, head_trains=True, loss_style=None, loss_bytes=None) -> dict:
+                 vocab_split=True, head_trains=True, loss_style=None, loss_bytes=None,
+                 gathered=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present: zero where it does not apply, a zero number where no
@@ -139,7 +160,9 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     loss: ``logits_kept`` (the compute-dtype logits alive in its backward), ``vocab_split``
     (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
     gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy);
-    ``loss_bytes``: ``loss_moments``' (forward, backward) of these where the caller has them."""
+    ``loss_bytes``: ``loss_moments``' (forward, backward) of these where the caller has them.
+    ``gathered``: ``zero3_gathered``'s (parameters, gradient) elements where the engine gathers
+    otherwise than FSDP's two units (default: ``unit`` twice and one unit's gradient)."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
     rb = cd + 4 if grad_bytes is None else grad_bytes
@@ -148,13 +171,16 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     sb = np.asarray(x.s) * x.b
     # the terms no layout can have are 0.0 (their formulas give zeros there), not computed
     quantized = QUANTIZED_BYTES.get(precision, 0)
+    live_params, live_grad = zero3_gathered(stage_params, unit, None, None) \
+        if gathered is None else gathered
     terms = {
-        "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, 2 * unit * gb,
+        "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, live_params * gb,
                                                          stage_params * gb), 0),
         # PyTorch's pipelining schedules run the backward of every microbatch but the last
         # without gradient sync, so FSDP2 accumulates unsharded fp32 gradients of the stage.
         "fsdp_unsharded_grads": grad_share * np.where(
-            fsdp, np.where(pp > 1, stage_params * (rb - cd) + unit * cd, unit * rb), 0),
+            fsdp, np.where(pp > 1, stage_params * (rb - cd) + live_grad * cd,
+                           live_grad * rb), 0),
         "tp_comm": np.where(tp > 1, np.where(par.sp, 2, 1) * sb * model.hidden * x.elem, 0),
         "cp_kv_ring": np.where(cp > 1, 2 * sb * sum(qkv_widths(model)[1:]) / tp * x.elem, 0)
         if np.any(cp > 1) else 0.0,

@@ -38,6 +38,7 @@ from workbench.catalog.types import ModelShape
 from workbench.estimate.arrays import plain
 from workbench.estimate.memory.optimizer_states import AO_BLOCK_4BIT, BNB_BLOCK
 from workbench.estimate.model.finetune import linear_weights
+from workbench.scenario.types import StateDtypes
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def stage_dtype(state_dtype, zero: int) -> str:
     """The state dtype at ZeRO stage ``zero``: ``state_dtype`` itself, or its ``zero``-th entry
     where it is given per stage (``Engine.state_dtype_by_zero``: the Hugging Face stack keeps a
     bf16-loaded model as it is under DDP and upcasts it to fp32 masters under FSDP)."""
-    return state_dtype if isinstance(state_dtype, str) else state_dtype[zero]
+    return state_dtype[zero] if isinstance(state_dtype, (tuple, list)) else state_dtype
 
 
 def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str = "mixed",
@@ -82,10 +83,15 @@ def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str 
     """The convention table above, for one precision, optimizer and ZeRO stage, and for the
     engines whose trained weights, gradients and states all stay in one dtype
     (``state_dtype`` "param": the compute dtype, as torchtune and a bf16-loaded Trainer run;
-    "fp32": PEFT's upcast adapters): no master copy then; "master16": 16-bit weights and
+    "fp32": PEFT's upcast adapters): no master copy then; a ``StateDtypes``
+    (``training.state_dtypes``): 16-bit weights, and its gradient, master and moment bytes at
+    every stage (Megatron-FSDP keeps the distributed optimizer's dtypes); "master16": 16-bit weights and
     gradients beside fp32 masters and moments at every stage (DeepSpeed's bf16 engine with its
     default ``grad_accum_dtype``, the model's: deepspeed 0.19.8 runtime/engine.py
     ``get_data_types`` L1806-1807, zero/stage3.py L791-793 gradient partitions in it)."""
+    if isinstance(state_dtype, StateDtypes):   # training.state_dtypes: 16-bit weights
+        g, master, elem = state_dtype.bytes
+        return BytesPerParam(2, g, master + moment_bytes(optimizer, elem, factored))
     if precision == "fp32" or state_dtype == "fp32":
         w = g = elem = 4
         master = 0
@@ -164,8 +170,8 @@ def model_states(dense, expert, precision: str, optimizer: str, zero, dense_shar
     shard = _sharded(tdense, dense_shard) + _sharded(texpert, expert_shard)
     stage_of = np.clip(zero, 0, 3) if zero.ndim == 0 or zero.min() < 0 or zero.max() > 3 else zero
     # bytes per parameter at each ZeRO stage, one row per field (params, grads, optimizer)
-    per_stage = _per_stage(precision, optimizer, state_dtype if isinstance(state_dtype, str)
-                           else tuple(state_dtype), tuple(factored))
+    per_stage = _per_stage(precision, optimizer, tuple(state_dtype)
+                           if isinstance(state_dtype, list) else state_dtype, tuple(factored))
     sharded = {3: zero >= 3, 2: zero >= 2, 1: zero >= 1}
 
     def column(stage: int, field: int) -> np.ndarray:

@@ -16,15 +16,18 @@ from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario, zero_
 
 
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
-      "training.fp8_param_gather, training.fp8_attention, parallel.async_tp, "
+      "training.fp8_param_gather, training.fp8_attention, training.state_dtypes, "
+      "parallel.async_tp, "
       "parallel.tp_comm_overlap, parallel.expert_tp) and a training.recompute policy must be "
       "one the training.engine offers (docs/engines.md); fp8_recipe and the fp8 switches need "
       "precision fp8 (fp8_param_gather: a recipe the engine gathers in FP8); recompute_every "
-      "at most the layers; tp_comm_overlap needs tp > 1; parallel.overlap_grad_reduce / "
+      "at most the layers; state_dtypes: bf16 training, a master or moments other than fp32 "
+      "with adamw only, master remainder with bf16 or fp8 delayed scaling; tp_comm_overlap "
+      "needs tp > 1; parallel.overlap_grad_reduce / "
       "overlap_param_gather other than what the engine does only where it has the switch "
       "(Megatron-LM both, DeepSpeed overlap_comm)",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
-      "training.fp8_param_gather", "training.fp8_attention",
+      "training.fp8_param_gather", "training.fp8_attention", "training.state_dtypes",
       "training.recompute_every", "parallel.async_tp", "parallel.tp_comm_overlap",
       "parallel.overlap_grad_reduce", "parallel.overlap_param_gather", "parallel.expert_tp",
       layout=False)
@@ -40,7 +43,10 @@ def engine_switches(s: Scenario):
             "expert_tp": ("parallel.expert_tp", par.expert_tp, par.expert_tp is not None),
             "fp8_param_gather": ("training.fp8_param_gather", tr.fp8_param_gather,
                                  tr.fp8_param_gather),
-            "fp8_attention": ("training.fp8_attention", tr.fp8_attention, tr.fp8_attention)}
+            "fp8_attention": ("training.fp8_attention", tr.fp8_attention, tr.fp8_attention),
+            "state_dtypes": ("training.state_dtypes",
+                             tr.state_dtypes and dict(vars(tr.state_dtypes)),
+                             tr.state_dtypes is not None)}
     for switch, (path, value, on) in used.items():
         if on and not eng.offers(switch):
             yield Problem(path, value, f"engine {eng.name} does not offer it (its switches: "
@@ -73,6 +79,7 @@ def engine_switches(s: Scenario):
             yield Problem(f"training.{key}", True,
                           f"needs training.precision fp8 (got {tr.precision})")
     recipe = tr.fp8_recipe or eng.fp8_default
+    yield from _state_dtypes(tr, eng, recipe)
     if (tr.fp8_param_gather and eng.offers("fp8_param_gather") and tr.precision == "fp8"
             and eng.fp8_param_gather_recipes and recipe not in eng.fp8_param_gather_recipes):
         yield Problem("training.fp8_param_gather", True,
@@ -85,6 +92,31 @@ def engine_switches(s: Scenario):
         elif tr.fp8_recipe not in eng.fp8_recipes:
             yield Problem("training.fp8_recipe", tr.fp8_recipe,
                           f"engine {eng.name} offers {', '.join(eng.fp8_recipes)}")
+
+
+def _state_dtypes(tr, eng, recipe):
+    """training.state_dtypes where the engine offers it: 16-bit training; anything but fp32
+    master and moments is the precision-aware optimizer's, Adam's only; its remainders ride on
+    the bf16 weights only where no FP8 recipe but delayed scaling keeps an fp32 master of its
+    own (engines/megatron.py)."""
+    sd = tr.state_dtypes
+    if sd is None or not eng.offers("state_dtypes"):
+        return
+    if tr.precision in ("fp32", "fp16"):
+        yield Problem("training.state_dtypes", dict(vars(sd)),
+                      f"applies to bf16 training and the low-precision GEMMs inside it (bf16, "
+                      f"fp8, nvfp4); got precision {tr.precision}")
+    elif (sd.master, sd.moments) != ("fp32", "fp32") and tr.optimizer != "adamw":
+        yield Problem("training.state_dtypes", dict(vars(sd)),
+                      f"a master or moments other than fp32 is the precision-aware optimizer's, "
+                      f"which runs Adam only (got optimizer {tr.optimizer}); set them fp32")
+    elif sd.master == "remainder" and tr.precision != "bf16" and not (
+            tr.precision == "fp8" and recipe == "delayed"):
+        yield Problem("training.state_dtypes.master", sd.master,
+                      "16-bit remainders ride on bf16 weights, with precision bf16 or fp8 "
+                      "under fp8_recipe delayed; precision " + tr.precision
+                      + (f" with fp8_recipe {recipe}" if tr.precision == "fp8" else "")
+                      + " keeps an fp32 master of its own: set master fp32")
 
 
 layout_rule(

@@ -186,3 +186,33 @@ def _megatron_doc() -> dict:
             "parallel": {"dp": 4, "tp": 4, "ep": 2, "zero": 1, "sequence_parallel": True},
             "training": {"engine": "megatron", "seq_len": SEQ, "micro_batch": 1,
                          "global_batch": 64, "precision": "bf16", "recompute": "selective"}}
+
+
+@pytest.mark.parametrize("engine", ["megatron", "torchtitan"])
+@pytest.mark.parametrize("expert_tp", [None, 1])
+def test_saved_expert_rows_are_the_rows_the_experts_run(engine, expert_tp):
+    """A GPU's routed experts save k*s*b*et/t token rows of ffn/et columns: every token at
+    ffn/t with expert TP = tp; the rank's own share of the k copies at the whole ffn with
+    expert TP 1 — the rows the time model's dispatch gives them (``moe_block``)."""
+    from workbench.estimate.memory.activations import activation_shape, mlp_terms
+    s = _moe(engine, tp=4, ep=2, expert_tp=expert_tp)
+    terms = mlp_terms(s.model, activation_shape(s.training, s.parallel), moe_layer=True)
+    et = expert_tp or 4
+    rows = SEQ * K * et / 4
+    assert terms["expert_input"] == rows * H * 2
+    assert terms["expert_act"] == rows * 2 * (14336 // et) * 2      # SwiGLU's gate and up
+
+
+def test_megatron_weights_the_routed_activation_and_keeps_no_expert_output():
+    """Megatron-Core's TEGroupedMLP multiplies the routing weights into the SwiGLU (its
+    WeightedSwiGLUFunction saves its input and the weights): an fp32 weight per routed row,
+    no expert output. torchtitan weights the experts' output, which it keeps."""
+    from workbench.estimate.memory.activations import activation_shape, mlp_terms
+    saved = {}
+    for engine in ("megatron", "torchtitan"):
+        s = _moe(engine, tp=1, ep=2)
+        saved[engine] = mlp_terms(s.model, activation_shape(s.training, s.parallel), True)
+    rows = SEQ * K
+    assert saved["megatron"]["expert_probs"] == rows * 4
+    assert "expert_output" not in saved["megatron"]
+    assert saved["torchtitan"]["expert_output"] == rows * H * 2

@@ -155,6 +155,13 @@ ENGINE = Engine(
     # with TP requires sequence parallelism (MLM megatron/core/transformer/moe/moe_layer.py
     # MoELayer.forward raises otherwise), so the shard is tokens / tp.
     moe_dispatch="sequence_shard",
+    # TEGroupedMLP applies the routing weights inside the activation
+    # (``weighted_bias_swiglu_impl(intermediate_parallel, bias_parallel, permuted_probs, ...)``,
+    # MLM@d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/transformer/moe/experts.py:963-970),
+    # whose WeightedSwiGLUFunction saves its input and the weights
+    # (``ctx.save_for_backward(input_for_backward, weights)``, megatron/core/fusions/
+    # fused_bias_swiglu.py:266-270); the combine's unpermute then has no output to keep.
+    probs_in_activation=True,
     fp8_default="delayed",  # fp8_recipe default "delayed" (MLM transformer_config.py:573)
     # --fp4-format e2m1 --fp4-recipe nvfp4: TE's NVFP4BlockScaling in every transformer layer
     # (megatron-core 0.16 megatron/core/transformer/transformer_config.py:510-518;

@@ -157,6 +157,10 @@ class Engine:
     # The SwiGLU runs as one kernel that saves only its two inputs (gate and up outputs), even
     # where the rest of the model runs eager modules (Liger's ``LigerSiLUMulFunction``).
     fused_swiglu: bool = False
+    # The router's weights multiply the routed experts' activation, not their output: the fused
+    # weighted SwiGLU saves its input and the weights, and no expert output is kept for the
+    # weighting (Megatron-Core's TEGroupedMLP).
+    probs_in_activation: bool = False
     # The loss over the vocabulary: "upcast" (``F.cross_entropy(logits.float(), y)``: the 16-bit
     # logits are copied to fp32 and log-softmaxed in eager kernels), "fused" (one kernel reads
     # the logits and writes their fp32 gradient in the forward: Megatron-Core/TE fused

@@ -63,7 +63,8 @@ OTHER = {"--sequence-parallel": bool, "--tp-comm-overlap": bool,
          "--fp8-param-gather": bool, "--fp8-dot-product-attention": bool,
          "--fp4-format": str, "--fp4-recipe": str,
          "--recompute-granularity": str, "--recompute-method": str,
-         "--recompute-num-layers": int, "--optimizer": str, "--optimizer-cpu-offload": bool,
+         "--recompute-num-layers": int, "--recompute-modules": str,
+         "--optimizer": str, "--optimizer-cpu-offload": bool,
          "--attention-backend": str, "--swiglu": bool, "--normalization": str,
          "--untie-embeddings-and-output-weights": bool, "--disable-bias-linear": bool,
          "--group-query-attention": bool, "--vocab-size": int, "--tokenizer-type": str,
@@ -150,9 +151,14 @@ def _variables(text: str) -> dict[str, str]:
     return env
 
 
+# Flags whose value is a list of words (argparse nargs="*"): read whole, space-separated.
+LISTS = ("--recompute-modules",)
+
+
 def flags(text: str) -> list[tuple[str, str | None]]:
     """``(flag, value)`` for every ``--flag`` of the script, variables substituted; value None
-    for a flag followed by another flag or the end of a group."""
+    for a flag followed by another flag or the end of a group; a ``LISTS`` flag's value is
+    every word up to the next flag."""
     text = text.replace("\\\n", " ")
     body = _expand(text, _variables(text))
     words: list[str] = []
@@ -176,6 +182,13 @@ def flags(text: str) -> list[tuple[str, str | None]]:
         nxt = words[i + 1] if i + 1 < len(words) else None
         value = inline or (nxt if nxt and not nxt.startswith("--") and nxt != "\n"
                            and not set(nxt) <= set("();&|") else None)
+        if flag in LISTS and value is not None and not inline:
+            items = []
+            for word in words[i + 1:]:
+                if word.startswith("--") or word == "\n" or set(word) <= set("();&|"):
+                    break
+                items.append(word)
+            value = " ".join(items)
         out.append((flag, value))
     return out
 
@@ -350,8 +363,32 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
     _model(r, g)
 
 
+# Megatron-Core's recompute modules (transformer_config.py recompute_modules, default
+# ["core_attn"]: Korthikanti's selective recompute, the workbench's "selective")
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+                     "shared_experts")
+
+
 def _recompute(r: Reading, g: dict, layers: int | None, stages: int) -> None:
     gran = g.get("--recompute-granularity")
+    modules = (g.get("--recompute-modules") or "").split()
+    unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
+    if unknown:
+        r.problems.append(Problem(f"{r.source}:--recompute-modules", " ".join(unknown),
+                                  "expected " + ", ".join(RECOMPUTE_MODULES)))
+        return
+    others = [m for m in modules if m != "core_attn"]
+    if others and gran == "selective":
+        # The workbench's selective is core_attn's: what the others discard is counted kept.
+        r.notes.append(f"--recompute-modules {' '.join(modules)}: read as selective (the core "
+                       f"attention); recomputing {', '.join(others)} is not modelled, so the "
+                       "activation estimate keeps what they discard and runs no recompute for "
+                       "them (memory high, step time low)")
+    elif modules and gran != "selective":
+        # transformer_config.py: every module recompute is gated on granularity 'selective'
+        r.notes.append(f"--recompute-modules {' '.join(modules)}: no effect without "
+                       "--recompute-granularity selective (Megatron-Core recomputes modules "
+                       "only under selective granularity)")
     if gran is None:
         put(r.document, "training.recompute", "none")
     elif gran == "selective":

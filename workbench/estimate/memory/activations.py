@@ -72,6 +72,7 @@ class ActivationShape:
     # The engine's conventions (``Engine`` fields of the same meaning):
     recompute_from_first: bool = False   # recompute "layer" checkpoints blocks 0, k, 2k, ...
     fused_swiglu: bool = False    # the SwiGLU saves its two inputs only (Liger), even eager
+    probs_in_activation: bool = False   # the routing weights multiply the experts' activation
     fused_linear_loss: bool = False   # head + loss over token chunks (Liger): no logits kept
     vocab_split: bool = True      # the loss sees V / tp columns (False: the head gathers them)
 
@@ -125,7 +126,8 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         head_in=elem if tr.precision in FP4_PRECISIONS else gemm_in,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
         logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
-        eng.recompute_from_first, fused_swiglu=eng.fused_swiglu, fused_linear_loss=fused_linear,
+        eng.recompute_from_first, fused_swiglu=eng.fused_swiglu,
+        probs_in_activation=eng.probs_in_activation, fused_linear_loss=fused_linear,
         vocab_split=not eng.tp_gathers_logits, **lora)
 
 
@@ -287,8 +289,11 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
         inner = _mlp_inner(model, x, routed, m.expert_ffn_hidden // (x.et or t))
         terms["expert_act"] = inner["act"]
         terms["expert_fc2_input"] = inner["fc2_input"]
-        terms["expert_output"] = routed * h * x.elem      # kept to weight by the router probs
-        if x.pytorch_eager:
+        if x.probs_in_activation:   # Megatron-Core: the weights (fp32) saved by the activation
+            terms["expert_probs"] = routed * 4
+        else:                       # kept to weight by the router probs
+            terms["expert_output"] = routed * h * x.elem
+        if x.pytorch_eager and not x.probs_in_activation:
             # eager PyTorch also keeps the weighted output for the scatter-add, the gather and
             # scatter indices (int64), the top-k indices and the gathered routing weights
             terms["expert_output"] *= 2

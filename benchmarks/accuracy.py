@@ -45,7 +45,8 @@ _PARALLEL_KEYS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", 
                   "virtual_stages", "cp", "ep", "reshard_after_forward", "async_tp",
                   "tp_comm_overlap", "expert_tp")
 _TRAINING_KEYS = ("seq_len", "micro_batch", "global_batch", "precision", "recompute", "engine",
-                  "compile", "fp8_recipe", "fp8_param_gather", "fp8_attention", "state_dtypes")
+                  "compile", "fp8_recipe", "fp8_param_gather", "fp8_attention", "state_dtypes",
+                  "recompute_modules")
 _MODEL_KEYS = ("preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp",
                "tied_embeddings", "moe", "head_dim", "norm", "bias", "dropout", "q_lora_rank",
                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")

@@ -489,17 +489,17 @@ def test_hsdp_with_context_parallelism_reads_the_shard_group_as_dp_shard_times_c
     assert (par["dp"], par["cp"], par["shard_group"], par["zero"]) == (4, 2, 4, 2)
 
 
-def test_megatron_recompute_modules_are_read_whole_and_said_where_not_modelled():
-    """--recompute-modules takes a list (argparse nargs): every word up to the next flag. Under
-    selective granularity core_attn is the workbench's selective; the other modules are named
-    as not modelled (the estimate keeps what they discard); without selective they do nothing
-    in Megatron-Core, and an unknown module is refused with the allowed ones."""
+def test_megatron_recompute_modules_are_read_whole():
+    """--recompute-modules takes a list (argparse nargs): every word up to the next flag, read
+    into training.recompute_modules under selective granularity; without selective they do
+    nothing in Megatron-Core (said in the notes), and an unknown module is refused with the
+    allowed ones."""
     from workbench.imports import megatron
     r = megatron.read("t.sh", "torchrun pretrain_gpt.py --bf16 --recompute-granularity selective "
                               "--recompute-modules moe_act layernorm --micro-batch-size 2")
     assert r.document["training"]["recompute"] == "selective"
+    assert r.document["training"]["recompute_modules"] == ["moe_act", "layernorm"]
     assert r.document["training"]["micro_batch"] == 2 and not r.problems
-    assert any("recomputing moe_act, layernorm is not modelled" in n for n in r.notes)
     r = megatron.read("t.sh", "torchrun pretrain_gpt.py --bf16 --recompute-modules core_attn")
     assert any("no effect without --recompute-granularity selective" in n for n in r.notes)
     r = megatron.read("t.sh", "torchrun pretrain_gpt.py --bf16 --recompute-modules attn")

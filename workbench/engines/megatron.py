@@ -54,10 +54,23 @@ ENGINE = Engine(
     # moments in bf16 (NVIDIA/NeMo@e938df32 nemo/collections/nlp/models/language_modeling/
     # megatron_base_model.py ``store_params = False`` where the optimizer dtype is the model's).
     switches=("fp8_recipe", "tp_comm_overlap", "expert_tp", "overlap_grad_reduce",
-              "overlap_param_gather", "fp8_param_gather", "fp8_attention", "state_dtypes"),
+              "overlap_param_gather", "fp8_param_gather", "fp8_attention", "state_dtypes",
+              "recompute_modules"),
     # Another engine's async TP exported to Megatron-LM becomes --tp-comm-overlap, which needs
     # sequence parallelism (validate_args above).
     async_tp_needs_sp=True,
+    # recompute_modules (training.recompute_modules): --recompute-modules, TransformerConfig.
+    # recompute_modules (MLM@d98e8a64 megatron/core/transformer/transformer_config.py:560-580):
+    # "moe_act", "layernorm" and "mla_up_proj" use output-discarding checkpointing (their output
+    # is freed and rebuilt in the backward from the input the layer keeps anyway), "core_attn",
+    # "mlp", "moe" and "shared_experts" normal checkpointing (only the module's input kept); each
+    # applies under recompute_granularity 'selective' only (transformer_layer.py; moe/experts.py
+    # ``activation_recompute``); "mlp" recomputes dense layers' MLPs only (``if not
+    # isinstance(self.mlp, MoELayer)``); "layernorm" the norms that are their own module: not
+    # the input norm TE fuses into linear_qkv, nor the dense layer's pre-MLP norm fused into
+    # linear_fc1 (gpt_layer_specs.py ``fuse_input_layernorm``), so MLA's input norm and an
+    # MoE layer's pre-MLP norm (the router reads it). Megatron refuses moe_act without grouped
+    # GEMMs and mla_up_proj without MLA (transformer_config.py __post_init__).
     # recompute_granularity Literal['full', 'selective'] (MLM transformer_config.py:518);
     # selective = recompute_modules default ["core_attn"] (Korthikanti et al.),
     # transformer_config.py:546. layer: --recompute-granularity full --recompute-method block

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 SWITCHES = ("compile", "fp8_recipe", "async_tp", "tp_comm_overlap", "expert_tp",
             "overlap_grad_reduce", "overlap_param_gather", "fp8_param_gather", "fp8_attention",
-            "state_dtypes")
+            "state_dtypes", "recompute_modules")
 # Every optimizer a scenario can name (``training.optimizer``; here, below the scenario, so the
 # engine records can list them too): adamw / sgd (torch.optim); adamw8bit, paged_adamw8bit
 # (bitsandbytes); adamw4bit (torchao); adafactor (factored second moment, Shazeer & Stern 2018).

@@ -290,6 +290,8 @@ def megatron_args(s: Scenario) -> list[str]:
         add("--recompute-num-layers", max(1, stage_layers // tr.recompute_every))
     elif tr.recompute in ("selective", "op"):   # op: the closest, with a note (_notes)
         add("--recompute-granularity", "selective")
+        if tr.recompute_modules:   # nargs="*": the modules, space-separated
+            add("--recompute-modules", *tr.recompute_modules)
 
     # --- optimizer: Megatron's "adam" is AdamW (decoupled weight decay)
     add("--optimizer", "adam" if tr.optimizer == "adamw" else "sgd")

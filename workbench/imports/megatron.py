@@ -377,13 +377,8 @@ def _recompute(r: Reading, g: dict, layers: int | None, stages: int) -> None:
         r.problems.append(Problem(f"{r.source}:--recompute-modules", " ".join(unknown),
                                   "expected " + ", ".join(RECOMPUTE_MODULES)))
         return
-    others = [m for m in modules if m != "core_attn"]
-    if others and gran == "selective":
-        # The workbench's selective is core_attn's: what the others discard is counted kept.
-        r.notes.append(f"--recompute-modules {' '.join(modules)}: read as selective (the core "
-                       f"attention); recomputing {', '.join(others)} is not modelled, so the "
-                       "activation estimate keeps what they discard and runs no recompute for "
-                       "them (memory high, step time low)")
+    if modules and gran == "selective":
+        put(r.document, "training.recompute_modules", modules)
     elif modules and gran != "selective":
         # transformer_config.py: every module recompute is gated on granularity 'selective'
         r.notes.append(f"--recompute-modules {' '.join(modules)}: no effect without "

@@ -34,6 +34,7 @@ ALLOWED = {
     "training.lora.targets": ("attention", "mlp", "all-linear", "or a list of "
                               + ", ".join(sc.LORA_PROJECTIONS)),
     "training.lora.trainable": ("a list of " + ", ".join(sc.LORA_TRAINABLE),),
+    "training.recompute_modules": ("a list of " + ", ".join(sc.RECOMPUTE_MODULES),),
     "training.state_dtypes.grads": sc.STATE_GRADS,
     "training.state_dtypes.master": sc.STATE_MASTER,
     "training.state_dtypes.moments": sc.STATE_MOMENTS,

@@ -10,7 +10,8 @@ from workbench.documents.fields import Fields
 from workbench.engines import ENGINE_NAMES, ENGINES, FP8_RECIPES
 from workbench.scenario.types import (
     ATTENTION_KERNELS, BACKENDS, LORA_PROJECTIONS, LORA_QUANT, LORA_TARGET_GROUPS,
-    LORA_TRAINABLE, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, STATE_GRADS,
+    LORA_TRAINABLE, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS, RECOMPUTE, RECOMPUTE_MODULES,
+    STATE_GRADS,
     STATE_MASTER, STATE_MOMENTS, Lora, StateDtypes, Training,
 )
 
@@ -62,17 +63,24 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
         c.add("training.lora", d.get("lora"), f"applies to method lora or qlora only (method is "
               f"{vals['method']}); remove it or set training.method")
         blocks_ok = False
+    vals["recompute_modules"] = None
+    if d.get("recompute_modules") is not None:
+        vals["recompute_modules"] = _names(c, d.get("recompute_modules"),
+                                           p + ".recompute_modules", RECOMPUTE_MODULES, {})
+        blocks_ok = blocks_ok and vals["recompute_modules"] is not None
     vals["state_dtypes"] = None
     if d.get("state_dtypes") is not None:
         vals["state_dtypes"] = _state_dtypes(c, d.get("state_dtypes"))
         blocks_ok = blocks_ok and vals["state_dtypes"] is not None
-    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend", "lora",
-                "state_dtypes")
+    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend",
+                "recompute_modules", "lora", "state_dtypes")
     if not blocks_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
             d.get(k) is not None and vals[k] is None for k in optional[:-2]):
         return None, dict(d)
     tr = Training(**vals)
     doc = dataclasses.asdict(tr)
+    if tr.recompute_modules is not None:
+        doc["recompute_modules"] = list(tr.recompute_modules)
     if tr.lora is not None:      # lists, as a document has them (YAML writes no tuples)
         doc["lora"] = {k: list(v) if isinstance(v, tuple) else v for k, v in doc["lora"].items()
                        # quant and double_quant are QLoRA's: a LoRA document without them

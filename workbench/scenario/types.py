@@ -25,6 +25,13 @@ from workbench.scenario.schedules import SCHEDULE_NAMES, schedule
 # Megatron's --fp4-recipe offers nvfp4 and custom only (transformer_config.py:516).
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "nvfp4")
 FP4_PRECISIONS = ("nvfp4",)   # the GEMMs run on FP4 tensor cores (hardware.gpu.fp4_tflops)
+# training.recompute_modules (engine megatron, recompute selective): Megatron-Core's
+# recompute_modules (megatron/core/transformer/transformer_config.py: "core_attn" the core
+# attention, "moe_act" the routed experts' activation, "layernorm" the norms not fused into a
+# linear, "mla_up_proj" MLA's up-projections and RoPE, "mlp" a dense layer's MLP, "moe" the
+# whole MoE layer, "shared_experts" its shared experts); default ["core_attn"].
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+                     "shared_experts")
 RECOMPUTE = ("none", "selective", "op", "layer", "full")   # least recomputed first; op:
 # torchtitan per-op; layer: every ``recompute_every``-th block fully (torchtitan layer SAC)
 #                                                  selective activation checkpointing
@@ -197,6 +204,8 @@ class Training:
     precision: str = "bf16"   # compute precision (mixed precision with fp32 master weights)
     recompute: str = "selective"     # activation recomputation (Korthikanti et al. 2022)
     recompute_every: int = 2  # recompute "layer": every k-th block is checkpointed whole
+    recompute_modules: tuple[str, ...] | None = None   # recompute "selective" under engine
+    #                           megatron: the modules recomputed (null: core_attn, Korthikanti's)
     optimizer: str = "adamw"  # adamw, sgd (torch.optim); adamw8bit, paged_adamw8bit
     #                           (bitsandbytes); adamw4bit (torchao); adafactor (factored)
     offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)

@@ -56,6 +56,7 @@ class ActivationShape:
     pytorch_eager: bool = False
     recompute_every: int = 2      # recompute "layer": every k-th block checkpointed
     et: int = 0                   # the routed experts' tensor-parallel degree (0: t)
+    recompute_modules: frozenset = frozenset()   # Megatron's module recompute (selective)
     head_in: float = 0.0          # bytes of the output head's saved input (0: ``gemm_in``)
     # LoRA / QLoRA (estimate/model/finetune.py): linear inputs nothing keeps ("qkv", "proj", "fc1",
     # "fc2", "router", "head"), and the adapters, each saving an r-wide hidden per token
@@ -125,6 +126,7 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         elem=elem, gemm_in=gemm_in, flash=tr.flash,
         head_in=elem if tr.precision in FP4_PRECISIONS else gemm_in,
         recompute=tr.recompute, pytorch_eager=pytorch_eager, recompute_every=tr.recompute_every,
+        recompute_modules=frozenset(tr.recompute_modules or ()) - {"core_attn"},
         logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
         eng.recompute_from_first, fused_swiglu=eng.fused_swiglu,
         probs_in_activation=eng.probs_in_activation, fused_linear_loss=fused_linear,
@@ -345,8 +347,45 @@ def checkpointed_fraction(model: ModelShape, every: int, from_first: bool = Fals
     return (-(-model.layers // k) if from_first else model.layers // k) / model.layers
 
 
+def module_recomputed(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[str, float]:
+    """What Megatron's module recompute (``training.recompute_modules`` beyond core_attn) frees
+    of one layer's saved tensors (``layer_terms``' names and bytes), to rebuild in the backward
+    (engines/megatron.py cites each): "layernorm" the outputs of the norms that are their own
+    module (MLA's input norm, an MoE layer's pre-MLP norm that the router reads: the TE spec
+    fuses the others into their linears); "moe_act" the routed experts' activation output;
+    "mla_up_proj" the up-projected query, key and value; "mlp" a dense layer's MLP but its
+    input; "moe" an MoE layer's MLP but its input; "shared_experts" the shared experts' inner
+    tensors."""
+    mods = x.recompute_modules
+    if x.recompute != "selective" or not mods:
+        return {}
+    terms = layer_terms(model, x, moe_layer)
+    drop: set[str] = set()
+    if "layernorm" in mods:
+        if model.mla:
+            drop.add("attn.qkv_input")
+        if moe_layer:
+            drop.add("mlp.router_input")
+    if "mla_up_proj" in mods and model.mla:
+        drop |= {"attn.q", "attn.k", "attn.v"}
+    if moe_layer and "moe_act" in mods:
+        drop.add("mlp.expert_fc2_input")
+    if moe_layer and "shared_experts" in mods:
+        drop |= {"mlp.shared_act", "mlp.shared_fc2_input"}
+    mlp_whole = ("moe" in mods) if moe_layer else ("mlp" in mods)
+    if mlp_whole:   # the module's input (the norm's output) stays, and the norm's own tensors
+        kept = {"mlp.norm_input", "mlp.norm_stats", "mlp.fc1_input", "mlp.router_input"}
+        drop |= {k for k in terms if k.startswith("mlp.") and k not in kept}
+        if moe_layer and "layernorm" not in mods:
+            drop.discard("mlp.router_input")
+    return {k: v for k, v in terms.items() if k in drop}
+
+
 def layer_bytes(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
     """Bytes one layer keeps for backward for one microbatch, under the recompute policy."""
+    if x.recompute_modules and x.recompute == "selective":
+        return _layer_total(model, x, moe_layer) - sum(
+            module_recomputed(model, x, moe_layer).values())
     if x.recompute == "full":
         r = x.t if x.sp else 1
         return x.s * x.b * model.hidden / r * x.elem   # the layer's input (checkpoint)
@@ -391,7 +430,10 @@ def op_saved_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> di
 
 def full_recompute_working_set(model: ModelShape, x: ActivationShape, moe_layer: bool) -> float:
     """Under full, per-op or layer recompute, one layer's complete activations are rebuilt during
-    its backward."""
+    its backward; under Megatron's module recompute, what the modules freed
+    (``module_recomputed``)."""
+    if x.recompute == "selective":
+        return sum(module_recomputed(model, x, moe_layer).values())
     if x.recompute not in ("full", "op", "layer"):
         return 0.0
     return _layer_total(model, with_fields(x, recompute="none"), moe_layer)

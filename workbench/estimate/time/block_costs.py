@@ -113,7 +113,9 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
     x = BlockShapes(s, t, cp, ep, et, tokens, par.sequence_parallel, passes, layer_share,
                     eff.on_hardware(s.hardware), conventions(s), eng,
                     group_span(t, 1, s.hardware.gpus_per_node),
-                    tokens * m.hidden * compute_dtype_bytes(tr.precision))
+                    tokens * m.hidden * compute_dtype_bytes(tr.precision),
+                    modules=frozenset(tr.recompute_modules or ()) - {"core_attn"}
+                    if tr.recompute == "selective" else frozenset())
     kernel = attention_kernel(m, mb, tr.seq_len, t, cp)
     out = {"dense": _layer(x, False, kernel), **_edges(x)}
     if m.moe is not None:
@@ -152,15 +154,20 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
     mem = (2 * 2 + 2 * 3) * tokens * h * e / r + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
     # (layer_operands and _adapter_costs read these on MoE layers only)
     routed, local_experts, fe, expert_rows = 0.0, 0, 0.0, 0.0
+    g_attn, mem_attn = g, mem
     if moe:
         (g, ge, mem, comm["ep"], ep_volume, routed, local_experts, fe,
-         expert_rows) = moe_part(x, g, mem)
+         expert_rows, parts) = moe_part(x, g, mem)
         volume += ep_volume
     else:
         f = m.ffn_hidden / t
         g = g + eff.gemm_time(tokens, (mats - 1) * f, h, gpu, prec)
         g = g + eff.gemm_time(tokens, h, f, gpu, prec)
         mem = mem + (mats + 1) * tokens * f * e     # activation: read gate/up, write product
+        parts = {}
+    # Megatron's recomputed modules: the GEMM seconds and memory-bound bytes they run again
+    rc_g, rc_mem = _module_recompute(x, moe, g - g_attn, mem - mem_attn, parts) \
+        if x.modules else (0.0, 0.0)
     mem = mem * run.elementwise_traffic
     casts = fp8_casts.CastTraffic(0.0, 0.0)
     low = prec in ("fp8", *FP4_PRECISIONS)
@@ -193,6 +200,14 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
         recompute = (g + a_f + mem_t) * x.layer_share
     elif tr.recompute == "selective" and not tr.flash:
         recompute = a_f
+    elif x.modules:
+        recompute = rc_g / rate + eff.memory_time(rc_mem * run.elementwise_traffic, gpu,
+                                                  kernels=len(x.modules))
+        if moe and "moe" in x.modules:
+            # the MoE layer's forward again: its dispatch and combine too (one pass more)
+            comm["ep"] = comm["ep"] * (passes + 1) / passes
+            volume = [(d, k, b, n * (passes + 1) / passes) if d == "ep" else (d, k, b, n)
+                      for d, k, b, n in volume]
     elif tr.recompute == "op":
         # torchtitan's per-op policy saves the outputs of matmuls (all but every second
         # one), attention and reduce-scatters, and recomputes the rest: the memory-bound
@@ -224,6 +239,36 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
                            x.full(ad.wgrad), x.full(recompute), comm, volume)
     return BlockArrays(x.full(g + a_f + mem_t), x.full(2 * g + a_b + mem_b), x.full(g),
                        x.full(recompute), comm, volume)
+
+
+def _module_recompute(x: BlockShapes, moe: bool, g_mlp, mem_mlp, parts: dict) -> tuple:
+    """(GEMM seconds, memory-bound bytes) one layer's forward runs again for Megatron's
+    recomputed modules (``x.modules``; what each frees: ``memory.activations.module_recomputed``):
+    the norms that are their own module (MLA's input norm, an MoE layer's pre-MLP norm: read and
+    write the hidden states), MLA's up-projection GEMMs with RoPE and the q/k/v layout, the
+    routed experts' activation, the shared experts, or the whole MLP / MoE layer (``g_mlp``,
+    ``mem_mlp``: its GEMM seconds and bytes)."""
+    s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
+    m, prec, mods = s.model, s.training.precision, x.modules
+    e = compute_dtype_bytes(prec)
+    g, mem = 0.0, 0.0
+    if "layernorm" in mods:
+        mem = mem + (int(bool(m.mla)) + int(moe)) * 2 * tokens * m.hidden * e / (
+            t if x.sp else 1)
+    if "mla_up_proj" in mods and m.mla:
+        g = g + sum(eff.gemm_time(tokens * a.rows, a.n, a.k, gpu, prec, a.count)
+                    for a in attention_gemms(m, t, x.sp) if a.name in ("q_up", "kv_up"))
+        qw, kw, vw = qkv_widths(m)
+        mem = mem + 2 * tokens * (2 * qw + 2 * kw + vw) / t * e
+    whole = "moe" in mods if moe else "mlp" in mods
+    if whole:
+        g, mem = g + g_mlp, mem + mem_mlp
+    elif moe:
+        if "moe_act" in mods:
+            mem = mem + parts["act"]
+        if "shared_experts" in mods:
+            g, mem = g + parts["shared"], mem + parts["shared_act"]
+    return g, mem
 
 
 def _tp_layer(x: BlockShapes, moe: bool, mats: int, rate: float) -> tuple:

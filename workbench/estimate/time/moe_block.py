@@ -17,7 +17,8 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
     """An MoE layer's router, experts, permutations and dispatch, added to the attention's GEMM
     seconds ``g`` and memory-bound bytes ``mem``: (g, the routed experts' GEMM seconds, mem,
     exposed EP seconds, EP volume, routed token copies, local experts, expert FFN width, token
-    rows per local expert)."""
+    rows per local expert, and the parts a recomputed module runs again: the activation's
+    bytes, the shared experts' GEMM seconds and activation bytes)."""
     s, t, ep, et, tokens, gpu, run = x.s, x.t, x.ep, x.et, x.tokens, x.gpu, x.run
     hw, m, tr = s.hardware, s.model, s.training
     prec, edge, passes = tr.precision, eff.edge_precision(tr.precision), x.passes
@@ -64,11 +65,15 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
         ge = (eff.gemm_time(rows * local_experts, (mats - 1) * fe, h, gpu, prec)
               + eff.gemm_time(rows * local_experts, h, fe, gpu, prec))
     g = g + ge
+    # what a recomputed module runs again (``block_costs._module_recompute``)
+    parts = {"act": mats * routed * fe * e, "shared": 0.0, "shared_act": 0.0}
     if mo.shared_experts:
         sf = mo.shared_experts * mo.expert_ffn_hidden / t
-        g = g + eff.gemm_time(tokens, (mats - 1) * sf, h, gpu, prec)
-        g = g + eff.gemm_time(tokens, h, sf, gpu, prec)
-        mem = mem + mats * tokens * sf * e
+        parts["shared"] = (eff.gemm_time(tokens, (mats - 1) * sf, h, gpu, prec)
+                           + eff.gemm_time(tokens, h, sf, gpu, prec))
+        parts["shared_act"] = mats * tokens * sf * e
+        g = g + parts["shared"]
+        mem = mem + parts["shared_act"]
     # Permutation, index copies that read and write each row: the rank's k copies of its
     # tokens are gathered by expert before the all-to-all and weighted and summed back
     # after the combine (2 + 2 passes over ``sent`` rows: Megatron ``permute`` /
@@ -78,8 +83,7 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
     # ``sort_chunks_by_idxs`` where a rank holds more than one expert; torchtitan
     # moe/utils.py ``_permute`` / ``_unpermute``, always). Then the activation.
     second = (local_experts > 1) | (not sharded)
-    mem = mem + ((4 * sent + np.where(second, 4 * routed, 0)) * h * e
-                 + mats * routed * fe * e)
+    mem = mem + (4 * sent + np.where(second, 4 * routed, 0)) * h * e + parts["act"]
     # Dispatch and combine run in every forward pass and its backward: a full (or
     # layer) recompute runs them again; torchtitan's per-op policy saves
     # all_to_all_single's output (deepseek_v3/infra/parallelize.py _op_sac_save_list),
@@ -114,4 +118,4 @@ def moe_part(x: BlockShapes, g, mem) -> tuple:
     exposed = sum(np.where(on, n * collective_times([(k, b)], span, hw, x.timed)[0], 0.0)
                   if on.any() else x.full(0.0) for k, b, n, span, on in ops)
     volume = [("ep", k, x.full(b), np.where(on, n, 0)) for k, b, n, _, on in ops]
-    return g, ge, mem, exposed, volume, routed, local_experts, fe, rows
+    return g, ge, mem, exposed, volume, routed, local_experts, fe, rows, parts

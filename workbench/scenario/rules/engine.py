@@ -17,17 +17,21 @@ from workbench.scenario.types import FP4_PRECISIONS, PRECISIONS, Scenario, zero_
 
 @rule("engine_switches", "a switch (training.compile, training.fp8_recipe, "
       "training.fp8_param_gather, training.fp8_attention, training.state_dtypes, "
+      "training.recompute_modules, "
       "parallel.async_tp, "
       "parallel.tp_comm_overlap, parallel.expert_tp) and a training.recompute policy must be "
       "one the training.engine offers (docs/engines.md); fp8_recipe and the fp8 switches need "
       "precision fp8 (fp8_param_gather: a recipe the engine gathers in FP8); recompute_every "
-      "at most the layers; state_dtypes: bf16 training, a master or moments other than fp32 "
+      "at most the layers; recompute_modules: under recompute selective, each a part the "
+      "model has (moe_act, moe: MoE; shared_experts: shared experts; mla_up_proj: MLA); "
+      "state_dtypes: bf16 training, a master or moments other than fp32 "
       "with adamw only, master remainder with bf16 or fp8 delayed scaling; tp_comm_overlap "
       "needs tp > 1; parallel.overlap_grad_reduce / "
       "overlap_param_gather other than what the engine does only where it has the switch "
       "(Megatron-LM both, DeepSpeed overlap_comm)",
       "training.engine", "training.compile", "training.fp8_recipe", "training.recompute",
       "training.fp8_param_gather", "training.fp8_attention", "training.state_dtypes",
+      "training.recompute_modules",
       "training.recompute_every", "parallel.async_tp", "parallel.tp_comm_overlap",
       "parallel.overlap_grad_reduce", "parallel.overlap_param_gather", "parallel.expert_tp",
       layout=False)
@@ -44,6 +48,9 @@ def engine_switches(s: Scenario):
             "fp8_param_gather": ("training.fp8_param_gather", tr.fp8_param_gather,
                                  tr.fp8_param_gather),
             "fp8_attention": ("training.fp8_attention", tr.fp8_attention, tr.fp8_attention),
+            "recompute_modules": ("training.recompute_modules",
+                                  tr.recompute_modules and list(tr.recompute_modules),
+                                  tr.recompute_modules is not None),
             "state_dtypes": ("training.state_dtypes",
                              tr.state_dtypes and dict(vars(tr.state_dtypes)),
                              tr.state_dtypes is not None)}
@@ -80,6 +87,7 @@ def engine_switches(s: Scenario):
                           f"needs training.precision fp8 (got {tr.precision})")
     recipe = tr.fp8_recipe or eng.fp8_default
     yield from _state_dtypes(tr, eng, recipe)
+    yield from _recompute_modules(s, eng)
     if (tr.fp8_param_gather and eng.offers("fp8_param_gather") and tr.precision == "fp8"
             and eng.fp8_param_gather_recipes and recipe not in eng.fp8_param_gather_recipes):
         yield Problem("training.fp8_param_gather", True,
@@ -92,6 +100,29 @@ def engine_switches(s: Scenario):
         elif tr.fp8_recipe not in eng.fp8_recipes:
             yield Problem("training.fp8_recipe", tr.fp8_recipe,
                           f"engine {eng.name} offers {', '.join(eng.fp8_recipes)}")
+
+
+def _recompute_modules(s: Scenario, eng):
+    """training.recompute_modules where the engine offers it: under recompute selective (the
+    only granularity that applies them), each module one the model has (engines/megatron.py)."""
+    mods, m = s.training.recompute_modules, s.model
+    if mods is None or not eng.offers("recompute_modules"):
+        return
+    if s.training.recompute != "selective":
+        yield Problem("training.recompute_modules", list(mods),
+                      f"Megatron-Core recomputes modules under recompute selective only (got "
+                      f"recompute {s.training.recompute}); set recompute selective or remove it")
+        return
+    needs = {"moe_act": (m.moe is not None, "an MoE model"),
+             "moe": (m.moe is not None, "an MoE model"),
+             "shared_experts": (m.moe is not None and m.moe.shared_experts > 0,
+                                "an MoE model with shared experts"),
+             "mla_up_proj": (bool(m.mla), "multi-latent attention (model.kv_lora_rank)")}
+    for name in mods:
+        ok, what = needs.get(name, (True, ""))
+        if not ok:
+            yield Problem("training.recompute_modules", list(mods),
+                          f"{name} needs {what}; this model has none: remove {name}")
 
 
 def _state_dtypes(tr, eng, recipe):

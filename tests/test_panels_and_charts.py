@@ -837,3 +837,24 @@ def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():
         assert "color:#1a7f37" in app.verdict.value.split(">", 1)[0]
     else:
         assert "color:#cf222e" in app.verdict.value.split(">", 1)[0]
+
+
+def test_training_panel_drops_megatron_only_settings_it_has_no_field_for():
+    """An imported Megatron config's state dtypes, recomputed modules and FP8 gathers have no
+    field on the panel: another recompute policy drops the modules (they apply under selective
+    only), and an engine without them drops what it lacks, so the scenario stays valid."""
+    st = _state()
+    st.update({"training.engine": "megatron", "training.precision": "fp8",
+               "training.fp8_param_gather": True, "training.recompute": "selective",
+               "training.recompute_modules": ["layernorm"],
+               "training.state_dtypes": {"grads": "bf16"}})
+    assert st.valid, st.problems
+    tr = TrainingPanel(st)
+    tr.recompute.value = "full"
+    assert st.valid and st.scenario.training.recompute_modules is None
+    assert st.scenario.training.state_dtypes is not None
+    tr.engine.value = "torchtitan"
+    assert st.valid, st.problems
+    t = st.scenario.training
+    assert t.state_dtypes is None
+    assert t.fp8_param_gather          # torchtitan gathers FP8 weights too: kept

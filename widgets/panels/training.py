@@ -31,6 +31,12 @@ ZERO_STAGES = (0, 1, 2, 3)
 SWITCH_PATHS = {"compile": "training.compile", "fp8_recipe": "training.fp8_recipe",
                 "async_tp": "parallel.async_tp", "tp_comm_overlap": "parallel.tp_comm_overlap",
                 "expert_tp": "parallel.expert_tp"}
+# the switches an imported config or the YAML tab sets, with no field of their own here:
+# dropped with the others when the chosen engine lacks them
+DOCUMENT_SWITCH_PATHS = {"fp8_param_gather": "training.fp8_param_gather",
+                         "fp8_attention": "training.fp8_attention",
+                         "state_dtypes": "training.state_dtypes",
+                         "recompute_modules": "training.recompute_modules"}
 
 
 # what a person calls each choice
@@ -186,7 +192,10 @@ class TrainingPanel(Panel):
             self.bind("training.engine", self.engine, on_set=self._engine_set),
             self.about,
             self.switches,
-            self.bind("training.recompute", self.recompute),
+            # Megatron's recomputed modules apply under selective only: another policy drops them
+            self.bind("training.recompute", self.recompute, on_set=lambda v: (
+                {"training.recompute_modules": None} if v != "selective"
+                and self.current("training.recompute_modules") else {})),
             self.recompute_every_row,
             self.bind("training.optimizer", self.optimizer),
             *self.ft_rows.values(),
@@ -202,7 +211,8 @@ class TrainingPanel(Panel):
         """Choosing an engine drops the switches it lacks and moves recompute and ZeRO to
         values it offers, so the panel never causes a validator message of its own."""
         eng = ENGINES[name]
-        changes = {path: None for switch, path in SWITCH_PATHS.items()
+        changes = {path: None for switch, path in {**SWITCH_PATHS,
+                                                   **DOCUMENT_SWITCH_PATHS}.items()
                    if not eng.offers(switch) and self.current(path) not in (None, False)}
         if self.current("training.fp8_recipe") not in (None, *eng.fp8_recipes):
             changes["training.fp8_recipe"] = None

@@ -95,3 +95,18 @@ def test_megatron_import_refuses_what_megatron_core_asserts():
                              "--use-precision-aware-optimizer --exp-avg-dtype fp8 "
                              "--exp-avg-sq-dtype fp8")
     assert any("FP8 moments are not costed" in p.message for p in r.problems)
+
+
+def test_another_engines_export_says_what_it_does_not_carry():
+    """Exported for an engine without these switches, the Megatron-only settings are named in
+    the warnings (and the file's comments), not dropped in silence."""
+    from workbench.export.deepspeed import to_deepspeed
+    s = parse_scenario(scenario_doc(
+        model={"preset": "mixtral-8x7b"}, parallel={"dp": 8, "ep": 8, "zero": 1},
+        training={"engine": "megatron", "state_dtypes": {"grads": "bf16"},
+                  "recompute_modules": ["moe_act"]}))
+    warnings = to_deepspeed(s).warnings
+    assert ("training.state_dtypes = grads bf16, master fp32, moments fp32: DeepSpeed has no "
+            "such switch; not exported") in warnings
+    assert "training.recompute_modules = moe_act: DeepSpeed has no such switch; not exported" \
+        in warnings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from workbench.engines import ENGINES
 from workbench.errors import Problem, ScenarioError
 from workbench.scenario.types import Scenario
 
@@ -190,6 +191,17 @@ class Notes:
                 f"training.engine = {name}: the estimate was for {name}, this export is for "
                 f"{target}, whose memory and step time differ (estimate it with --set "
                 f"training.engine={engine})")
+            # the scenario's engine-only settings the target has no switch for: said, not
+            # silently dropped (a scenario's own engine validated them)
+            tr = s.training
+            for key in ("fp8_param_gather", "fp8_attention", "state_dtypes", "recompute_modules"):
+                value = getattr(tr, key)
+                if value and engine in ENGINES and not ENGINES[engine].offers(key):
+                    shown = (", ".join(f"{k} {v}" for k, v in vars(value).items())
+                             if key == "state_dtypes" else ", ".join(value)
+                             if key == "recompute_modules" else value)
+                    self.add(f"training.{key}", shown, f"{target} has no such switch; not "
+                             "exported")
 
     def add(self, path: str, value: object, why: str) -> None:
         self.items.append(one_line(f"{path} = {_word(value)}: {why}"))

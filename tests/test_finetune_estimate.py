@@ -146,3 +146,28 @@ def test_expert_adapters_run_on_the_routed_rows_capacity_factor_included():
     assert rows == 1280.0 and got == pytest.approx(want, rel=1e-12)
     dropless, want0, rows0 = wgrad(0.0)
     assert rows0 == 1024.0 and dropless == pytest.approx(want0, rel=1e-12) and got > dropless
+
+
+def test_lora_dropout_keeps_each_adapted_input_and_its_mask():
+    """With lora.dropout above 0 each adapted projection runs its own dropout on its input
+    and lora_A keeps the dropped copy (2 B) beside the mask (1 B): q and v on Llama 3 8B keep
+    2 x 4096 x 3 B per token per layer more; with dropout 0 lora_A reads the input the base
+    keeps anyway. Under full recompute they are rebuilt, not kept."""
+    def run(dropout, recompute="none", targets=("q", "v")):
+        return estimate(parse_scenario({
+            "hardware": {"gpu": "a100-sxm-80gb", "gpus_per_node": 1, "nodes": 1},
+            "model": {"preset": "llama3-8b"}, "parallel": {"dp": 1},
+            "training": {"engine": "hf", "method": "lora", "seq_len": 2048, "micro_batch": 1,
+                         "global_batch": 4, "recompute": recompute,
+                         "lora": {"targets": list(targets), "dropout": dropout}}}))
+    tokens, layers, h = 2048, 32, 4096
+    extra = run(0.05).memory.per_gpu.activations - run(0.0).memory.per_gpu.activations
+    assert extra == pytest.approx(tokens * layers * 2 * h * 3, rel=1e-12)
+    down = run(0.1, targets=("down",)).memory.per_gpu.activations - run(
+        0.0, targets=("down",)).memory.per_gpu.activations
+    assert down == pytest.approx(tokens * layers * 14336 * 3, rel=1e-12)   # down reads ffn
+    full = run(0.05, "full").memory.per_gpu.activations - run(0.0, "full").memory.per_gpu.\
+        activations
+    assert full == pytest.approx(extra / layers, rel=1e-12)   # the layer being rebuilt only
+    with pytest.raises(ScenarioError, match="training.lora.dropout"):
+        run(1.0)

@@ -97,7 +97,8 @@ def test_torchtune_upstream_llama3_2_1b_lora():
     tr = r.document["training"]
     assert (tr["method"], tr["lora"]) == ("lora", {"targets": ["q", "v", "o", "gate", "up",
                                                                "down"],
-                                                   "rank": 64, "alpha": 128})
+                                                   "rank": 64, "alpha": 128,
+                                                   "dropout": 0.0})   # its lora_dropout
     assert (tr["micro_batch"], tr["global_batch"], tr["recompute"]) == (4, 32, "none")
     assert r.document["model"] == {"preset": "llama3.2-1b"}
     assert r.document["parallel"] == {"zero": 0, "dp": 1}

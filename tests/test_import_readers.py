@@ -214,9 +214,10 @@ def test_sft_config_with_qlora_and_liger():
     assert (tr["seq_len"], tr["liger"], tr["method"], tr["precision"]) == \
         (2048, True, "qlora", "bf16")
     assert tr["lora"] == {"rank": 64, "alpha": 32, "targets": ["q", "k", "v", "o"],
-                          "quant": "nf4", "double_quant": False}
+                          "quant": "nf4", "double_quant": False, "dropout": 0.05}
     assert tr["recompute"] == "full"          # TRL: gradient_checkpointing defaults to true
     assert out.defaulted["training.lora.alpha"]["by"] == "library"
+    assert out.defaulted["training.lora.dropout"]["by"] == "library"   # TRL's 0.05
 
 
 def test_checkpointing_every_n_layers_reads_as_layer_recompute():

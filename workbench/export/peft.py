@@ -4,7 +4,7 @@ JSON object:
 
 - ``"adapter_config"``: the keyword arguments of ``peft.LoraConfig`` (``LoraConfig(**...)``;
   written to ``adapter_config.json`` it loads with ``LoraConfig.from_pretrained``):
-  ``peft_type`` LORA, ``task_type`` CAUSAL_LM, ``r``, ``lora_alpha``, ``lora_dropout`` 0.0,
+  ``peft_type`` LORA, ``task_type`` CAUSAL_LM, ``r``, ``lora_alpha``, ``lora_dropout`` (``training.lora.dropout``),
   ``target_modules``, ``modules_to_save``, ``bias`` "none", ``fan_in_fan_out``,
   ``ensure_weight_tying``, ``base_model_name_or_path``;
 - ``"quantization_config"`` (qlora only): the keyword arguments of transformers'
@@ -126,7 +126,7 @@ def peft_config(s: Scenario) -> tuple[dict, list[str]]:
         "base_model_name_or_path": HF_REPOS.get(preset_key(s) or ""),
         "r": lora.rank,
         "lora_alpha": lora.alpha,
-        "lora_dropout": 0.0,
+        "lora_dropout": lora.dropout,
         "target_modules": targets,
         "modules_to_save": save or None,
         "bias": "none",

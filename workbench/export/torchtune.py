@@ -175,7 +175,7 @@ def torchtune_config(s: Scenario) -> tuple[dict, dict[str, str], list[str]]:
         model["apply_lora_to_output"] = False
         model["lora_rank"] = lora.rank
         model["lora_alpha"] = float(lora.alpha)
-        model["lora_dropout"] = 0.0
+        model["lora_dropout"] = float(lora.dropout)
         if tr.method == "qlora" and not lora.double_quant:
             notes.add("training.lora.double_quant", False, "torchtune's NF4 (torchao "
                       "NF4Tensor) always quantises the block scales too; the base is a little "

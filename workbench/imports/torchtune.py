@@ -104,6 +104,8 @@ def _model(r: Reading, model: object) -> None:
         lora["rank"] = model["lora_rank"]
     if "lora_alpha" in model:
         lora["alpha"] = model["lora_alpha"]
+    if "lora_dropout" in model:   # torchtune's builders default to 0.0
+        lora["dropout"] = model["lora_dropout"]
     if kind == "qlora":
         lora["quant"] = "nf4"   # torchtune's QLoRA base is torchao NF4
     put(r.document, "training.lora", lora)

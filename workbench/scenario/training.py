@@ -124,6 +124,9 @@ def _lora(c: Fields, raw: Any, method: str) -> Lora | None:
     if targets is not None and not targets:
         c.add(p + ".targets", d.get("targets"), "must name at least one projection")
     trainable = _names(c, d.get("trainable", []), p + ".trainable", LORA_TRAINABLE, {})
+    dropout = c.number(d, "dropout", p, dfl.dropout, positive=False)
+    if dropout is not None and not 0 <= dropout < 1:
+        c.add(p + ".dropout", dropout, "a probability: at least 0, below 1")
     quant, double_quant = dfl.quant, dfl.double_quant
     if method == "qlora":
         quant = c.choice(d, "quant", p, LORA_QUANT, dfl.quant)
@@ -136,7 +139,7 @@ def _lora(c: Fields, raw: Any, method: str) -> Lora | None:
     if len(c.problems) > n:
         return None
     return Lora(rank=rank, alpha=alpha, targets=targets, quant=quant,
-                double_quant=double_quant, trainable=trainable)
+                double_quant=double_quant, trainable=trainable, dropout=dropout)
 
 
 def _state_dtypes(c: Fields, raw: Any) -> StateDtypes | None:

@@ -160,6 +160,8 @@ class Lora:
     quant: str = "nf4"        # qlora: the frozen base's storage (nf4 | int8)
     double_quant: bool = True  # qlora nf4: quantise the block constants too (QLoRA Sec. 3)
     trainable: tuple[str, ...] = ()   # parts trained in full beside the adapters
+    dropout: float = 0.0      # lora_dropout on each adapter's input (PEFT LoraConfig's default 0;
+    #                           above 0 each adapted projection keeps its dropped input and mask)
 
 
 # training.state_dtypes (Megatron-Core's mixed-precision and precision-aware-optimizer

@@ -27,11 +27,15 @@ from workbench.scenario.types import Scenario
 def as_run(trial: Scenario) -> Scenario:
     """The scenario whose estimate describes what the trial runs: ZeRO-2 runs as FSDP2 without
     resharding after forward (torchtitan's ZeRO-2; PyTorch has no Megatron/DeepSpeed-style
-    ZeRO-2 that keeps whole parameters), so it is predicted as that."""
-    par = trial.parallel
+    ZeRO-2 that keeps whole parameters), so it is predicted as that; adapters run without
+    dropout (``trial.adapters.apply_method``: every rank must compute what the single-process
+    reference computes), so they are predicted without it."""
+    par, tr = trial.parallel, trial.training
     if par.zero == 2 and par.dp * par.cp > 1:
         par = dataclasses.replace(par, zero=3, reshard_after_forward=False)
-    return dataclasses.replace(trial, parallel=par)
+    if tr.lora is not None and tr.lora.dropout:
+        tr = dataclasses.replace(tr, lora=dataclasses.replace(tr.lora, dropout=0.0))
+    return dataclasses.replace(trial, parallel=par, training=tr)
 
 
 def predicted_bytes(trial: Scenario) -> dict[int, dict]:

@@ -64,6 +64,8 @@ class ActivationShape:
     lora_rank: int = 0
     lora_attention: int = 0       # adapted attention projections
     lora_mlp: int = 0             # adapted MLP projections (each routed expert's too)
+    lora_dropout: frozenset = frozenset()   # adapted projections whose input goes through
+    #                                         dropout (lora.dropout > 0): each keeps its own
     norm_trains: bool = True      # the norms' weights train (not under LoRA unless asked)
     logprobs_saved: bool = True   # the loss keeps fp32 log-probabilities for its backward (not
     #                               when compiled and fused, nor flash-attn's kernel: a
@@ -102,6 +104,7 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
                 "lora_attention": len(targets & {"q", "k", "v", "o"}),
                 "lora_mlp": len(targets & {"gate", "up", "down"}),
                 "norm_trains": "norms" in tr.lora.trainable,
+                "lora_dropout": frozenset(targets) if tr.lora.dropout > 0 else frozenset(),
                 "first_input_grad": "embeddings" in tr.lora.trainable}
     from workbench.engines import engine_of
     eng = engine_of(tr)
@@ -161,6 +164,17 @@ def _adapter_hidden(x: ActivationShape, tokens: float, adapters: int) -> float:
     return adapters * tokens * x.lora_rank * x.elem
 
 
+def _adapter_dropout(x: ActivationShape, tokens: float, widths: dict[str, float]) -> float:
+    """What LoRA dropout keeps for ``tokens`` tokens: each adapted projection of ``widths``
+    (name -> its input's width) runs its own dropout on its input (PEFT
+    ``lora_B(lora_A(dropout(x)))`` with one ``nn.Dropout`` per adapted module,
+    peft/tuners/lora/layer.py ``Linear.forward``; torchtune ``LoRALinear.dropout``), and
+    ``lora_A`` keeps the dropped copy for its weight's gradient (the compute dtype) beside the
+    dropout's mask (one byte per element, ``native_dropout``). Without dropout ``lora_A`` reads
+    the input the base projection keeps anyway: nothing more."""
+    return tokens * sum(w for name, w in widths.items() if name in x.lora_dropout) * (x.elem + 1)
+
+
 def _norm_fed(x: ActivationShape, bias: bool, linear: str | None) -> int:
     """Saved copies of a norm's output that feeds linear layers (``linear``: the group's name in
     ``x.dropped``; None for one that always trains). Eager PyTorch keeps two (``_copies``): the
@@ -212,6 +226,9 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
         del terms["qkv_input"]
     if x.lora_attention:
         terms["lora_hidden"] = _adapter_hidden(x, sb, x.lora_attention)
+        if x.lora_dropout:
+            terms["lora_dropout"] = _adapter_dropout(x, sb, {"q": h, "k": h, "v": h,
+                                                             "o": q / t})
     if x.flash:
         terms["attn_out"] = sb * q / t * x.elem
         terms["softmax_lse"] = sb * a_loc * 4
@@ -316,6 +333,14 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
         shared = bool(moe_layer and model.moe.shared_experts)
         terms["lora_hidden"] = _adapter_hidden(
             x, (sb if not moe_layer or shared else 0) + routed, x.lora_mlp)
+        if x.lora_dropout:
+            dense = model.ffn_hidden if not moe_layer else \
+                model.moe.shared_experts * model.moe.expert_ffn_hidden
+            ffn = {"gate": h, "up": h}
+            terms["lora_dropout"] = (
+                (_adapter_dropout(x, sb, {**ffn, "down": dense / t}) if dense else 0.0)
+                + (_adapter_dropout(x, routed, {**ffn, "down": model.moe.expert_ffn_hidden
+                                                / (x.et or t)}) if moe_layer else 0.0))
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms

@@ -16,11 +16,13 @@ Floors, lowest first; a room imports only the rooms below it (tests/test_house.p
     ``flops``               FLOPs per layer, GPU and step (test_step_time.py, test_mla.py)
 ``memory/``                 bytes on a GPU (reads model/).
     ``model_states``        parameters, gradients, optimizer states per ZeRO stage and HSDP;
-                            FP8 parameter gathers (test_memory.py, test_fp8_casts.py)
+                            FP8 parameter gathers; a run's own state dtypes (test_memory.py,
+                            test_fp8_casts.py, test_state_dtypes.py)
     ``optimizer_states``    state bytes per tensor as each optimizer library allocates them
                             (test_trials_lora.py)
-    ``activations``         saved activations, Korthikanti et al. 2022 term by term
-                            (test_memory.py, test_block_arrays.py, test_mla.py)
+    ``activations``         saved activations, Korthikanti et al. 2022 term by term;
+                            Megatron's recomputed modules (test_memory.py, test_block_arrays.py,
+                            test_mla.py, test_recompute_modules.py)
     ``buffers``             transient buffers: gathers, loss, working copies; the allocator's
                             reserved bytes (test_peak_memory.py, test_nvfp4.py)
     ``peak``                the peak as a moment of the step (test_peak_memory.py)

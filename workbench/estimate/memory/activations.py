@@ -26,6 +26,10 @@ Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   whole and keeps everything of the others. ``selective`` recomputes the core attention (drops the s² terms: Korthikanti's
   selective recomputation, ``sbh·34/t`` with SP); ``full`` stores only each layer's input
   (2·sbh, /t with SP) and recomputes the rest; one layer's full set is alive during recompute.
+  Megatron's ``recompute_modules`` under selective free what each module discards
+  (``module_recomputed``), rebuilt one layer at a time.
+- LoRA: each adapter's r-wide hidden; with ``lora.dropout`` each adapted projection's dropped
+  input and mask (``_adapter_dropout``).
 Small terms are kept (norm statistics in fp32) so trials can be matched; Korthikanti omits them.
 """
 from __future__ import annotations

@@ -114,7 +114,7 @@ def block_cost_arrays(s: Scenario, tp, cp, ep, micro_batch) -> dict[str, BlockAr
                     eff.on_hardware(s.hardware), conventions(s), eng,
                     group_span(t, 1, s.hardware.gpus_per_node),
                     tokens * m.hidden * compute_dtype_bytes(tr.precision),
-                    modules=frozenset(tr.recompute_modules or ()) - {"core_attn"}
+                    recomputed=frozenset(tr.recompute_modules or ()) - {"core_attn"}
                     if tr.recompute == "selective" else frozenset())
     kernel = attention_kernel(m, mb, tr.seq_len, t, cp)
     out = {"dense": _layer(x, False, kernel), **_edges(x)}
@@ -167,7 +167,7 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
         parts = {}
     # Megatron's recomputed modules: the GEMM seconds and memory-bound bytes they run again
     rc_g, rc_mem = _module_recompute(x, moe, g - g_attn, mem - mem_attn, parts) \
-        if x.modules else (0.0, 0.0)
+        if x.recomputed else (0.0, 0.0)
     mem = mem * run.elementwise_traffic
     casts = fp8_casts.CastTraffic(0.0, 0.0)
     low = prec in ("fp8", *FP4_PRECISIONS)
@@ -200,10 +200,10 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
         recompute = (g + a_f + mem_t) * x.layer_share
     elif tr.recompute == "selective" and not tr.flash:
         recompute = a_f
-    elif x.modules:
+    elif x.recomputed:
         recompute = rc_g / rate + eff.memory_time(rc_mem * run.elementwise_traffic, gpu,
-                                                  kernels=len(x.modules))
-        if moe and "moe" in x.modules:
+                                                  kernels=len(x.recomputed))
+        if moe and "moe" in x.recomputed:
             # the MoE layer's forward again: its dispatch and combine too (one pass more)
             comm["ep"] = comm["ep"] * (passes + 1) / passes
             volume = [(d, k, b, n * (passes + 1) / passes) if d == "ep" else (d, k, b, n)
@@ -243,13 +243,13 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
 
 def _module_recompute(x: BlockShapes, moe: bool, g_mlp, mem_mlp, parts: dict) -> tuple:
     """(GEMM seconds, memory-bound bytes) one layer's forward runs again for Megatron's
-    recomputed modules (``x.modules``; what each frees: ``memory.activations.module_recomputed``):
+    recomputed modules (``x.recomputed``; what each frees: ``memory.activations.module_recomputed``):
     the norms that are their own module (MLA's input norm, an MoE layer's pre-MLP norm: read and
     write the hidden states), MLA's up-projection GEMMs with RoPE and the q/k/v layout, the
     routed experts' activation, the shared experts, or the whole MLP / MoE layer (``g_mlp``,
     ``mem_mlp``: its GEMM seconds and bytes)."""
     s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
-    m, prec, mods = s.model, s.training.precision, x.modules
+    m, prec, mods = s.model, s.training.precision, x.recomputed
     e = compute_dtype_bytes(prec)
     g, mem = 0.0, 0.0
     if "layernorm" in mods:

@@ -30,7 +30,7 @@ class BlockShapes:
     tp_span: object          # the TP group's placement (``placement.group_span``; every block's)
     hidden_bytes: np.ndarray  # one microbatch's hidden states on a TP rank (tokens x hidden x
     #                           the compute dtype's bytes): the buffer of most TP collectives
-    modules: frozenset = frozenset()   # Megatron's recomputed modules beyond core_attn
+    recomputed: frozenset = frozenset()   # Megatron's recomputed modules beyond core_attn
     # what ``collectives.collective_times`` has timed over these shapes (blocks share buffers)
     timed: dict = field(default_factory=dict, compare=False)
 

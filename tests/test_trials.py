@@ -314,3 +314,14 @@ def test_zero1_partition_lists_the_trial_models_tensors_in_order():
         assert parameter_tensors(m) == [p.numel() for p in Transformer(m).parameters()]
     # largest first, each to the least-loaded rank (lowest on a tie)
     assert zero_redundancy_partition([5, 9, 2, 9, 1], 2) == [[1, 0], [3, 2, 4]]
+
+
+def test_the_stall_window_grows_with_ranks_per_core():
+    """A rank with a core of its own is hung after 20 s without progress; ranks sharing cores
+    run a share of the time, so the window grows with ranks per core (16 ranks on 2 cores:
+    8x), never below 20 s."""
+    from workbench.trial.launcher import STALL_S, stall_window
+    assert STALL_S == 20.0
+    assert stall_window(4, cores=8) == 20.0
+    assert stall_window(2, cores=2) == 20.0
+    assert stall_window(16, cores=2) == 160.0

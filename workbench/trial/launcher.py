@@ -3,6 +3,7 @@ CPU, spawn for nccl, supervision, reaping, port retry) and stream their events."
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 
@@ -26,14 +27,33 @@ def _preimport() -> None:
     from torch.nn.parallel import DistributedDataParallel  # noqa: F401
 
 
+# How long a rank may go without progress before the trial calls it hung, with a core of its
+# own. Ranks that share cores get it scaled by how many share one (``stall_window``).
+STALL_S = 20.0
+
+
+def stall_window(world: int, cores: int | None = None) -> float:
+    """``STALL_S`` times the ranks per usable core (at least 1): 16 ranks on 2 cores each run
+    an eighth of the time, so a step that shows progress every few seconds on its own core
+    shows it every tens of seconds there (a 16-rank trial on a loaded 2-core machine was
+    called hung after 20 s and passed on rerun)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    return STALL_S * max(1.0, world / max(1, cores))
+
+
 def stream(scenario, steps: int = 3, backend: str = "auto", timeout_s: float = 30.0,
-           stall_s: float = 20.0, inject: str | None = None, inject_rank: int = -1,
+           stall_s: float | None = None, inject: str | None = None, inject_rank: int = -1,
            inject_step: int = -1, measure: bool = True) -> Iterator[dict]:
     """Run the trial scenario (already prepared: scaled down or sliced, ``prepare_trial``) in
     ``world`` processes and yield events:
     ``start``, ``step`` (per rank and step) and ``end`` (with ``error``: None, or one line naming
-    the rank). Closing the stream early reaps every rank."""
+    the rank). A rank with no progress for ``stall_s`` (default ``stall_window``) is hung.
+    Closing the stream early reaps every rank."""
     world = scenario.parallel.world
+    if stall_s is None:
+        stall_s = stall_window(world)
     backend = choose_backend(backend, world)
     method = start_method(backend)
     if method == "fork":

@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))   # summary() reads accuracy.quantile
 
 import yaml  # noqa: E402
 
@@ -127,7 +128,7 @@ def compare(rec: dict) -> dict:
 
 
 def summary(rows: list[dict], key: str) -> dict:
-    from accuracy import quantile   # benchmarks/ is on sys.path when this file runs
+    from accuracy import quantile   # here, not at the top: accuracy.py imports this file
 
     errs = [abs(r[key]) for r in rows if key in r]
     if not errs:

@@ -170,7 +170,8 @@ ENGINE = Engine(
     moe_dispatch="sequence_shard",
     # TEGroupedMLP applies the routing weights inside the activation
     # (``weighted_bias_swiglu_impl(intermediate_parallel, bias_parallel, permuted_probs, ...)``,
-    # MLM@d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/transformer/moe/experts.py:963-970),
+    # MLM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+    # megatron/core/transformer/moe/experts.py:963-970),
     # whose WeightedSwiGLUFunction saves its input and the weights
     # (``ctx.save_for_backward(input_for_backward, weights)``, megatron/core/fusions/
     # fused_bias_swiglu.py:266-270); the combine's unpermute then has no output to keep.

@@ -4,9 +4,9 @@ JSON object:
 
 - ``"adapter_config"``: the keyword arguments of ``peft.LoraConfig`` (``LoraConfig(**...)``;
   written to ``adapter_config.json`` it loads with ``LoraConfig.from_pretrained``):
-  ``peft_type`` LORA, ``task_type`` CAUSAL_LM, ``r``, ``lora_alpha``, ``lora_dropout`` (``training.lora.dropout``),
-  ``target_modules``, ``modules_to_save``, ``bias`` "none", ``fan_in_fan_out``,
-  ``ensure_weight_tying``, ``base_model_name_or_path``;
+  ``peft_type`` LORA, ``task_type`` CAUSAL_LM, ``r``, ``lora_alpha``, ``lora_dropout``
+  (``training.lora.dropout``), ``target_modules``, ``modules_to_save``, ``bias`` "none",
+  ``fan_in_fan_out``, ``ensure_weight_tying``, ``base_model_name_or_path``;
 - ``"quantization_config"`` (qlora only): the keyword arguments of transformers'
   ``BitsAndBytesConfig`` (``from_pretrained(..., quantization_config=BitsAndBytesConfig(**...))``):
   nf4 -> ``load_in_4bit``, ``bnb_4bit_quant_type`` nf4, ``bnb_4bit_use_double_quant``

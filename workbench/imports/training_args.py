@@ -308,8 +308,8 @@ def _lora(c: Collector, args: dict) -> None:
             lora[field] = dflt
             c.reading.defaulted[f"training.lora.{field}"] = f"TRL ModelConfig: {key} " \
                                                             f"defaults to {dflt}"
-    # TRL ModelConfig lora_dropout defaults to 0.05 (huggingface/trl@040e32d68f430e201a6333b07758295df4157e14
-    # trl/trainer/model_config.py)
+    # TRL ModelConfig lora_dropout defaults to 0.05
+    # (huggingface/trl@040e32d68f430e201a6333b07758295df4157e14 trl/trainer/model_config.py)
     if "lora_dropout" in args:
         v = c.number("lora_dropout", args["lora_dropout"])
         if v is not None:

@@ -206,7 +206,7 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
         k: v for k, v in loss_kwargs.items() if k != "loss_style"}, **loss_kwargs["loss_style"])
     if eng.zero3_live_parameters is not None:
         # DeepSpeed's per-parameter fetching; its gradients reduce in the compute dtype
-        gathered["gathered"] = zero3_gathered(stage_params, unit, ft.largest_linear(m, G.tp),
+        gathered["zero3_live"] = zero3_gathered(stage_params, unit, ft.largest_linear(m, G.tp),
                                               eng.zero3_live_parameters)
         gathered.setdefault("grad_bytes", cd)
     bufs = buffer_terms(m, G, x, tr.precision, stage_params, unit, rows.has_head, nm > 0,

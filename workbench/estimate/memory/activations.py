@@ -351,7 +351,8 @@ def mlp_terms(model: ModelShape, x: ActivationShape, moe_layer: bool) -> dict[st
 
 
 def _routed_rows(x: ActivationShape, moe, sb: float) -> float:
-    """Token rows the experts on one GPU process for ``sb`` tokens of its TP group (``mlp_terms``)."""
+    """Token rows the experts on one GPU process for ``sb`` tokens of its TP group
+    (``mlp_terms``)."""
     return sb * moe.top_k * (moe.capacity_factor or 1.0) * (x.et or x.t) / x.t
 
 

@@ -149,7 +149,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
                  stage_params, unit, has_head, has_moe_layer, loss: str = "fused",
                  gather_bytes=None, grad_share=1.0, grad_bytes=None, logits_kept=True,
                  vocab_split=True, head_trains=True, loss_style=None, loss_bytes=None,
-                 gathered=None) -> dict:
+                 zero3_live=None) -> dict:
     """Named transient buffers (bytes) on one GPU of a pipeline rank holding ``stage_params``
     parameters whose largest FSDP unit is ``unit``. Numbers, or numpy arrays for a grid of
     layouts (then every term is present: zero where it does not apply, a zero number where no
@@ -161,7 +161,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     (V / tp columns, else all V), ``head_trains`` (a fused linear loss makes the head weight's
     gradient), ``loss_style`` (``loss_moments``' compiled / vocab_parallel / shift_copy);
     ``loss_bytes``: ``loss_moments``' (forward, backward) of these where the caller has them.
-    ``gathered``: ``zero3_gathered``'s (parameters, gradient) elements where the engine gathers
+    ``zero3_live``: ``zero3_gathered``'s (parameters, gradient) elements where the engine gathers
     otherwise than FSDP's two units (default: ``unit`` twice and one unit's gradient)."""
     cd = compute_dtype_bytes(precision)
     gb = cd if gather_bytes is None else gather_bytes
@@ -172,7 +172,7 @@ def buffer_terms(model: ModelShape, par: Parallel, x: ActivationShape, precision
     # the terms no layout can have are 0.0 (their formulas give zeros there), not computed
     quantized = QUANTIZED_BYTES.get(precision, 0)
     live_params, live_grad = zero3_gathered(stage_params, unit, None, None) \
-        if gathered is None else gathered
+        if zero3_live is None else zero3_live
     terms = {
         "fsdp_unsharded_params": np.where(fsdp, np.where(par.reshards, live_params * gb,
                                                          stage_params * gb), 0),

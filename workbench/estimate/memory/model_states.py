@@ -85,9 +85,9 @@ def bytes_per_param(precision: str, optimizer: str, zero: int, state_dtype: str 
     (``state_dtype`` "param": the compute dtype, as torchtune and a bf16-loaded Trainer run;
     "fp32": PEFT's upcast adapters): no master copy then; a ``StateDtypes``
     (``training.state_dtypes``): 16-bit weights, and its gradient, master and moment bytes at
-    every stage (Megatron-FSDP keeps the distributed optimizer's dtypes); "master16": 16-bit weights and
-    gradients beside fp32 masters and moments at every stage (DeepSpeed's bf16 engine with its
-    default ``grad_accum_dtype``, the model's: deepspeed 0.19.8 runtime/engine.py
+    every stage (Megatron-FSDP keeps the distributed optimizer's dtypes); "master16": 16-bit
+    weights and gradients beside fp32 masters and moments at every stage (DeepSpeed's bf16
+    engine with its default ``grad_accum_dtype``, the model's: deepspeed 0.19.8 runtime/engine.py
     ``get_data_types`` L1806-1807, zero/stage3.py L791-793 gradient partitions in it)."""
     if isinstance(state_dtype, StateDtypes):   # training.state_dtypes: 16-bit weights
         g, master, elem = state_dtype.bytes

@@ -243,11 +243,11 @@ def _layer(x: BlockShapes, moe: bool, kernel) -> BlockArrays:
 
 def _module_recompute(x: BlockShapes, moe: bool, g_mlp, mem_mlp, parts: dict) -> tuple:
     """(GEMM seconds, memory-bound bytes) one layer's forward runs again for Megatron's
-    recomputed modules (``x.recomputed``; what each frees: ``memory.activations.module_recomputed``):
-    the norms that are their own module (MLA's input norm, an MoE layer's pre-MLP norm: read and
-    write the hidden states), MLA's up-projection GEMMs with RoPE and the q/k/v layout, the
-    routed experts' activation, the shared experts, or the whole MLP / MoE layer (``g_mlp``,
-    ``mem_mlp``: its GEMM seconds and bytes)."""
+    recomputed modules (``x.recomputed``; what each frees:
+    ``memory.activations.module_recomputed``): the norms that are their own module (MLA's input
+    norm, an MoE layer's pre-MLP norm: read and write the hidden states), MLA's up-projection
+    GEMMs with RoPE and the q/k/v layout, the routed experts' activation, the shared experts,
+    or the whole MLP / MoE layer (``g_mlp``, ``mem_mlp``: its GEMM seconds and bytes)."""
     s, t, tokens, gpu = x.s, x.t, x.tokens, x.gpu
     m, prec, mods = s.model, s.training.precision, x.recomputed
     e = compute_dtype_bytes(prec)

@@ -45,7 +45,7 @@ def test_generic_offers_no_switch_and_each_refusal_names_the_field():
 def test_an_unknown_engine_lists_the_engines():
     msgs = problems(doc({"engine": "jax"}))
     assert msgs == ["training.engine: must be one of generic, megatron, torchtitan, deepspeed, "
-                    "fsdp, nanotron, torchtune, hf"]
+                    "fsdp, nanotron, torchtune, hf, litgpt"]
 
 
 def test_fp8_recipe_needs_fp8_and_one_the_engine_offers():
@@ -238,7 +238,7 @@ def test_the_planner_searches_engines_when_asked():
         Constraints(engines=("jax",))
     # "all" compares the stacks people run; generic, the idealised one, only when named
     assert Constraints.parse(engines="all").engines == (
-        "megatron", "torchtitan", "deepspeed", "fsdp", "nanotron", "torchtune", "hf")
+        "megatron", "torchtitan", "deepspeed", "fsdp", "nanotron", "torchtune", "hf", "litgpt")
 
 
 def test_a_trial_runs_the_plain_pytorch_of_the_layout():

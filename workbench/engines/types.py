@@ -285,6 +285,33 @@ class Engine:
     # 16-bit ``.grad`` bytes per parameter the engine keeps beside the gradients of the
     # ZeRO table, per ZeRO stage 0-3 (DeepSpeed's BF16_Optimizer at stage 1).
     lp_grad_bytes_by_zero: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    # -- eager model code of one library's own (LitGPT's ``lit_gpt/`` modules; each cited in
+    # ``workbench/engines/litgpt.py``):
+    # The RMSNorm runs as eager ops in the compute dtype, and the backward of its
+    # ``mean(x * x)`` keeps the squared input beside ``x`` (``estimate.memory.activations``).
+    norm_keeps_square: bool = False
+    # q, k and v come from one fused linear whose output SDPA keeps whole (v is a view of it)
+    # beside the new roped q and k; LoRA on it runs one dropout on the shared input and keeps
+    # the source of its ``zero_pad`` scatter (the adapted parts' outputs).
+    fused_qkv: bool = False
+    # The trainer casts the model's output to fp32 and holds it until the backward (Lightning
+    # Fabric's precision plugins' ``convert_output``): the logits alive in the loss's backward
+    # are fp32, whatever the compute dtype.
+    output_fp32: bool = False
+    # QLoRA's quantized linears keep their input for the backward (bitsandbytes 0.41's
+    # ``MatMul4Bit`` stores ``ctx.tensors = (A, B)``; later releases keep ``(None, B)`` when
+    # the weight is frozen), and quantize the output head too (every ``nn.Linear``); the
+    # dequantized weight is held in ``qlora_dequant_bytes`` bytes per element (0: the compute
+    # dtype; a dequantization into fp16 followed by a cast to bf16 holds both, 4).
+    qlora_keeps_inputs: bool = False
+    qlora_head: bool = False
+    qlora_dequant_bytes: float = 0.0
+    # ZeRO-3 is FSDP1 with flat parameters and ``use_orig_params=True`` (not FSDP2): a wrapped
+    # unit whose flat parameter mixes frozen and trainable weights gets a gradient for all of
+    # it, in the compute dtype (reduced in it), kept unsharded through gradient accumulation's
+    # ``no_sync`` micro-steps; the root unit is not resharded after the forward
+    # (``estimate.memory.buffers.flat_param_grads``).
+    fsdp1_flat_params: bool = False
     # generic only: the estimate's total keeps the 5 % allocator allowance it always had
     # (estimate.memory.buffers.ALLOCATOR_FRACTION) instead of splitting allocated from reserved.
     allowance_in_total: bool = False

@@ -18,10 +18,12 @@ import numpy as np
 
 from workbench.estimate.memory import activations as act
 from workbench.estimate.model import finetune as ft
+from workbench.estimate.model.params import norm_params
 from workbench.estimate.memory import peak as pk
 from workbench.estimate.memory.allocator import least_bytes, reserved_bytes
 from workbench.estimate.memory.buffers import (
-    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, loss_moments, zero3_gathered,
+    ALLOCATOR_FRACTION, buffer_terms, compute_dtype_bytes, flat_param_grads, loss_moments,
+    zero3_gathered,
 )
 from workbench.estimate.memory.device import device_overhead
 from workbench.estimate.cost_model.rows import Rows, per_row
@@ -65,6 +67,8 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
               + rows.has_head * head_trained)
     texpert = nm * col("moe", "texpert")
     qd = rows.layer_sum("qdense")
+    if tr.method == "qlora" and quantized_head(base):   # its matrix, not the final norm
+        qd = qd + rows.has_head * (head_params_r - norm_params(m))
     qe = nm * col("moe", "qexpert")
     qb = ft.quantized_bytes_per_param(tr, m) if tr.method == "qlora" else cd
     frozen = ((pdense - tdense - qd) * cd + qd * qb, (pexpert - texpert - qe) * cd + qe * qb)
@@ -96,6 +100,14 @@ def finetune_states(base: Scenario, rows: Rows, pdense, pexpert, head_params_r
                          else ft.largest_linear(m, 1) / rows.grid.tp)
     return FineTuneStates((tdense, texpert), kwargs, buffer_kwargs,
                            largest * (grad_b if sd3 != "mixed" else 4))
+
+
+def quantized_head(base: Scenario) -> bool:
+    """Whether QLoRA stores the output head quantized (``Engine.qlora_head``; an untied head that
+    does not train)."""
+    tr = base.training
+    return bool(engine_of(tr).qlora_head and not base.model.tied_embeddings
+                and not ft.edge_trainable(tr, "head"))
 
 
 def held_params(rows: Rows) -> tuple:
@@ -195,7 +207,8 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
                    "head_trains": ft.edge_trainable(tr, "head"),
                    "loss_style": {"compiled": bool(tr.compile and eng.loss_compiled),
                                   "vocab_parallel": eng.loss_vocab_parallel,
-                                  "shift_copy": eng.loss_shift_copy}}
+                                  "shift_copy": eng.loss_shift_copy,
+                                  "output_fp32": eng.output_fp32}}
     gathered = dict(fts.buffer_kwargs)
     if tr.precision == "fp8" and tr.fp8_param_gather:   # the gathered linear weights in FP8
         gathered["gather_bytes"] = fp8_gather_bytes(
@@ -213,8 +226,28 @@ def shared_terms(base: Scenario, rows: Rows) -> Shared:
                         eng.loss, **gathered, **loss_kwargs, loss_bytes=loss)
     if tr.method == "qlora":
         # bitsandbytes dequantises one linear's weight at a time into a compute-dtype tensor
-        # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state))
-        bufs["dequantized_weight"] = np.asarray(ft.largest_linear(m, G.tp) * cd)
+        # (MatMul4Bit forward and backward: F.dequantize_4bit(B, state)); where the head is
+        # quantized too (``Engine.qlora_head``), its weight is the largest, dequantized at the
+        # start of the backward with every activation alive
+        largest = ft.largest_linear(m, G.tp)
+        if quantized_head(base):
+            largest = np.maximum(largest, np.where(rows.has_head,
+                                                   head_params_r - norm_params(m), 0))
+        bufs["dequantized_weight"] = np.asarray(largest * (eng.qlora_dequant_bytes or cd))
+    if eng.fsdp1_flat_params and tr.method == "lora":
+        # frozen weights share the blocks' flat parameters with the adapters (a quantized
+        # base is no flat parameter of FSDP1's: QLoRA is left out)
+        block_frozen = (rows.layer_sum("pdense") - rows.layer_sum("tdense")
+                        + nm * (col("moe", "pexpert") - col("moe", "texpert")))
+        block = np.maximum(np.where(nd > 0, col("dense", "pdense") - col("dense", "tdense"), 0),
+                           np.where(nm > 0, col("moe", "pdense") + col("moe", "pexpert")
+                                    - col("moe", "tdense") - col("moe", "texpert"), 0)
+                           if rows.layers_total > rows.dense_total else 0)
+        root = rows.on_embedding("emb_params") + rows.has_head * head_params_r
+        fsdp = (np.asarray(G.zero) == 3) & (np.asarray(G.dense_shard) > 1)
+        bufs.update(flat_param_grads(fsdp, block_frozen, block, root, G.dense_shard,
+                                     rows.microbatches > 1, cd,
+                                     gathered.get("gather_bytes", cd)))
     if tr.optimizer_in_backward:
         # each parameter steps from its gradient hook and frees the gradient: one tensor's
         # gradient alive instead of all (torchtune optimizer_in_bwd)

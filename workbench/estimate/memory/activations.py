@@ -82,6 +82,10 @@ class ActivationShape:
     probs_in_activation: bool = False   # the routing weights multiply the experts' activation
     fused_linear_loss: bool = False   # head + loss over token chunks (Liger): no logits kept
     vocab_split: bool = True      # the loss sees V / tp columns (False: the head gathers them)
+    norm_square: bool = False     # an eager RMSNorm keeps x * x for its mean's backward
+    fused_qkv: bool = False       # one fused q/k/v linear kept whole (LitGPT, ``Engine``)
+    lora_targets: frozenset = frozenset()   # the adapted projections (training.lora.targets)
+    quant_keeps: bool = False     # QLoRA's quantized linears keep their inputs themselves
 
 
 def with_fields(x: ActivationShape, **changes) -> ActivationShape:
@@ -100,18 +104,21 @@ def with_fields(x: ActivationShape, **changes) -> ActivationShape:
 
 def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -> ActivationShape:
     """Collect the per-GPU activation quantities of a scenario."""
+    from workbench.engines import engine_of
+    eng = engine_of(tr)
     elem = 4 if tr.precision == "fp32" else 2   # the compute dtype (buffers.compute_dtype_bytes)
     lora = {}
     if tr.adapters:
         targets = set(tr.lora.targets)
-        lora = {"dropped": saved_inputs_dropped(tr), "lora_rank": tr.lora.rank,
+        quant_keeps = tr.method == "qlora" and eng.qlora_keeps_inputs
+        lora = {"dropped": saved_inputs_dropped(tr, quant_keeps, eng.qlora_head),
+                "lora_rank": tr.lora.rank, "lora_targets": frozenset(targets),
+                "quant_keeps": quant_keeps,
                 "lora_attention": len(targets & {"q", "k", "v", "o"}),
                 "lora_mlp": len(targets & {"gate", "up", "down"}),
                 "norm_trains": "norms" in tr.lora.trainable,
                 "lora_dropout": frozenset(targets) if tr.lora.dropout > 0 else frozenset(),
                 "first_input_grad": "embeddings" in tr.lora.trainable}
-    from workbench.engines import engine_of
-    eng = engine_of(tr)
     # torchtune compiles its chunked loss with the model (training/_compile.py compile_loss @
     # v0.6.1), torchtitan its upcast loss (``Engine.loss_compiled``): Inductor fuses the
     # upcast, log-softmax and NLL and keeps the per-token log-sum-exp instead of the fp32
@@ -137,16 +144,23 @@ def activation_shape(tr: Training, par: Parallel, pytorch_eager: bool = False) -
         logprobs_saved=not (fused_loss or fused_linear), recompute_from_first=
         eng.recompute_from_first, fused_swiglu=eng.fused_swiglu,
         probs_in_activation=eng.probs_in_activation, fused_linear_loss=fused_linear,
-        vocab_split=not eng.tp_gathers_logits, **lora)
+        vocab_split=not eng.tp_gathers_logits, norm_square=eng.norm_keeps_square,
+        fused_qkv=eng.fused_qkv, **lora)
 
 
-def saved_inputs_dropped(tr: Training) -> frozenset[str]:
+def saved_inputs_dropped(tr: Training, quant_keeps: bool = False, quant_head: bool = False
+                         ) -> frozenset[str]:
     """The linear inputs autograd does not keep because no weight reading them trains and no
     adapter reads them (autograd keeps ``mm``'s input only for the weight's gradient:
     estimate/model/finetune.py's docstring): "qkv" (q, k, v's shared input), "proj"
-    (o's), "fc1" (gate and up's), "fc2" (down's), "router", "head"."""
+    (o's), "fc1" (gate and up's), "fc2" (down's), "router", "head". ``quant_keeps``
+    (QLoRA under ``Engine.qlora_keeps_inputs``: bitsandbytes 0.41's ``MatMul4Bit`` keeps its
+    input whether or not the weight trains): the quantized block linears keep theirs, and the
+    head its own where it is quantized too (``quant_head``)."""
     if not tr.adapters:
         return frozenset()
+    if quant_keeps:
+        return frozenset({"router"} | (set() if quant_head else {"head"}))
     t = set(tr.lora.targets)
     out = {"router"}
     if not t & {"q", "k", "v"}:
@@ -205,6 +219,8 @@ def _norm_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, floa
     sb = x.s * x.b
     stats = 2 if model.norm == "layernorm" else 1
     copies = 2 if (x.pytorch_eager and x.sp and model.norm == "rmsnorm") else 1
+    if x.norm_square and model.norm == "rmsnorm":
+        copies += 1   # the squared input the mean's backward keeps (``Engine.norm_keeps_square``)
     return {"input": sb * model.hidden / r * x.elem * copies, "stats": sb / r * 4 * stats}
 
 
@@ -233,6 +249,10 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
         if x.lora_dropout:
             terms["lora_dropout"] = _adapter_dropout(x, sb, {"q": h, "k": h, "v": h,
                                                              "o": q / t})
+    if x.fused_qkv and not model.mla:
+        terms.update(_fused_qkv_terms(model, x, terms))
+        if not terms.get("qkv_input", 1):
+            del terms["qkv_input"]
     if x.flash:
         terms["attn_out"] = sb * q / t * x.elem
         terms["softmax_lse"] = sb * a_loc * 4
@@ -251,6 +271,33 @@ def attention_terms(model: ModelShape, x: ActivationShape) -> dict[str, float]:
     if model.dropout:
         terms["dropout_mask"] = sb * h / r * 1
     return terms
+
+
+def _fused_qkv_terms(model: ModelShape, x: ActivationShape, terms: dict) -> dict[str, float]:
+    """What one fused q/k/v linear changes in ``attention_terms``' ``terms`` (LitGPT's
+    ``attn``: ``Engine.fused_qkv``; engines/litgpt.py cites each). SDPA saves v, a view of the
+    fused output, so the whole output stays alive beside the roped q and k, which are new
+    tensors: q's and k's widths once more ("qkv_fused"). LoRA on the fused linear keeps the
+    source of its ``zero_pad`` scatter, the adapted parts' outputs ("lora_zero_pad"), and runs
+    one dropout on the shared input for all its parts (one dropped copy and mask, not one per
+    part); with that dropout the frozen base's input (the norm's output) is kept only for a
+    norm weight that trains, or by a quantized linear that keeps its input
+    (``quant_keeps``)."""
+    sb, h, t = x.s * x.b, model.hidden, x.t
+    q, kv = model.heads * model.dim_per_head, model.kv_dim
+    out = {"qkv_fused": sb * (q + kv) / t * x.elem}
+    widths = {"q": q, "k": kv, "v": kv}
+    adapted = [p for p in widths if p in x.lora_targets]
+    if adapted:
+        out["lora_zero_pad"] = sb * sum(widths[p] for p in adapted) / t * x.elem
+    dropped = [p for p in adapted if p in x.lora_dropout]
+    if dropped:
+        out["lora_dropout"] = terms["lora_dropout"] - _adapter_dropout(
+            x, sb, {p: h for p in dropped[1:]})
+        if "qkv_input" in terms and not x.quant_keeps:
+            rg = 1 if (x.sp and x.pytorch_eager) else (x.t if x.sp else 1)
+            out["qkv_input"] = sb * h / rg * x.gemm_in * (_norm_fed(x, model.bias, "qkv") - 1)
+    return out
 
 
 def _mla_terms(model: ModelShape, x: ActivationShape, r: int) -> dict[str, float]:

@@ -71,7 +71,8 @@ def fused_linear_loss_bytes(tokens, vocab: int, hidden: int, elem: int, weight_g
 
 
 def loss_per_logit(loss: str, cd: int, logits_kept: bool, compiled: bool = False,
-                   vocab_parallel: bool = False, shift_copy: bool = False) -> tuple[float, float]:
+                   vocab_parallel: bool = False, shift_copy: bool = False,
+                   output_fp32: bool = False) -> tuple[float, float]:
     """(end of the loss's forward, its backward): bytes per logit the loss holds beyond what
     it saves for backward (the fp32 log-probabilities or softmax, ``activations.head_bytes``),
     for ``Engine.loss`` (not "fused_linear") in a compute dtype of ``cd`` bytes.
@@ -91,23 +92,26 @@ def loss_per_logit(loss: str, cd: int, logits_kept: bool, compiled: bool = False
     - "xentropy" (flash-attn's kernel): nothing beyond the logits in the forward (it saves the
       logits themselves and a log-sum-exp per token, ``activations.head_bytes``); its backward
       writes the gradient in the logits' dtype.
+    - ``output_fp32`` (``Engine.output_fp32``: Lightning Fabric casts the model's output to
+      fp32 and the script holds it): the forward ends with the 16-bit output beside its fp32
+      copy; the logits kept into the backward are the fp32 copy.
     """
     if vocab_parallel:
         return cd + (4.0 if shift_copy else 0.0), float(cd)
     chunks = 8 if loss == "chunked" else 1
-    kept = cd if logits_kept else 0
+    kept = (4 if output_fp32 else cd) if logits_kept else 0
     if loss == "xentropy":   # the logits it saved, then beside them their gradient
         return float(cd), 2.0 * cd
     if compiled:
         return float(cd), kept + cd / chunks
     held = 4.0 / chunks if loss in ("upcast", "chunked") else LOSS_GRADIENT_BYTES[loss]
-    return cd + held, kept + LOSS_GRADIENT_BYTES[loss]
+    return cd + (4.0 if output_fp32 else held), kept + LOSS_GRADIENT_BYTES[loss]
 
 
 def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
                  logits_kept: bool = True, vocab_split: bool = True, head_trains: bool = True,
                  compiled: bool = False, vocab_parallel: bool = False,
-                 shift_copy: bool = False) -> tuple:
+                 shift_copy: bool = False, output_fp32: bool = False) -> tuple:
     """(forward, backward) bytes the loss holds on the stage with the head beyond its saved
     tensors (``loss_per_logit``; Liger's fused linear loss: ``fused_linear_loss_bytes`` at
     both moments). ``tp`` may be an array."""
@@ -116,7 +120,8 @@ def loss_moments(model: ModelShape, x: ActivationShape, tp, loss: str, cd: int,
     if loss == "fused_linear":
         held = fused_linear_loss_bytes(sb, vocab, model.hidden, cd, head_trains)
         return held, held
-    fwd, bwd = loss_per_logit(loss, cd, logits_kept, compiled, vocab_parallel, shift_copy)
+    fwd, bwd = loss_per_logit(loss, cd, logits_kept, compiled, vocab_parallel, shift_copy,
+                              output_fp32)
     return sb * vocab * fwd, sb * vocab * bwd
 
 
@@ -138,6 +143,33 @@ def zero3_gathered(stage_params, unit, largest, live_bound=None):
         return 2 * np.asarray(unit), np.asarray(unit)
     return np.minimum(np.asarray(stage_params), live_bound + 2 * np.asarray(largest)), \
         np.asarray(largest)
+
+
+def flat_param_grads(fsdp, block_frozen, unit_frozen, root, shard, accumulating, cd: int,
+                     gather_bytes) -> dict:
+    """What FSDP1's flat parameters add on a GPU under LoRA (``Engine.fsdp1_flat_params``):
+
+    - "flat_param_frozen_grads": a wrapped block's flat parameter requires grad when any of
+      its weights does (torch 2.1 torch/distributed/fsdp/flat_param.py ~L713-743: "For
+      ``use_orig_params=True``, permit non-uniform ``requires_grad``"; its _wrap_utils.py
+      L157-165 warns that the gradient "will be higher than expected"), so the backward makes a
+      gradient for the frozen weights too (``block_frozen`` elements of the stage), in the
+      compute dtype. Under gradient accumulation (``accumulating``) the micro-steps run in
+      ``no_sync``, which neither reduces nor frees it (``_post_backward_hook`` L761-765): every
+      block's whole gradient stays unsharded until the sync step; without it the
+      reduce-scatter leaves the ``shard``-th part of it as the flat ``.grad``.
+    - "flat_param_unit_grad": the frozen share of the block in its backward (``unit_frozen``
+      elements), made before it is accumulated or reduced.
+    - "fsdp_root_unsharded": FULL_SHARD does not free the root unit's parameters after the
+      forward (``_post_forward_reshard`` L529-535, "Do not free the root's parameters"): the
+      embedding, final norm and head (``root`` elements) stay gathered into the backward.
+    Arrays allowed (one entry per layout); zero where ``fsdp`` is false."""
+    fsdp = np.asarray(fsdp)
+    kept = np.where(accumulating, 1.0, 1.0 / np.asarray(shard, dtype=float))
+    return {"flat_param_frozen_grads": np.where(fsdp, block_frozen * cd * kept, 0.0),
+            "flat_param_unit_grad": np.where(fsdp, unit_frozen * cd, 0.0),
+            "fsdp_root_unsharded": np.where(
+                fsdp, root * gather_bytes * (1 - 1 / np.asarray(shard, dtype=float)), 0.0)}
 
 
 def compute_dtype_bytes(precision: str) -> int:

@@ -19,7 +19,7 @@ from workbench.estimate import estimate
 from workbench.process_runner import free_port
 from workbench.serve import DASHBOARD, isolated_env, voila_command, wait_until_serving
 from workbench.scenario import load_scenario
-from workbench.units import memory_text
+from workbench.units import duration_text, memory_text
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -638,6 +638,33 @@ def test_the_page_under_a_persons_hands(voila):
             fit.get_by_text("What would fit instead of LoRA").wait_for(timeout=60_000)
         assert "tokens/s" in said and ("fits" in said or "nothing fits" in said), said
         _shot(page, "lora", "wb-training-panel", "wb-memory-chart")
+        # "within a day?": tokens typed as people write them, a deadline, the verdict's answer
+        # and, when it misses, what this layout trains in the time
+        assert page.locator(".wb-tokens input").input_value() == "1.4 T"
+        for cls, text in (("wb-tokens", "100M"), ("wb-deadline", "24h")):
+            page.locator(f".{cls} input").fill(text)
+            page.locator(f".{cls} input").press("Enter")
+        within = estimate(load_scenario(brief, ["training.method=lora", "training.tokens=100M",
+                                                "training.deadline=24"]))
+        assert within.verdict.part("time to train").status == "pass"
+        verdict = page.locator(".wb-app-verdict")
+        verdict.get_by_text("within your 24 h").first.wait_for(timeout=60_000)
+        assert f"100 M tokens in {duration_text(within.run.time_to_train_s)}" in \
+            verdict.inner_text()
+        assert page.locator(".wb-tokens input").input_value() == "100 M"
+        page.locator(".wb-deadline input").fill("1h")
+        page.locator(".wb-deadline input").press("Enter")
+        verdict.get_by_text("longer than your 1 h").first.wait_for(timeout=60_000)
+        said = verdict.inner_text()
+        assert said.startswith("No:") and "Train " in said and "within your limit" in said, said
+        _shot(page, "deadline", "wb-training-panel", "wb-app-verdict")
+        page.locator(".wb-deadline input").fill("")
+        page.locator(".wb-deadline input").press("Enter")
+        verdict.get_by_text("longer than your 1 h").first.wait_for(state="detached",
+                                                                    timeout=60_000)
+        page.locator(".wb-tokens input").fill("1.4T")
+        page.locator(".wb-tokens input").press("Enter")
+        verdict.get_by_text("1.4 T tokens in").first.wait_for(timeout=60_000)
         page.locator(".wb-method select").select_option(label="pre-training (from scratch)")
         page.locator(".wb-lora-rank input").wait_for(state="hidden", timeout=30_000)
 

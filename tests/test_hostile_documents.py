@@ -63,8 +63,12 @@ def test_fifos_devices_and_directories_are_not_read(tmp_path):
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("training.tokens=2024-01-01", "training.tokens: must be a finite number (got '2024-01-01')"),
-    ("training.tokens=８０", "training.tokens: must be a finite number (got '８０')"),
+    # a count field says how a count may be written
+    ("training.tokens=2024-01-01", "training.tokens: must be a number: 100M, 1.5B, 2T "
+                                   "(M = million, B = billion, T = trillion) or 1e12 "
+                                   "(got '2024-01-01')"),
+    ("training.tokens=８０", "training.tokens: must be a number: 100M, 1.5B, 2T (M = million, "
+                            "B = billion, T = trillion) or 1e12 (got '８０')"),
     ("parallel.tp=" + "9" * 5000, "--set parallel.tp: a number of 5000 digits (at most 40)"),
     ("hardware=null", "hardware: is required"),
     ("model=null", "model: is required"),

@@ -36,6 +36,7 @@ from widgets.scenario_files import ScenarioFiles, example_files, read_example
 from widgets.state import ScenarioState
 from widgets.verdict_view import verdict_html
 from widgets.words import problem_words, tip_html
+from workbench.estimate.run.verdict import limit_fails
 from workbench.glossary import GLOSSARY
 from workbench.units import memory_text
 
@@ -88,6 +89,8 @@ class App:
                             (self.panels["Training"].engine, "wb-engine"),
                             (self.panels["Training"].method, "wb-method"),
                             (self.panels["Training"].lora_rank, "wb-lora-rank"),
+                            (self.panels["Training"].tokens, "wb-tokens"),
+                            (self.panels["Training"].deadline, "wb-deadline"),
                             (self.panels["Training"].optimizer, "wb-optimizer"),
                             (self.panels["Training"].compile, "wb-compile"),
                             (self.panels["Training"].recompute, "wb-recompute"),
@@ -206,7 +209,9 @@ class App:
         if est is None:
             return
         if s.valid:
-            self.fit_instead.search(None if est.memory.fits else est)
+            # the planner's options when memory does not fit, or the run misses its deadline
+            self.fit_instead.search(est if not est.memory.fits or limit_fails(est.verdict)
+                                    else None)
         # a refused edit leaves every chart drawn, each saying which scenario it shows
         note = "" if s.valid else f"last valid scenario ({self._name(est)}): your edit was refused"
         for plot in (self.memory.widget, self.step.widget, self.timeline.widget,

@@ -85,7 +85,8 @@ class FitInstead:
         self._pending = None
 
     def search(self, est) -> None:
-        """For an estimate whose memory does not fit (None: it fits, nothing to show), search
+        """For an estimate whose memory does not fit or that misses its deadline or budget
+        (None: nothing to show), search
         the best layout per fine-tuning method (``compare_methods``: ~0.6 s for the brief's
         70B on 8 H200) and the verdict's next steps that need the planner (the fastest layout
         that fits this hardware, more nodes; the methods reused), and show them; a later

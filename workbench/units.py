@@ -1,4 +1,6 @@
 """Unit constants. GB = 1e9 bytes, GiB = 2**30 bytes (docs/scenario.md, units)."""
+import re
+
 GB = 1e9
 GiB = float(2**30)
 TB = 1e12
@@ -104,3 +106,71 @@ def money_text(amount: float) -> str:
     """An amount in the scenario's currency (its prices carry no currency of their own):
     ``1,234,567 currency units``; two decimals below 100."""
     return (f"{amount:,.2f}" if abs(amount) < 100 else f"{amount:,.0f}") + " currency units"
+
+
+# ---- counts and durations as people type them ----------------------------------------------
+# Decimal multipliers, as token counts and parameter counts are published ("15T tokens",
+# "1.5B parameters"): K = 1e3, M = 1e6, B (or G) = 1e9, T = 1e12, in either case ("100m
+# tokens" is a hundred million: no count is a thousandth).
+COUNT_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_COUNT = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([a-zA-Z]?)", re.ASCII)
+# Units of a duration, by what people write ("24h", "2 days", "90 min", "1.5 weeks"); months are
+# left out (28 to 31 days: not one length).
+DURATION_UNITS = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), MINUTE),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), HOUR),
+    **dict.fromkeys(("d", "day", "days"), DAY),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 7 * DAY),
+    **dict.fromkeys(("y", "yr", "yrs", "year", "years"), YEAR),
+}
+_DURATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([a-zA-Z]*)", re.ASCII)
+
+
+def _digits(text: str) -> str:
+    """``text`` without thousands separators ("1,024", "1_000_000", "1 000") and outer space."""
+    return re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text.strip())
+
+
+def parse_count(text: str) -> float | None:
+    """A count as people type it: ``"100M"``, ``"1.5 B"``, ``"2T"``, ``"524k"``, ``"1,024"``,
+    ``"1.4e12"`` (``COUNT_SUFFIXES``); None when the text is not one."""
+    m = _COUNT.fullmatch(_digits(text))
+    if m is None:
+        return None
+    number, suffix = m.groups()
+    if suffix and suffix.lower() not in COUNT_SUFFIXES:
+        return None
+    return float(number) * (COUNT_SUFFIXES[suffix.lower()] if suffix else 1.0)
+
+
+def parse_duration(text: str, plain: float = HOUR) -> float | None:
+    """A duration in seconds as people type it: ``"24h"``, ``"2 days"``, ``"90 min"``,
+    ``"1.5 weeks"`` (``DURATION_UNITS``); a bare number is in ``plain`` seconds (hours by
+    default); None when the text is not one."""
+    m = _DURATION.fullmatch(_digits(text))
+    if m is None:
+        return None
+    number, unit = m.groups()
+    if unit and unit.lower() not in DURATION_UNITS:
+        return None
+    return float(number) * (DURATION_UNITS[unit.lower()] if unit else plain)
+
+
+def count_text(n: float) -> str:
+    """A count as a field shows it and ``parse_count`` reads it back: ``100 M``, ``1.4 T``,
+    ``524 K``, ``900`` (``tokens_text`` without the word)."""
+    return tokens_text(n).removesuffix(" tokens").removesuffix("tokens").strip()
+
+
+def hours_text(hours: float) -> str:
+    """A deadline as people say it and ``parse_duration`` reads it back: ``24 h``, ``90 min``,
+    ``3 days`` (from 48 h on, when whole days), ``1.5 weeks`` (from 14 days on, when whole
+    half-weeks)."""
+    if hours < 1:
+        return f"{hours * 60:g} min"
+    if hours >= 14 * 24 and (hours / (7 * 24) * 2).is_integer():
+        return f"{hours / (7 * 24):g} weeks"
+    if hours >= 48 and (hours / 24 * 2).is_integer():
+        return f"{hours / 24:g} days"
+    return f"{hours:g} h"

@@ -14,6 +14,7 @@ from traitlets import TraitError
 from widgets.state import ScenarioState, get_path
 from widgets.words import problem_words
 from workbench.glossary import explain
+from workbench.units import count_text, hours_text, parse_count
 
 # as wide as the panel allows: choices name products ("400GbE RoCE v2 (GPUDirect RDMA,
 # ConnectX-7)", "1: ZeRO-1 / distributed optimizer") beside a 128 px description
@@ -226,17 +227,21 @@ class NumberBox(w.Text):
     value = traitlets.Union([traitlets.Unicode(), traitlets.Int(), traitlets.Float()],
                             default_value="").tag(sync=True)
 
-    def __init__(self, kind: type = int, **kw) -> None:
+    def __init__(self, kind: type = int, count: bool = False, **kw) -> None:
         super().__init__(continuous_update=False, **kw)
         self.kind = kind
+        self.count = count
 
     def parse(self, value):
-        """A number for a number ("8", " 1,024 ", "1.4e12", 8.0 in a whole-number field), else
-        the text as typed (stripped; "" for an empty field)."""
+        """A number for a number ("8", " 1,024 ", "1.4e12", 8.0 in a whole-number field; in a
+        count field also "100M", "1.5 B", "2T": ``units.parse_count``), else the text as typed
+        (stripped; "" for an empty field)."""
         if isinstance(value, bool):
             return value
         if isinstance(value, (int, float)):
             return int(value) if self.kind is int and float(value).is_integer() else value
+        if self.count and parse_count(str(value)) is not None:
+            return parse_count(str(value))
         text = str(value).strip().replace(",", "").replace("_", "")
         try:
             number = float(text)
@@ -257,6 +262,28 @@ def int_box(label: str, lo: int = 1, hi: int = 1_000_000) -> NumberBox:
 
 def float_box(label: str, lo: float = 0.0, hi: float = 1e21) -> NumberBox:
     return NumberBox(float, description=label, style=STYLE, layout=FIELD_LAYOUT)
+
+
+def count_box(label: str) -> NumberBox:
+    """A count field ("Tokens to train"): typed as people write counts ("100M", "1.5B"), shown
+    the same way (``shown_count``)."""
+    return NumberBox(float, count=True, description=label, style=STYLE, layout=FIELD_LAYOUT)
+
+
+def shown_count(value):
+    """A count as its field shows it (``units.count_text``: "100 M"; a document's "1.4e12",
+    which YAML 1.1 reads as text, too); other text as typed."""
+    if isinstance(value, str) and parse_count(value) is not None:
+        value = parse_count(value)
+    return count_text(value) if isinstance(value, (int, float)) and not isinstance(
+        value, bool) else value
+
+
+def shown_hours(value):
+    """A duration in hours as its field shows it (``units.hours_text``: "24 h"); text as
+    typed."""
+    return hours_text(value) if isinstance(value, (int, float)) and not isinstance(
+        value, bool) else value
 
 
 def bounded_int_box(label: str, lo: int, hi: int) -> w.BoundedIntText:

@@ -14,7 +14,8 @@ import html
 import ipywidgets as w
 
 from widgets.panels.base import (
-    FIELD_LAYOUT, Panel, check, dropdown, float_box, int_box, select, set_options,
+    FIELD_LAYOUT, STYLE, Panel, check, count_box, dropdown, float_box, int_box, select,
+    set_options, shown_count, shown_hours,
 )
 from widgets.state import get_path
 from workbench.engines import ENGINES
@@ -98,7 +99,10 @@ class TrainingPanel(Panel):
         self.seq_len = int_box("Sequence length", 1, 10_000_000)
         self.micro_batch = int_box("Micro-batch", 1, 100_000)
         self.global_batch = int_box("Global batch", 1, 100_000_000)
-        self.tokens = float_box("Tokens to train", 1, 1e16)
+        self.tokens = count_box("Tokens to train")
+        # "within a day?": the verdict's time part answers it (empty: no deadline)
+        self.deadline = w.Text(description="Deadline", placeholder="e.g. 24h, 2 days (optional)",
+                               continuous_update=False, style=STYLE, layout=FIELD_LAYOUT)
         self.precision = dropdown("Precision", list(PRECISIONS))
         self.recompute = dropdown("Recompute", list(RECOMPUTE))
         self.recompute_every = int_box("Checkpoint 1 block in every", 1, 1_000_000)
@@ -187,7 +191,9 @@ class TrainingPanel(Panel):
             self.bind("training.seq_len", self.seq_len),
             self.bind("training.micro_batch", self.micro_batch),
             self.bind("training.global_batch", self.global_batch),
-            self.bind("training.tokens", self.tokens, to_doc=float),
+            self.bind("training.tokens", self.tokens, to_doc=float, from_doc=shown_count),
+            self.bind("training.deadline", self.deadline,
+                      to_doc=lambda v: (v or "").strip() or None, from_doc=shown_hours),
             self.bind("training.precision", self.precision, on_set=self._precision_set),
             self.bind("training.engine", self.engine, on_set=self._engine_set),
             self.about,

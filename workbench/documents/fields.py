@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from workbench.errors import Problem
+from workbench.units import HOUR, parse_count, parse_duration
 
 MISSING = object()      # a required field's default: its absence is a problem
 _ASCII_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)
@@ -72,9 +73,10 @@ class Fields:
         return value
 
     def number(self, d: dict, key: str, path: str, default: Any = MISSING, lo: float = 0.0,
-               positive: bool = True) -> float | None:
+               positive: bool = True, count: bool = False) -> float | None:
         """``d[key]`` as a finite number: > 0 (``positive``) or >= ``lo``, and never subnormal
-        (``SMALLEST_NORMAL``)."""
+        (``SMALLEST_NORMAL``). ``count``: a count, which may also be written as people write
+        one ("100M", "1.5B", "2T": ``units.parse_count``)."""
         value = d.get(key, default)
         where = f"{path}.{key}"
         if value is MISSING:
@@ -84,6 +86,13 @@ class Fields:
         # digits only ("８０" and "inf" are not)
         if isinstance(value, str) and _ASCII_NUMBER.fullmatch(value.strip()):
             value = float(value)
+        elif count and isinstance(value, str):
+            parsed = parse_count(value)
+            if parsed is None:
+                self.add(where, value, "must be a number: 100M, 1.5B, 2T (M = million, B = "
+                                       "billion, T = trillion) or 1e12")
+                return None
+            value = parsed
         try:
             finite = not isinstance(value, bool) and isinstance(value, (int, float)) and \
                 math.isfinite(value)
@@ -101,6 +110,24 @@ class Fields:
                                    f"{SMALLEST_NORMAL:.3g}, the smallest normal one)")
             return None
         return value
+
+    def duration(self, d: dict, key: str, path: str) -> float | None:
+        """``d[key]`` as a duration in hours, or None where it is absent or empty: a number of
+        hours, or text as people write a duration ("24h", "2 days", "90 min":
+        ``units.parse_duration``)."""
+        value = d.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        seconds = None
+        if isinstance(value, str):
+            seconds = parse_duration(value)
+        elif not isinstance(value, bool) and isinstance(value, (int, float)):
+            seconds = float(value) * HOUR
+        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+            self.add(f"{path}.{key}", value, "must be a time: hours (24), or 24h, 2 days, "
+                                             "90 min, 1.5 weeks")
+            return None
+        return seconds / HOUR
 
     def boolean(self, d: dict, key: str, path: str, default: bool) -> bool | None:
         """``d[key]`` as true or false (no 0/1, no text)."""

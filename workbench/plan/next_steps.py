@@ -2,7 +2,8 @@
 parts and the steps that need no search): the fastest layout that fits this hardware, the
 adapter methods that fit in place of pre-training or full fine-tuning and QLoRA in place of LoRA
 (``compare_methods``), and the same layout on 2x and 4x the nodes (stopping at the first that
-fits without offload). They run only when a memory part fails.
+fits without offload). They run only when a memory part fails or the run misses the scenario's
+deadline or budget (each step then says whether it meets them).
 
 They answer within ``SEARCH_BUDGET_S``, whatever the scenario: each search starts in the
 narrowest scope (``SCOPES[0]``: 1F1B at micro-batch 1, the least memory a layout can take, which
@@ -17,7 +18,7 @@ import time
 
 from workbench.errors import ScenarioError
 from workbench.estimate.run.verdict import (INSTEAD, NODE_FACTORS, OFFLOAD_WORDS, NextStep, Verdict,
-                                            memory_fails, verdict)
+                                            limit_fails, meets_limits, memory_fails, verdict)
 from workbench.scenario.types import Scenario
 from workbench.units import duration_text, memory_text, money_text, tokens_text
 
@@ -49,14 +50,19 @@ class Budget:
 
 def searched_verdict(s: Scenario, est, methods: list | None = None,
                      budget_s: float | None = SEARCH_BUDGET_S) -> Verdict:
-    """The verdict with the planner's steps when a memory part fails (``methods``: a
-    ``compare_methods`` answer the caller has already, so it is not searched again;
-    ``budget_s``: the searches' time, None without a limit)."""
+    """The verdict with the planner's steps when a memory part fails, or the run misses its
+    deadline or budget (``methods``: a ``compare_methods`` answer the caller has already, so
+    it is not searched again; ``budget_s``: the searches' time, None without a limit). For a
+    missed limit alone, a layout on this hardware is a step only where it is faster than the
+    scenario's own."""
     v = est.verdict if est.scenario is s else verdict(s, est)
-    if v.ok or not memory_fails(v):
+    if v.ok or not (memory_fails(v) or limit_fails(v)):
         return v
     t0 = time.perf_counter()
     found, unsearched = search_steps(s, est, methods, budget_s)
+    if not memory_fails(v):
+        found = [f for f in found if f.kind != "layout" or
+                 f.figures.get("step_s", float("inf")) < est.time.step]
     return verdict(s, est, found, time.perf_counter() - t0, unsearched)
 
 
@@ -100,7 +106,8 @@ def _gives(est) -> str:
         text += f", {memory_text(m.host_per_node)} of host memory per node"
     if r.cost:
         text += f", {money_text(r.cost['total'])}"
-    return text
+    return text + meets_limits(est.scenario, r.time_to_train_s,
+                               r.cost.get("total") if r.cost else None)
 
 
 def _planned(s: Scenario, budget: Budget, scope: dict):
@@ -224,6 +231,9 @@ def search_steps(s: Scenario, est, methods: list | None = None,
             f"{_tight(e)}: "
             f"{describe_layout(other.row(1))}: {_gives(e)}.", "nodes",
             {"hardware.nodes": nodes, **_flat_set(e.scenario, s)}, _figures(e)))
-        if e.scenario.training.offload == "none":
+        # more nodes stop helping memory once nothing is offloaded; a deadline may want more
+        deadline = s.training.deadline
+        if e.scenario.training.offload == "none" and (
+                deadline is None or e.run.time_to_train_s <= deadline * 3600):
             break
     return ([here_first] if here_first is not None else []) + out + nodes_out, unsearched

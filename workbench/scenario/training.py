@@ -27,7 +27,7 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
         "precision": c.choice(d, "precision", p, PRECISIONS, dfl.precision),
         "optimizer": c.choice(d, "optimizer", p, OPTIMIZERS, dfl.optimizer),
         "offload": c.choice(d, "offload", p, OFFLOAD, dfl.offload),
-        "tokens": c.number(d, "tokens", p, dfl.tokens),
+        "tokens": c.number(d, "tokens", p, dfl.tokens, count=True),
         "engine": c.choice(d, "engine", p, ENGINE_NAMES, dfl.engine),
         "compile": c.boolean(d, "compile", p, dfl.compile),
         "recompute_every": c.integer(d, "recompute_every", p, dfl.recompute_every,
@@ -54,6 +54,13 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
     for price in ("price_per_gpu_hour", "price_per_kwh"):
         vals[price] = c.number(d, price, p, None, positive=False) if d.get(price) is not None \
             else None
+    vals["deadline"] = c.duration(d, "deadline", p)
+    vals["budget"] = (c.number(d, "budget", p, None, count=True)
+                      if d.get("budget") not in (None, "") else None)
+    if vals["budget"] is not None and vals["price_per_gpu_hour"] is None \
+            and vals["price_per_kwh"] is None:
+        c.add("training.budget", d.get("budget"), "needs a price to cost the run: set "
+              "training.price_per_gpu_hour (per GPU-hour) or training.price_per_kwh")
     blocks_ok = True
     vals["lora"] = None
     if vals["method"] in ("lora", "qlora"):
@@ -72,10 +79,10 @@ def read_training(c: Fields, raw: Any) -> tuple[Training | None, dict]:
     if d.get("state_dtypes") is not None:
         vals["state_dtypes"] = _state_dtypes(c, d.get("state_dtypes"))
         blocks_ok = blocks_ok and vals["state_dtypes"] is not None
-    optional = ("price_per_gpu_hour", "price_per_kwh", "fp8_recipe", "backend",
-                "recompute_modules", "lora", "state_dtypes")
+    optional = ("price_per_gpu_hour", "price_per_kwh", "budget", "fp8_recipe", "backend",
+                "deadline", "recompute_modules", "lora", "state_dtypes")
     if not blocks_ok or any(v is None for k, v in vals.items() if k not in optional) or any(
-            d.get(k) is not None and vals[k] is None for k in optional[:-2]):
+            d.get(k) not in (None, "") and vals[k] is None for k in optional[:-2]):
         return None, dict(d)
     tr = Training(**vals)
     doc = dataclasses.asdict(tr)

@@ -211,7 +211,8 @@ class Training:
     optimizer: str = "adamw"  # adamw, sgd (torch.optim); adamw8bit, paged_adamw8bit
     #                           (bitsandbytes); adamw4bit (torchao); adafactor (factored)
     offload: str = "none"     # optimizer states to host DDR (cpu) or NVMe (ZeRO-Offload/Infinity)
-    tokens: float = 1e12      # tokens to train on, for time to train and energy
+    tokens: float = 1e12      # tokens to train on, for time to train and energy (also as
+    #                           people write counts: 100M, 1.5B, 2T)
     attention: str = "flash2"                 # attention kernel (default: the engine's)
     engine: str = "generic"   # the software that runs the layout (workbench/engines/)
     compile: bool = False     # torch.compile of the model (engines that offer it)
@@ -223,6 +224,11 @@ class Training:
     #                                 DotProductAttention, Megatron --fp8-dot-product-attention)
     price_per_gpu_hour: float | None = None   # optional, currency units per GPU-hour
     price_per_kwh: float | None = None        # optional, currency units per kWh
+    deadline: float | None = None   # optional, hours the run must finish in (also 24h, 2 days,
+    #                                 90 min, 1.5 weeks): the verdict's time part fails when it
+    #                                 takes longer, saying what would meet it
+    budget: float | None = None     # optional, currency units the run may cost (with a price;
+    #                                 also 1.2M): the cost part fails when it costs more
     method: str = "pretrain"  # pretrain, full (fine-tuning: every weight trains), lora, qlora
     #                           (frozen base, low-rank adapters: training.lora)
     lora: Lora | None = None  # the adapters, with method lora / qlora (defaults filled in)

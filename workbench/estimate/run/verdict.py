@@ -14,7 +14,11 @@ sentence:
   NVMe part is there only when something goes to NVMe.
 - ``build``: the build checks of one node (``estimate.run.build_checks``): a FAIL fails the
   verdict, a WARN is said.
-- ``time to train`` (never fails) and ``cost`` (only when the scenario gives a price).
+- ``time to train``: fails only where the scenario gives a deadline (``training.deadline``) and
+  the run takes longer; ``cost`` (only when the scenario gives a price): fails only where it
+  gives a budget (``training.budget``) and the run costs more. Either failure says what this
+  layout does within the limit (the tokens it trains in the time, or for the money), and the
+  next steps what would meet it.
 
 The verdict is ``ok`` only when no part fails (warnings and tight allowed). When it is not ok, ``next``
 lists steps the product can take, each with the figures it would give: for a failed build check
@@ -28,8 +32,8 @@ from dataclasses import dataclass, field
 
 from workbench.estimate.memory.fit import band_words
 from workbench.scenario.types import Scenario
-from workbench.units import (TB, duration_text, memory_text, money_text, percent_text,
-                             tokens_text)
+from workbench.units import (HOUR, TB, duration_text, hours_text, memory_text, money_text,
+                             percent_text, tokens_text)
 
 NODE_FACTORS = (2, 4)       # more nodes the next steps try, in this order
 # the methods tried instead of each, and how the step says it
@@ -39,6 +43,7 @@ INSTEAD = {
     "lora": (("qlora",), "With the frozen base quantised"),
 }
 MEMORY_PARTS = ("gpu memory", "host memory", "nvme")
+LIMIT_PARTS = ("time to train", "cost")
 CHECK_WORDS = {"power": "power", "pcie_lanes": "PCIe lanes", "host_memory": "host memory",
                "drives": "drives", "cooling": "cooling"}
 OFFLOAD_WORDS = {"cpu": "CPU offload", "nvme": "NVMe offload"}
@@ -116,6 +121,7 @@ def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0,
     ok = all(p.ok for p in parts)
     steps: list[NextStep] = []
     if not ok:
+        steps += limit_steps(s, est)
         steps += list(found or ())
         steps += build_steps(s, est)
     return Verdict(ok=ok, says=_sentence(s, est, parts, ok), parts=parts, next=steps,
@@ -126,6 +132,46 @@ def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0,
 def memory_fails(v: Verdict) -> bool:
     """Whether a memory part (GPU, host, NVMe) fails: then the planner's steps are wanted."""
     return any(not p.ok for p in v.parts if p.name in MEMORY_PARTS)
+
+
+def limit_fails(v: Verdict) -> bool:
+    """Whether the run misses the scenario's deadline or budget: then the planner's faster
+    layouts, methods and nodes are wanted too."""
+    return any(not p.ok for p in v.parts if p.name in LIMIT_PARTS)
+
+
+def meets_limits(s: Scenario, time_to_train_s: float, cost: float | None) -> str:
+    """Whether a run of ``time_to_train_s`` (costing ``cost``) meets the scenario's deadline and
+    budget, in words for a next step ("" where the scenario sets neither)."""
+    tr = s.training
+    bits = []
+    if tr.deadline is not None:
+        bits.append(f"within your {hours_text(tr.deadline)}"
+                    if time_to_train_s <= tr.deadline * HOUR
+                    else f"still longer than your {hours_text(tr.deadline)}")
+    if tr.budget is not None and cost is not None:
+        bits.append("within your budget" if cost <= tr.budget else "still over your budget")
+    return f" ({', '.join(bits)})" if bits else ""
+
+
+def limit_steps(s: Scenario, est) -> list[NextStep]:
+    """Where the run misses its deadline or budget, the step that needs no search: the tokens
+    this layout trains within both."""
+    tr, r = s.training, est.run
+    shares = []
+    if tr.deadline is not None and r.time_to_train_s > tr.deadline * HOUR:
+        shares.append(tr.deadline * HOUR / r.time_to_train_s)
+    if tr.budget is not None and r.cost and r.cost["total"] > tr.budget:
+        shares.append(tr.budget / r.cost["total"])
+    if not shares:
+        return []
+    tokens = tr.tokens * min(shares)
+    # a count people write back (three significant digits, rounded down so it stays within)
+    digits = 10 ** (len(str(int(tokens))) - 3) if tokens >= 1000 else 1
+    tokens = max(1.0, float(int(tokens // digits) * digits))
+    return [NextStep(f"Train {tokens_text(tokens)} instead of {tokens_text(tr.tokens)}: this "
+                     f"layout does that within your limit.", "tokens",
+                     {"training.tokens": tokens}, {"tokens": tokens})]
 
 
 # ---- the parts ----------------------------------------------------------------------------
@@ -225,11 +271,20 @@ def _build_part(est) -> Part:
 
 
 def _time_part(s: Scenario, est) -> Part:
-    r, t = est.run, est.time
-    return Part("time to train", "pass",
-                f"{tokens_text(s.training.tokens)} in {duration_text(r.time_to_train_s)} at "
-                f"{r.tokens_per_s:,.0f} tokens/s ({duration_text(t.step)} per step, MFU "
-                f"{percent_text(r.mfu)}).")
+    r, t, tr = est.run, est.time, s.training
+    took = f"{tokens_text(tr.tokens)} in {duration_text(r.time_to_train_s)}"
+    rate = (f"{r.tokens_per_s:,.0f} tokens/s ({duration_text(t.step)} per step, MFU "
+            f"{percent_text(r.mfu)})")
+    if tr.deadline is None:
+        return Part("time to train", "pass", f"{took} at {rate}.")
+    limit = tr.deadline * HOUR
+    if r.time_to_train_s <= limit:
+        return Part("time to train", "pass",
+                    f"{took}: within your {hours_text(tr.deadline)}, at {rate}.")
+    return Part("time to train", "fail",
+                f"{took}, longer than your {hours_text(tr.deadline)}, at {rate}; in "
+                f"{hours_text(tr.deadline)} this layout trains "
+                f"{tokens_text(r.tokens_per_s * limit)}.")
 
 
 def _cost_part(s: Scenario, est) -> Part | None:
@@ -244,7 +299,15 @@ def _cost_part(s: Scenario, est) -> Part | None:
     if "energy" in r.cost:
         bits.append(f"energy {r.cost['energy']:,.0f} ({r.energy_kwh:,.0f} kWh at "
                     f"{tr.price_per_kwh:g} per kWh)")
-    return Part("cost", "pass", f"{money_text(r.cost['total'])}: " + ", ".join(bits) + ".")
+    text = f"{money_text(r.cost['total'])}: " + ", ".join(bits)
+    if tr.budget is None:
+        return Part("cost", "pass", text + ".")
+    if r.cost["total"] <= tr.budget:
+        return Part("cost", "pass", text + f"; within your budget of {money_text(tr.budget)}.")
+    # the cost grows with the tokens (GPU-hours and kWh both scale with the run's length)
+    affordable = tr.tokens * tr.budget / r.cost["total"]
+    return Part("cost", "fail", text + f"; more than your budget of {money_text(tr.budget)}: "
+                f"it pays for {tokens_text(affordable)} with this layout.")
 
 
 def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
@@ -254,6 +317,8 @@ def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
         text = (f"Yes: {s.model.name} trains on {hw.world} x {hw.gpu.name} with this layout, "
                 f"{memory_text(m.per_gpu.device)} of {memory_text(m.capacity)} per GPU; "
                 f"{tokens_text(s.training.tokens)} take {duration_text(r.time_to_train_s)}")
+        if s.training.deadline is not None:
+            text += f", within your {hours_text(s.training.deadline)}"
         if r.cost:
             text += f" and cost {money_text(r.cost['total'])}"
         warned = [p.name for p in parts if p.status == "warn"]
@@ -352,4 +417,5 @@ def build_steps(s: Scenario, est) -> list[NextStep]:
     return out
 
 
-__all__ = ["NextStep", "Part", "Verdict", "build_steps", "verdict"]
+__all__ = ["NextStep", "Part", "Verdict", "build_steps", "limit_steps", "meets_limits",
+           "verdict"]

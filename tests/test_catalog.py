@@ -91,3 +91,75 @@ def test_an_mi300x_node_gets_its_infinity_fabric_not_an_nvlink():
                         "model": {"preset": "llama3-8b"}, "parallel": {"dp": 8}})
     assert s.hardware.intra_node is LINKS["infinity-fabric"]
     assert s.hardware.intra_node.gb_per_s == 7 * 128 / 2
+
+
+# -- the published checkpoints people train (workbench/catalog/published_models.py) ---------
+
+def test_the_catalog_holds_the_models_people_train_each_with_its_source():
+    from workbench.catalog.published_models import PUBLISHED
+
+    published = [k for k, m in MODELS.items() if not m.source.startswith("workbench trial")]
+    assert len(published) >= 50
+    families = ("llama3.2-3b", "llama3.3-70b", "llama4-scout-17b-16e", "qwen2.5-7b", "qwen3-8b",
+                "qwen3-30b-a3b", "gemma2-9b", "gemma3-27b", "mistral-nemo-12b", "phi-4",
+                "deepseek-v2-lite", "deepseek-r1-distill-qwen-32b", "gpt-oss-20b", "olmo-2-7b",
+                "smollm2-1.7b", "smollm3-3b", "granite-3.1-8b", "starcoder2-15b")
+    assert set(families) <= set(MODELS)
+    for key, m in PUBLISHED.items():
+        # a quoted config (repository @ commit, or the page) and the card's own figure
+        assert ("@" in m.source or "http" in m.source) and '"' in m.source, key
+        assert m.extra["published"] and m.extra["hf_id"].count("/") == 1, key
+
+
+@pytest.mark.parametrize("key", sorted(
+    k for k, m in MODELS.items() if "config_params" in m.extra))
+def test_a_published_checkpoint_counts_what_its_config_implies(key):
+    """The shape family's count within 1 % of the count the checkpoint's config implies (with
+    the q/k/v biases, QK-norms and extra norms the family leaves out: all within 0.01 %)."""
+    m = MODELS[key]
+    assert total_params(m) == pytest.approx(m.extra["config_params"], rel=0.01)
+    if m.moe is not None and "config_active_params" in m.extra:
+        assert active_params(m) == pytest.approx(m.extra["config_active_params"], rel=0.01)
+
+
+@pytest.mark.parametrize("key,exact", [
+    # the Hugging Face API's safetensors totals and keras-hub's preset counts, quoted in the
+    # records' sources
+    ("deepseek-r1-distill-qwen-32b", 32_763_876_352), ("deepseek-r1-distill-llama-8b",
+                                                       8_030_261_248),
+    ("gpt-oss-20b", 20_914_757_184), ("gpt-oss-120b", 116_829_156_672),
+    ("mistral-7b-v0.3", 7_248_023_552), ("phi-3-mini", 3_821_079_552)])
+def test_counts_against_exact_published_totals(key, exact):
+    assert total_params(MODELS[key]) == pytest.approx(exact, rel=0.002)
+
+
+def test_hub_ids_torchtune_builders_and_torchtitan_flavors_reach_the_catalog():
+    from workbench.imports.hf_model import catalog_ids
+    from workbench.imports.torchtitan import PRESETS as FLAVORS
+    from workbench.imports.torchtune import PRESETS as BUILDERS
+
+    ids = catalog_ids()
+    assert ids["Qwen/Qwen2.5-7B"] == "qwen2.5-7b" and ids["google/gemma-2-9b"] == "gemma2-9b"
+    assert BUILDERS["qwen2_5_7b_instruct"] == "qwen2.5-7b" and BUILDERS["phi4_14b"] == "phi-4"
+    assert FLAVORS[("qwen3", "30B-A3B")] == "qwen3-30b-a3b"
+    assert FLAVORS[("deepseek_v3", "16B")] == "deepseek-v2-lite"
+    for key in (*ids.values(), *BUILDERS.values(), *FLAVORS.values()):
+        assert key in MODELS
+
+
+def test_a_model_the_catalog_lacks_is_refused_never_replaced():
+    from workbench.imports import torchtitan, torchtune
+
+    r = torchtune.read("r.yaml", "model:\n  _component_: torchtune.models.foo.lora_foo_9b\n"
+                                 "  lora_attn_modules: [q_proj]\n")
+    assert "preset" not in r.document.get("model", {})
+    assert any("is not in the workbench's model catalog: pass the model's config.json" in
+               p.message for p in r.problems)
+    r = torchtitan.read("t.toml", "[model]\nname = 'llama3'\nflavor = '13B'\n")
+    assert "model" not in r.document
+    assert any(p.path == "t.toml:model.flavor" for p in r.problems)
+    from workbench.errors import ScenarioError
+    from workbench.scenario import parse_scenario
+    with pytest.raises(ScenarioError, match="did you mean qwen2.5-7b"):
+        parse_scenario({"hardware": {"gpu": "h100-sxm"}, "model": {"preset": "qwen2.5-8b"},
+                        "parallel": {"dp": 8}})

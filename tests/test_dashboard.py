@@ -665,6 +665,16 @@ def test_the_page_under_a_persons_hands(voila):
         page.locator(".wb-tokens input").fill("1.4T")
         page.locator(".wb-tokens input").press("Enter")
         verdict.get_by_text("1.4 T tokens in").first.wait_for(timeout=60_000)
+        # a model found by typing part of its name (the browser lists the labels holding it)
+        find = page.locator(".wb-find-model input")
+        for label, name in (("Qwen2.5 72B (qwen2.5-72b)", "Qwen2.5 72B"),
+                            ("Llama 3.1 70B (llama3-70b)", "Llama 3.1 70B")):
+            find.fill(label)
+            find.press("Enter")
+            verdict.get_by_text(f"{name} on 8 x").first.wait_for(timeout=60_000)
+            if name.startswith("Qwen"):
+                assert page.locator(".wb-find-model datalist option").count() >= 60
+                _shot(page, "find-model", "wb-app-verdict")
         page.locator(".wb-method select").select_option(label="pre-training (from scratch)")
         page.locator(".wb-lora-rank input").wait_for(state="hidden", timeout=30_000)
 

@@ -90,16 +90,24 @@ def test_context_parallel_example_reads_cp8():
                                      "none", "hf", "fsdp2")
 
 
-def test_trl_example_with_unknown_model_id_asks_for_config_json():
+def test_trl_example_names_a_catalog_model_by_its_hub_id(tmp_path):
     out = _imp("trl-examples-cli_configs-example_config.yaml")
-    assert len(out.problems) == 1
-    line = str(out.problems[0])
-    assert "model_name_or_path" in line and "Qwen/Qwen2.5-0.5B" in line
-    assert "pass the model's config.json too" in line
+    assert out.problems == []
+    assert out.scenario["model"] == {"preset": "qwen2.5-0.5b"}
+    assert any("Qwen/Qwen2.5-0.5B: the catalog's qwen2.5-0.5b" in n for n in out.notes)
     # TRL's own defaults where the file is silent
     assert out.scenario["training"]["precision"] == "bf16"
     assert out.scenario["training"]["recompute"] == "full"
     assert out.scenario["training"]["seq_len"] == 1024
+    # a model the catalog lacks is asked for, never replaced by another
+    text = upstream("trl-examples-cli_configs-example_config.yaml").read_text()
+    other = tmp_path / "sft.yaml"
+    other.write_text(text.replace("Qwen/Qwen2.5-0.5B", "Example-Org/NotAModel-7B"))
+    out = import_configs([other])
+    assert len(out.problems) == 1
+    line = str(out.problems[0])
+    assert "model_name_or_path" in line and "Example-Org/NotAModel-7B" in line
+    assert "pass the model's config.json too" in line
 
 
 def test_trls_example_pair_with_the_models_config_json():

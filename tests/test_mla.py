@@ -42,7 +42,9 @@ def test_deepseek_v3_preset_is_mla_with_the_configs_shape():
     assert (m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim,
             m.v_head_dim, m.heads) == (1536, 512, 64, 128, 128, 128)
     assert "q_lora_rank 1536, kv_lora_rank 512" in m.source
-    assert not [k for k, p in MODELS.items() if p.mla and k != "deepseek-v3"]
+    # the other MLA model of the catalog is DeepSeek-V2-Lite (no query compression)
+    assert [k for k, p in MODELS.items() if p.mla] == ["deepseek-v3", "deepseek-v2-lite"]
+    assert MODELS["deepseek-v2-lite"].q_lora_rank == 0
 
 
 def test_deepseek_v3_totals_match_the_published_671b_37b():

@@ -124,6 +124,20 @@ def test_invalid_input_shows_the_message_by_the_field_and_keeps_the_charts():
     assert st.valid and tr.fields["training.global_batch"][1].value == ""
 
 
+def test_the_model_panel_finds_a_model_by_part_of_its_name():
+    from workbench.catalog import MODELS
+    st = _state()
+    mp = ModelPanel(st)
+    # the browser filters the labels by what is typed; every catalog model is one of them
+    assert len(mp.find.options) == len(MODELS) >= 60
+    assert [o for o in mp.find.options if "gemma 2 9b" in o.lower()] == [
+        "Gemma 2 9B (gemma2-9b)"]
+    mp.find.value = "Gemma 2 9B (gemma2-9b)"
+    assert st.scenario.model.name == "Gemma 2 9B" and mp.preset.value == "gemma2-9b"
+    mp.find.value = "gemma"                  # still typing: nothing changes
+    assert st.scenario.model.name == "Gemma 2 9B"
+
+
 def test_model_panel_preset_and_custom_fields():
     st = _state()
     mp = ModelPanel(st)

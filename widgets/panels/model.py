@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from widgets.panels.base import Panel, check, dropdown, int_box, show_value
+from widgets.panels.base import (FIELD_LAYOUT, STYLE, Panel, check, dropdown, int_box,
+                                 show_value)
 from workbench.catalog import CATALOGS
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab")
@@ -15,11 +16,18 @@ class ModelPanel(Panel):
 
     def __init__(self, state) -> None:
         super().__init__(state)
-        self.preset = dropdown("Preset", [(f"{r.name} ({k})", k)
-                                          for k, r in CATALOGS["model"].items()])
+        labels = [(f"{r.name} ({k})", k) for k, r in CATALOGS["model"].items()]
+        self.preset = dropdown("Preset", labels)
         # choosing a preset replaces the whole model section (no stale custom fields)
         self.preset.observe(self._pick, names="value")
-        rows = [w.HTML("<b>Model</b>"), self.preset,
+        # the catalog's models found by typing part of a name ("qwen 7b", "gemma"): the
+        # browser lists the labels holding what is typed; picking one picks its preset
+        self._by_label = dict(labels)
+        self.find = w.Combobox(description="Find a model", options=[lbl for lbl, _ in labels],
+                               placeholder="type part of a name: qwen, gemma, 70b",
+                               ensure_option=False, style=STYLE, layout=FIELD_LAYOUT)
+        self.find.observe(self._found, names="value")
+        rows = [w.HTML("<b>Model</b>"), self.find, self.preset,
                 w.HTML("<i>Edit a field to customise the preset:</i>")]
         self.inputs = {}
         for f in MODEL_FIELDS:
@@ -46,6 +54,11 @@ class ModelPanel(Panel):
     def _pick(self, change: dict) -> None:
         if not self._syncing:
             self.state.set("model", {"preset": change["new"]})
+
+    def _found(self, change: dict) -> None:
+        key = self._by_label.get(str(change["new"]).strip())
+        if key is not None and not self._syncing:
+            self.state.set("model", {"preset": key})
 
     def before_refresh(self) -> None:
         preset = self.current("model.preset")

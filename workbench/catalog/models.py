@@ -16,6 +16,7 @@ Learned position embeddings have no field in ``ModelShape``; where a model has t
 and without them (``expected_params`` excludes them). ``extra["published_params"]`` is the
 total the model's authors or its checkpoint report.
 """
+from workbench.catalog.published_models import PUBLISHED
 from workbench.catalog.types import ModelShape, MoE
 
 _TRIAL = "workbench trial model (not a published model)"
@@ -278,3 +279,9 @@ MODELS: dict[str, ModelShape] = {
         extra={"position_embeddings": 256, "expected_params": 924_416},
     ),
 }
+
+# The published checkpoints of ``published_models.py`` after the hand-written presets, the trial
+# models last (the order the page's model picker lists them in).
+_TRIAL_KEYS = [k for k, m in MODELS.items() if m.source.startswith(_TRIAL)]
+MODELS = {**{k: m for k, m in MODELS.items() if k not in _TRIAL_KEYS}, **PUBLISHED,
+          **{k: MODELS[k] for k in _TRIAL_KEYS}}

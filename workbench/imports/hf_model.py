@@ -72,6 +72,8 @@ def catalog_ids() -> dict[str, str]:
         m = _SOURCE_ID.search(shape.source)
         if m:
             out[m.group(1)] = key
+        if shape.extra.get("hf_id"):     # the published checkpoints' records name theirs
+            out[shape.extra["hf_id"]] = key
     return out
 
 

@@ -28,6 +28,10 @@ HELPERS = ("training.grad_accum", "training.steps")
 # both required; Accelerate and Trainer configs name neither).
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_MODEL = {"preset": "llama3-8b"}
+# The keys by which a file names a model the catalog lacks (its reader's problem asks for the
+# model's config.json, which answers it): Trainer's model_name_or_path, torchtune's builder,
+# torchtitan's flavor.
+MODEL_NAMING_KEYS = (":model_name_or_path", ":model._component_", ":model.flavor")
 
 
 @dataclass
@@ -75,10 +79,10 @@ def merge(readings: list[Reading]) -> Imported:
     # a config.json gives the shape an unknown model id could not
     if any(r.format == "hf_model" and "model" in r.document and "layers" in r.document["model"]
            for r in readings):
-        dropped = [p for p in out.problems if p.path.endswith(":model_name_or_path")]
+        dropped = [p for p in out.problems if p.path.endswith(MODEL_NAMING_KEYS)]
         out.problems = [p for p in out.problems if p not in dropped]
-        out.notes += [f"{p.path.split(':')[0]}: model_name_or_path {p.value}: shaped by the "
-                      "config.json given" for p in dropped]
+        out.notes += [f"{p.path.split(':')[0]}: {p.path.split(':')[-1]} {p.value}: shaped by "
+                      "the config.json given" for p in dropped]
         seen["model"] = [c for c in seen.get("model", []) if c[2] is None and
                          isinstance(c[0], dict) and "layers" in c[0]] or seen.get("model", [])
     for path, cands in seen.items():

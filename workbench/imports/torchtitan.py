@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import tomllib
 
+from workbench.catalog import CATALOGS
 from workbench.errors import Problem
 from workbench.imports.types import Reading
 from workbench.documents.text import MAX_BYTES, DocumentError
@@ -59,6 +60,15 @@ SCHEDULE = {schedule(n).torchtitan: n for n in SCHEDULE_NAMES}
 # registered flavors -> workbench preset (the inverse of workbench.export.torchtitan.FLAVORS)
 PRESETS = {("llama3", "8B"): "llama3-8b", ("llama3", "70B"): "llama3-70b",
            ("llama3", "405B"): "llama3-405b", ("deepseek_v3", "671B"): "deepseek-v3"}
+# and the flavors of the published checkpoints in the catalog (pytorch/torchtitan @b5bcd76c
+# torchtitan/models/{llama3,qwen3,gpt_oss,deepseek_v3}/__init__.py: llama3 "1B"/"3B" are Llama
+# 3.2's tied shapes, deepseek_v3 "16B" is DeepSeek-V2-Lite's)
+PRESETS.update({("llama3", "1B"): "llama3.2-1b", ("llama3", "3B"): "llama3.2-3b",
+                **{("qwen3", f): f"qwen3-{f.lower()}" for f in ("0.6B", "1.7B", "4B", "8B",
+                                                                "14B", "32B", "30B-A3B",
+                                                                "235B-A22B")},
+                ("gpt_oss", "20b"): "gpt-oss-20b", ("gpt_oss", "120b"): "gpt-oss-120b",
+                ("deepseek_v3", "16B"): "deepseek-v2-lite"})
 FP8_TABLES = {"quantize.linear.float8": "tensorwise", "float8": "tensorwise",
               "quantize.linear.mx": "mxfp8"}
 
@@ -293,12 +303,19 @@ def _recompute(r: Reading, ac: dict | None) -> None:
 def _model(r: Reading, m: dict, cfg: dict) -> None:
     _unknown(r, "model", m, {"name", "flavor", "converters"})
     key = (m.get("name"), m.get("flavor"))
-    preset = PRESETS.get(key) if all(isinstance(k, (str, type(None))) for k in key) else None
+    named = all(isinstance(k, (str, type(None))) for k in key)
+    preset = PRESETS.get(key) if named else None
+    if preset is None and named and str(m.get("flavor", "")).lower() in CATALOGS["model"]:
+        # a flavor named after a catalog key: what the workbench's export asks to register
+        # for a shape torchtitan has no flavor of (workbench/export/torchtitan.py)
+        preset = str(m.get("flavor")).lower()
     if preset:
         put(r.document, "model.preset", preset)
-    elif "flavor" in m:
-        r.notes.append(f"model {m.get('name')} flavor {m.get('flavor')}: no workbench preset; "
-                       "give the model (a preset, a shape or a config.json) beside this file")
+    elif "flavor" in m and named:     # never another model in its place: its shape is asked for
+        r.problems.append(Problem(f"{r.source}:model.flavor", f"{m.get('name')} "
+                                  f"{m.get('flavor')}", "is not in the workbench's model "
+                                  "catalog: pass the model's config.json beside this file "
+                                  f"(workbench import config.json {r.source})"))
     given = m.get("converters", [])
     if not isinstance(given, list):
         r.problems.append(Problem(f"{r.source}:model.converters", given, "expected a list"))

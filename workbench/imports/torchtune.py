@@ -36,8 +36,22 @@ READ = {"model", "tokenizer", "batch_size", "gradient_accumulation_steps", "opti
         "optimizer_in_bwd", "dtype", "enable_activation_checkpointing",
         "enable_activation_offloading", "compile", "fsdp_cpu_offload", "tensor_parallel_dim",
         "epochs", "max_steps_per_epoch", "loss"}
-# builder size (e.g. llama3_1_8b) -> preset
+# builder size (e.g. llama3_1_8b) -> preset: the exporter's builders, and torchtune's builders
+# of the published checkpoints in the catalog (pytorch/torchtune v0.6.1 torchtune/models/*/
+# __init__.py; qwen3 and llama4 at main @bd2a0fc7); base and instruct builders share a shape
 PRESETS = {spec[1]: key for key, spec in BUILDERS.items()}
+PRESETS.update({
+    "llama3_2_3b": "llama3.2-3b", "llama3_3_70b": "llama3.3-70b",
+    "qwen2_5_0_5b": "qwen2.5-0.5b", "qwen2_5_3b": "qwen2.5-3b",
+    **{f"qwen2_5_{size}_{kind}": f"qwen2.5-{size.replace('_', '.')}"
+       for size in ("1_5b", "7b", "14b", "32b", "72b") for kind in ("base", "instruct")},
+    **{f"qwen3_{size}_{kind}": f"qwen3-{size.replace('_', '.')}"
+       for size in ("0_6b", "1_7b", "4b", "8b", "14b") for kind in ("base", "instruct")},
+    "qwen3_32b": "qwen3-32b",
+    "gemma2_2b": "gemma2-2b", "gemma2_9b": "gemma2-9b", "gemma2_27b": "gemma2-27b",
+    "phi3_mini": "phi-3-mini", "phi4_14b": "phi-4",
+    "llama4_scout_17b_16e": "llama4-scout-17b-16e",
+})
 # optimizer component -> training.optimizer
 OPTIMIZER = {spec["_component_"]: key for key, spec in OPTIMIZERS.items()}
 OPTIMIZER["torch.optim.AdamW"] = "adamw"
@@ -82,9 +96,11 @@ def _model(r: Reading, model: object) -> None:
     put(r.document, "training.method", kind or "full")
     if size in PRESETS:
         put(r.document, "model.preset", PRESETS[size])
-    else:
-        r.notes.append(f"model builder {comp}: no workbench preset; give the model beside "
-                       "this file")
+    else:   # never another model in its place: its shape is asked for
+        r.problems.append(Problem(f"{r.source}:model._component_", comp,
+                                  "is not in the workbench's model catalog: pass the model's "
+                                  "config.json beside this file (workbench import config.json "
+                                  f"{r.source})"))
     if not kind:
         return
     attn = model.get("lora_attn_modules", [])

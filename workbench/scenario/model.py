@@ -3,6 +3,8 @@ given whole; mixture of experts (``model.moe``) and multi-head latent attention 
 """
 from __future__ import annotations
 
+import difflib
+
 from typing import Any
 
 from workbench.catalog import CATALOGS
@@ -34,8 +36,12 @@ def read_model(c: Fields, raw: Any) -> tuple[ModelShape | None, dict]:
         key = str(d["preset"]).strip().lower()
         base = CATALOGS["model"].get(key)
         if base is None:
+            close = difflib.get_close_matches(key, list(CATALOGS["model"]), n=4, cutoff=0.5)
             c.add("model.preset", d["preset"],
-                  f"unknown model preset; allowed: {', '.join(sorted(CATALOGS['model']))}")
+                  "unknown model preset" + (f"; did you mean {', '.join(close)}?" if close
+                                            else "")
+                  + f" (allowed: {', '.join(sorted(CATALOGS['model']))}; or give the model's "
+                  "shape: workbench import its config.json)")
             return None, dict(d)
         doc["preset"] = key
     elif raw is not MISSING:

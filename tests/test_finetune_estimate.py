@@ -171,3 +171,27 @@ def test_lora_dropout_keeps_each_adapted_input_and_its_mask():
     assert full == pytest.approx(extra / layers, rel=1e-12)   # the layer being rebuilt only
     with pytest.raises(ScenarioError, match="training.lora.dropout"):
         run(1.0)
+
+
+def test_an_adapter_checkpoint_is_the_adapters_beside_the_base_kept_once():
+    """Issue 52: a 405B QLoRA was sized as full training state (5,682 GB per node): PEFT saves
+    the adapters (and the Trainer their optimizer state); the base the run loads is on the
+    drives once, in bf16."""
+    from workbench.estimate.model.finetune import trainable_params
+    from workbench.estimate.model.params import total_params
+    from workbench.estimate.run.build_checks import CHECKPOINT_BYTES_PER_PARAM, checkpoint_bytes
+    from workbench.scenario import load_scenario
+
+    from tests.conftest import ROOT
+    brief = ROOT / "examples" / "brief-8xh200-70b.yaml"
+    full = load_scenario(brief)
+    assert checkpoint_bytes(full) == (total_params(full.model) * CHECKPOINT_BYTES_PER_PARAM, 0.0)
+    q = load_scenario(brief, ["training.method=qlora", "training.lora.rank=16",
+                              "training.lora.targets=[q,v]"])
+    m = q.model
+    adapters = m.layers * 16 * (2 * m.hidden + m.heads * m.dim_per_head + m.kv_dim)
+    assert trainable_params(m, q.training) == adapters
+    assert checkpoint_bytes(q) == (adapters * CHECKPOINT_BYTES_PER_PARAM,
+                                   2.0 * total_params(m))
+    drives = next(c for c in estimate(q).checks if c.name == "drives")
+    assert drives.status == "pass" and "(the adapters) beside the 141 GB base" in drives.reason

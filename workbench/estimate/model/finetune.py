@@ -182,3 +182,26 @@ def linear_weights(m: ModelShape, moe: bool, tp, local_experts=1, etp=1):
         split = 1 if p.style == "replicated" else (etp if p.expert else tp)
         total = total + p.count * p.k * p.n / np.asarray(split, dtype=float)
     return total
+
+
+def trainable_params(m: ModelShape, tr: Training) -> float:
+    """Parameters that train in the whole model (no sharding): all of them without adapters;
+    with LoRA / QLoRA the adapters of every layer (each routed expert's too) and the parts
+    ``lora.trainable`` names (embeddings, the output head, the norms)."""
+    from workbench.estimate.model.params import (embedding_params, head_params, layer_kinds,
+                                                 norm_params, total_params)
+
+    if not tr.adapters:
+        return float(total_params(m))
+    experts = m.moe.experts if m.moe is not None else 1
+    total = 0.0
+    for moe, n in layer_kinds(m):
+        total += n * sum(adapter_elements(p, tr.lora.rank, 1)
+                         for p in adapted(tr, m, moe, experts))
+    if "embeddings" in tr.lora.trainable:
+        total += embedding_params(m)
+    if "head" in tr.lora.trainable and not m.tied_embeddings:
+        total += head_params(m) - norm_params(m)
+    if "norms" in tr.lora.trainable:
+        total += (2 * m.layers + 1) * norm_params(m)
+    return total

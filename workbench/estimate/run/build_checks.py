@@ -12,7 +12,10 @@ the scenario leaves out a part the check needs (a host given without its CPU). S
 - Host memory: offload plus pinned staging (workbench.estimate.memory.records) against the installed
   DDR, and the installed DDR against what the CPU supports.
 - Drives: one checkpoint (bf16 weights + fp32 master and Adam moments = 14 B/param, the node's
-  share) against capacity, and its write time at the drives' sequential write speed.
+  share) against capacity, and its write time at the drives' sequential write speed. Under
+  LoRA / QLoRA a checkpoint holds the trained parameters only (PEFT's ``save_pretrained`` writes
+  the adapters; the Trainer adds their optimizer state), and the base model the run loads sits
+  on the drives once, in bf16 safetensors (2 B/param; ``checkpoint_bytes``).
 - Cooling: the node's heat load; above 10.2 kW (NVIDIA DGX H100's maximum system power, the
   reference air-cooled 8-GPU chassis) it needs liquid cooling or a chassis rated for it.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.estimate.memory.records import MemoryEstimate
+from workbench.estimate.model.finetune import trainable_params
 from workbench.estimate.model.params import total_params
 from workbench.estimate.run.run_level import host_power_w
 from workbench.scenario.types import Scenario
@@ -31,6 +35,15 @@ HOUSEHOLD_CIRCUITS_W = {"15 A / 120 V": 1440.0, "16 A / 230 V": 3680.0}
 AIR_COOLED_8GPU_LIMIT_W = 10_200.0
 NVME_LANES = 4
 CHECKPOINT_BYTES_PER_PARAM = 14
+
+
+def checkpoint_bytes(s: Scenario) -> tuple[float, float]:
+    """(one checkpoint, the base model kept once) in bytes per node: every trained parameter at
+    ``CHECKPOINT_BYTES_PER_PARAM``, split over the nodes; with adapters the base the run loads
+    as well, 2 B/param (bf16 safetensors), on every node that loads it."""
+    trained = trainable_params(s.model, s.training)
+    base = 2.0 * total_params(s.model) if s.training.adapters else 0.0
+    return trained * CHECKPOINT_BYTES_PER_PARAM / s.hardware.nodes, base
 
 
 @dataclass(frozen=True)
@@ -85,16 +98,19 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
                 f"{memory_text(capacity_bytes(cpu.max_memory_gb * hw.host.sockets), 0)}")
     out.append(Check("host_memory", status, msg))
 
-    ckpt = total_params(s.model) * CHECKPOINT_BYTES_PER_PARAM / hw.nodes
+    ckpt, base = checkpoint_bytes(s)
     cap = hw.storage.drives * hw.storage.drive.capacity_tb * 1e12
     nvme_use = mem.nvme_per_node
     if hw.storage.drives == 0:
         out.append(Check("drives", "fail", f"no drive for a {ckpt / 1e9:,.0f} GB checkpoint share"))
     else:
         write = ckpt / (hw.storage.drives * hw.storage.drive.write_gb_per_s * 1e9)
-        ok = ckpt + nvme_use <= cap
+        ok = ckpt + base + nvme_use <= cap
+        size = f"{ckpt / 1e9:,.0f} GB" if ckpt >= 1e9 else f"{ckpt / 1e6:,.0f} MB"
         out.append(Check("drives", "pass" if ok else "fail",
-                         f"one checkpoint is {ckpt / 1e9:,.0f} GB per node"
+                         f"one checkpoint is {size} per node"
+                         + (f" (the adapters) beside the {base / 1e9:,.0f} GB base model it "
+                            "loads" if base else "")
                          + (f" plus {nvme_use / 1e9:,.0f} GB of NVMe offload" if nvme_use else "")
                          + f" on {cap / 1e12:,.1f} TB; writing it takes {write:,.0f} s at "
                          f"{hw.storage.drive.write_gb_per_s:g} GB/s per drive"))

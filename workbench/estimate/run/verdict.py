@@ -368,8 +368,7 @@ def _lanes_needed(s: Scenario) -> int:
 def build_steps(s: Scenario, est) -> list[NextStep]:
     """For each failed build check, what to change, with the figure it needs."""
     from workbench.catalog import CATALOGS
-    from workbench.estimate.run.build_checks import CHECKPOINT_BYTES_PER_PARAM
-    from workbench.estimate.model.params import total_params
+    from workbench.estimate.run.build_checks import checkpoint_bytes
 
     hw = s.hardware
     out = []
@@ -406,8 +405,7 @@ def build_steps(s: Scenario, est) -> list[NextStep]:
                 f"), on a CPU that supports it, or take a layout that offloads less.", "build",
                 {}, {"host_per_node": need}))
         elif c.name == "drives":
-            need = (total_params(s.model) * CHECKPOINT_BYTES_PER_PARAM / hw.nodes
-                    + est.memory.nvme_per_node)
+            need = sum(checkpoint_bytes(s)) + est.memory.nvme_per_node
             have = hw.storage.drives * hw.storage.drive.capacity_tb * TB
             out.append(NextStep(
                 f"Give each node at least {need / TB:,.1f} TB of drives for a checkpoint"

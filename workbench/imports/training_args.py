@@ -23,11 +23,11 @@ from workbench.imports import deepspeed as ds_reader
 from workbench.imports.accelerate import ASK_FOR_DEEPSPEED
 from workbench.imports.common import Collector, read_table
 from workbench.imports.hf_model import model_for_id
-from workbench.imports.training_keys import TRAINING_ARGUMENTS, TRL_ONLY
+from workbench.imports.training_keys import IGNORED, TRAINING_ARGUMENTS, TRL_ONLY
 from workbench.imports.types import Reading
 
 FORMAT = "training_args"
-KNOWN = frozenset(TRAINING_ARGUMENTS + TRL_ONLY)
+KNOWN = frozenset(TRAINING_ARGUMENTS + TRL_ONLY + IGNORED)
 
 # transformers OptimizerNames -> training.optimizer (the inverse of workbench/export/peft.py OPTIM)
 OPTIM = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "sgd": "sgd",
@@ -62,6 +62,9 @@ def read(name: str, text: str) -> Reading:
     trl = any(k in TRL_ONLY for k in args)
     lib = "TRL SFTConfig" if trl else "TrainingArguments"
     c.note(f"read as {lib}" + (" (it has TRL keys)" if trl else ""))
+    ignored = [k for k in args if k in IGNORED]
+    if ignored:
+        c.note("ignored (no effect on memory or step time): " + ", ".join(ignored))
     if trl and args.get("loss_type", "chunked_nll") == "chunked_nll" and not args.get(
             "use_liger_kernel"):
         # TRL sft_config.py: loss_type defaults to "chunked_nll" (256-token checkpointed
@@ -291,6 +294,14 @@ def _lora(c: Collector, args: dict) -> None:
     if not (peft or four or eight):
         if any(k.startswith("lora_") for k in args):
             c.note("lora_* keys without use_peft: true are not used (TRL ModelConfig)")
+        # no adapters: the Trainer trains every weight of the model it loads, a full
+        # fine-tune of a published checkpoint (an SFT recipe is no pre-training)
+        if args.get("model_name_or_path"):
+            c.state("training.method", "full")
+        else:
+            c.default("training.method", "full", "Trainer / SFTTrainer: every weight of the "
+                      "model it is given trains; a fine-tune of a loaded checkpoint (set "
+                      "training.method pretrain for a model trained from scratch)")
         return
     if four and eight:
         c.problem("load_in_4bit", True, "expected only one of load_in_4bit and load_in_8bit "

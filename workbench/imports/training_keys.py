@@ -62,3 +62,29 @@ SCRIPT_ARGUMENTS = (
 
 # Keys that say the file is TRL's (its defaults then apply: bf16 and gradient checkpointing on)
 TRL_ONLY = SFT_CONFIG + MODEL_CONFIG + SCRIPT_ARGUMENTS
+
+# Keys recipes carry that change neither memory nor step time: read and listed as ignored, not
+# refused (issue 52). Each with where it is defined:
+# - transformers 4.57.1 training_args.py TrainingArguments fields that 5.25 dropped (the recipes
+#   people publish were written for 4.x): output and logging, evaluation-only and TPU/SageMaker
+#   settings, the learning-rate warmup share, the apex/amp choice of fp16 (same memory);
+#   per_gpu_eval_batch_size is evaluation's. (4.57's per_gpu_train_batch_size, no_cuda,
+#   fsdp_min_num_params, fsdp_transformer_layer_cls_to_wrap, adafactor, torchdynamo and
+#   group_by_length do change the run and stay refused.)
+TRANSFORMERS_4_IGNORED = (
+    "overwrite_output_dir", "warmup_ratio", "logging_dir", "save_safetensors",
+    "per_gpu_eval_batch_size", "use_mps_device", "jit_mode_eval", "fp16_opt_level",
+    "half_precision_backend", "fp16_backend", "tpu_num_cores", "tpu_metrics_debug",
+    "past_index", "use_legacy_prediction_loop", "include_inputs_for_metrics",
+    "push_to_hub_model_id", "push_to_hub_organization", "push_to_hub_token", "mp_parameters",
+    "ray_scope", "include_tokens_per_second")
+# - huggingface/alignment-handbook @227deaa6 src/alignment/configs.py ModelArguments,
+#   DataArguments and SFTConfig additions (chat template, dataset mixer and splits,
+#   preprocessing, revisions); huggingface/open-r1 @1416fa0c src/open_r1/configs.py
+#   ScriptArguments.dataset_mixture (its DatasetMixtureConfig: which datasets, in what share)
+RECIPE_IGNORED = (
+    "base_model_revision", "model_code_revision", "tokenizer_name_or_path", "chat_template",
+    "dataset_mixer", "text_column", "dataset_splits", "dataset_configs",
+    "preprocessing_num_workers", "truncation_side", "auto_insert_empty_system_msg",
+    "hub_model_revision", "dataset_mixture")
+IGNORED = TRANSFORMERS_4_IGNORED + RECIPE_IGNORED

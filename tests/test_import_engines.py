@@ -31,7 +31,10 @@ def test_torchtitan_llama3_8b_upstream():
         "parallel": {"tp": 1, "pp": 1, "cp": 1, "zero": 3},
         "training": {"engine": "torchtitan", "micro_batch": 1, "seq_len": 8192,
                      "precision": "bf16", "compile": False, "recompute": "op",
-                     "optimizer": "adamw"},
+                     "optimizer": "adamw",
+                     # shard degree -1: the steps and the (absent) accumulation, for the merge
+                     # to make tokens once the GPUs give dp
+                     "steps": 1000, "grad_accum": 1},
         "model": {"preset": "llama3-8b"}}
     assert set(r.defaulted) == {"training.precision"}
     assert any("data_parallel_shard_degree = -1" in n for n in r.notes)
@@ -74,7 +77,9 @@ def test_megatron_upstream_llama3_8b_fp8_script():
                              "optimizer": "adamw", "attention": "cudnn",
                              "fp8_param_gather": True,     # the script's --fp8-param-gather
                              # and its --grad-reduce-in-bf16: bf16 gradients
-                             "state_dtypes": {"grads": "bf16"}}
+                             "state_dtypes": {"grads": "bf16"},
+                             # --train-samples 1953125000 sequences of 8192 tokens
+                             "tokens": 1953125000 * 8192.0}
     assert d["model"]["layers"] == 32 and d["model"]["kv_heads"] == 8
     assert d["hardware"] == {"gpus_per_node": 8, "nodes": 1}
     # the script's two data branches set the tokenizer two ways: read as argparse would (the

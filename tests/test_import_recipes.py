@@ -58,3 +58,32 @@ def test_keys_that_change_the_run_stay_refused(tmp_path):
     out = import_configs([path])
     refused = {p.path.split(":")[-1] for p in out.problems}
     assert refused == {"per_gpu_train_batch_size", "fsdp_min_num_params"}
+
+
+def test_run_lengths_are_kept_where_the_batch_follows_from_the_gpus(tmp_path):
+    """torchtitan's shard degree -1 leaves dp (and so the batch) to the GPUs: its steps become
+    tokens once the merge knows them; its expert degree is read all the same. Megatron-LM's
+    --train-iters and --train-samples set the tokens too. (Files written here.)"""
+    toml = tmp_path / "job.toml"
+    toml.write_text('[model]\nname = "qwen3"\nflavor = "30B-A3B"\n[parallelism]\n'
+                    'data_parallel_shard_degree = -1\nexpert_parallel_degree = 8\n'
+                    '[training]\nlocal_batch_size = 4\nseq_len = 4096\nsteps = 1000\n'
+                    '[compile]\nenable = true\ncomponents = ["loss"]\n')
+    out = import_configs([toml])
+    assert out.problems == []
+    par, tr = out.scenario["parallel"], out.scenario["training"]
+    assert (par["dp"], par["zero"], par["ep"]) == (8, 3, 8)       # 8 GPUs by default
+    assert tr["global_batch"] == 32 and tr["tokens"] == 1000 * 32 * 4096
+    assert tr["compile"] is False          # components without "model": the model is eager
+    assert out.scenario["model"] == {"preset": "qwen3-30b-a3b"}
+    for flag, tokens in (("--train-iters 5000", 5000 * 128 * 8192),
+                         ("--train-samples 640000", 640000 * 8192)):
+        sh = tmp_path / "run.sh"
+        sh.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size"
+                      " 2 --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                      "--ffn-hidden-size 14336 --group-query-attention --num-query-groups 8 "
+                      "--swiglu --normalization RMSNorm --untie-embeddings-and-output-weights "
+                      "--disable-bias-linear --vocab-size 128256 --seq-length 8192 "
+                      f"--micro-batch-size 1 --global-batch-size 128 {flag} --bf16\n")
+        out = import_configs([sh])
+        assert out.problems == [] and out.scenario["training"]["tokens"] == tokens, flag

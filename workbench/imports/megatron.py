@@ -275,6 +275,18 @@ def _apply(r: Reading, g: dict[str, str | None]) -> None:
         # a degree below 1 is the validator's to name (parallel.tp ...), never a divisor
         if all(isinstance(d, int) and d >= 1 for d in (tp, pp, cp)) and world % model_par == 0:
             put(doc, "parallel.dp", world // model_par)
+    # the run's length: --train-iters optimizer steps of the global batch, or --train-samples
+    # sequences (Megatron-LM arguments.py: one of the two ends training)
+    seq = tr.get("seq_len")
+    if "--train-samples" in g:
+        samples = _number(r, "--train-samples", g["--train-samples"])
+        if samples and isinstance(seq, int) and seq > 0:
+            put(doc, "training.tokens", float(samples * seq))
+    elif "--train-iters" in g:
+        iters = _number(r, "--train-iters", g["--train-iters"])
+        if iters:
+            # tokens = steps x global batch x seq_len, once the merge knows the batch
+            put(doc, "training.steps", iters)
     # sequence parallelism: off unless given (arguments.py store_true)
     put(doc, "parallel.sequence_parallel", "--sequence-parallel" in g)
     if "--tp-comm-overlap" in g:

@@ -232,7 +232,8 @@ def _derive(out: Imported) -> None:
           "no file gives the batch: micro_batch x dp (no gradient accumulation)")
     if steps is not None and isinstance(tr.get("seq_len"), int):
         tr["tokens"] = steps * tr["global_batch"] * tr["seq_len"]
-        out.stated["training.tokens"] = f"derived: max_steps ({steps}) x global_batch x seq_len"
+        out.stated["training.tokens"] = (f"derived: the steps the file gives ({steps}) x "
+                                         "global_batch x seq_len")
     _fill(out, "training.tokens", Training.tokens, "no file gives the steps to train "
           "(max_steps)")
 

@@ -139,7 +139,14 @@ def read(name: str, text: str) -> Reading:
     comp = cfg.get("compile", {})
     _unknown(r, "compile", comp, {"enable"})
     if "enable" in comp:
-        put(r.document, "training.compile", bool(comp["enable"]))
+        # compile.components (default ["model", "loss"], torchtitan config/configs.py): the
+        # model runs compiled only when "model" is among them
+        parts = comp.get("components", ["model", "loss"])
+        model = not isinstance(parts, list) or "model" in parts
+        put(r.document, "training.compile", bool(comp["enable"]) and model)
+        if comp["enable"] and not model:
+            r.notes.append(f"compile.components {parts}: the model runs uncompiled (a compiled "
+                           "loss alone is not modelled: its logits are counted as eager)")
     return r
 
 
@@ -181,17 +188,17 @@ def _parallel(r: Reading, p: dict) -> dict:
         or policy is not None
     if replicate is None or shard is None:
         return {}
+    dp = None       # -1: FSDP over what the other degrees leave; the rest of the table is read
     if shard == -1:
         r.notes.append("parallelism.data_parallel_shard_degree = -1: FSDP over the GPUs the "
                        "other degrees leave (parallel_dims.py); parallel.dp follows from the "
                        "hardware")
-        put(r.document, "parallel.zero", 3)
         if replicate > 1:
             r.problems.append(Problem(f"{r.source}:parallelism.data_parallel_shard_degree", -1,
                                       "an HSDP replicate degree needs an explicit shard degree"))
-        return {"dp": None, "micro": p.get("pipeline_parallel_microbatch_size", 1)}
-    dp = replicate * shard
-    put(r.document, "parallel.dp", dp)
+    else:
+        dp = replicate * shard
+        put(r.document, "parallel.dp", dp)
     if not fsdp:
         put(r.document, "parallel.zero", 0)   # DDP (replicate) or nothing to shard
     else:
@@ -205,7 +212,7 @@ def _parallel(r: Reading, p: dict) -> dict:
             elif policy not in (None, "default"):
                 r.problems.append(Problem(f"{r.source}:parallelism.fsdp_reshard_after_forward",
                                           policy, "expected default, always or never"))
-        if replicate > 1:
+        if replicate > 1 and dp is not None:
             put(r.document, "parallel.shard_group", shard * (cp or 1))
     if pp and pp > 1:
         name = p.get("pipeline_parallel_schedule", "1F1B")
@@ -276,6 +283,16 @@ def _training(r: Reading, t: dict, par: dict) -> None:
     if all(isinstance(v, int) and v > 0 for v in (steps, gbs, seq)):
         # (each at most 40 digits, check_digits: the product is within the float range)
         put(r.document, "training.tokens", float(steps * gbs * seq))
+    elif isinstance(steps, int) and steps > 0 and gbs is None and dp is None:
+        # shard degree -1: dp, and with it the batch and the tokens, follow from the GPUs the
+        # hardware gives (the merge's helpers: tokens = steps x global batch x seq_len, the
+        # global batch = micro-batch x accumulation x dp, the local batch split into pipeline
+        # microbatches as the accumulation)
+        put(r.document, "training.steps", steps)
+        micro = r.document["training"]["micro_batch"]
+        accum = local // micro if pp > 1 and isinstance(local, int) and isinstance(
+            micro, int) and micro > 0 and local % micro == 0 else 1
+        put(r.document, "training.grad_accum", accum)
 
 
 def _recompute(r: Reading, ac: dict | None) -> None:

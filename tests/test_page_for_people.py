@@ -167,6 +167,22 @@ def test_compare_any_two_and_saved_scenarios(app, tmp_path):
     assert "100.0 ms measured" in app.compare.value and "offload cpu: x" in app.compare.value
 
 
+def test_compare_names_method_quantisation_engine_and_optimizer(app):
+    """Issue 54: QLoRA against LoRA could not be told apart in Compare."""
+    from widgets.compare import scenario_rows
+
+    qlora, lora = (dict(app.state.doc, training={**app.state.doc["training"], "method": m})
+                   for m in ("qlora", "lora"))
+    a, b = scenario_rows(qlora), scenario_rows(lora)
+    assert a["method"].startswith("QLoRA (rank ") and b["method"].startswith("LoRA (rank ")
+    assert a["quantisation"].startswith("nf4") and b["quantisation"].startswith("none")
+    assert a["engine"] == b["engine"] == "generic (idealised)"
+    assert a["optimizer"] == "adamw"
+    app.comparer.a.value = app.comparer.b.value = "the scenario on the page"
+    for row in ("method", "quantisation", "engine", "optimizer"):
+        assert f">{row}</th>" in app.compare.value
+
+
 def test_the_store_refuses_bad_names_and_unsafe_folders(tmp_path):
     from workbench.scenario.store import ScenarioStore, check_name
 

@@ -37,11 +37,22 @@ def scenario_rows(doc: dict) -> dict[str, str]:
         return {"status": "not valid: " + "; ".join(problem_words(p) for p in exc.problems)}
     except Exception as exc:   # never a traceback on the page
         return {"status": f"cannot be estimated ({type(exc).__name__})"}
+    from workbench.engines import engine_of
+    from workbench.plan.methods import METHOD_LABELS
+
     m, r, t, tr = est.memory, est.run, est.time, s.training
     return {
         "kind": "estimate",
         "model": s.model.name,
         "GPUs": f"{s.hardware.world} x {s.hardware.gpu.name}",
+        "method": METHOD_LABELS.get(tr.method, tr.method) + (
+            f" (rank {tr.lora.rank}, {len(tr.lora.targets)} projections)" if tr.adapters
+            else ""),
+        "quantisation": (f"{tr.lora.quant}" + (" with double quantisation"
+                                               if tr.lora.double_quant else "")
+                         if tr.method == "qlora" else "none (weights in " + tr.precision + ")"),
+        "engine": engine_of(tr).label,
+        "optimizer": tr.optimizer,
         "layout": _layout_words(s.parallel),
         "batch": f"micro-batch {tr.micro_batch}, global batch {tr.global_batch}, "
                  f"sequence {tr.seq_len}",
@@ -85,7 +96,8 @@ def trial_rows(entry: dict) -> dict[str, str]:
     }
 
 
-ROW_ORDER = ("kind", "model", "GPUs", "layout", "batch", "recompute / offload",
+ROW_ORDER = ("kind", "model", "GPUs", "method", "quantisation", "engine", "optimizer", "layout",
+             "batch", "recompute / offload",
              "memory per GPU", "step time", "tokens/s", "MFU", "pipeline bubble",
              "time to train", "not tested", "status")
 TERMS = {"MFU": "MFU", "pipeline bubble": "bubble", "batch": "micro-batch"}

@@ -628,12 +628,16 @@ def test_the_page_under_a_persons_hands(voila):
             assert "parameters" in mem["legend"]
         title = f"{memory_text(lora.memory.per_gpu.device)} on the device of"
         _wait_seen(page, "wb-memory-chart", lambda s: title in s["title"], "LoRA's memory")
-        if lora.memory.fits:       # nothing to add where the scenario fits
-            deadline = time.monotonic() + 30
-            while fit.inner_text().strip() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert fit.inner_text().strip() == ""
+        if lora.memory.fits:       # where it fits: how to go faster, the planner's answer
+            from workbench.plan.next_steps import faster_step
+            step = faster_step(lora.scenario, lora)
+            wanted = "How to go faster" if step else "Your layout is the planner's fastest"
+            fit.get_by_text(wanted).first.wait_for(timeout=60_000)
+            if step:
+                assert f"(yours: {duration_text(lora.run.time_to_train_s)})" in \
+                    fit.inner_text()
             assert "(fits)" in page.locator(".wb-app-verdict").inner_text()
+            _shot(page, "faster", "wb-fit-instead")
         else:
             fit.get_by_text("What would fit instead of LoRA").wait_for(timeout=60_000)
         assert "tokens/s" in said and ("fits" in said or "nothing fits" in said), said

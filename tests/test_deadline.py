@@ -10,7 +10,7 @@ from workbench.errors import ScenarioError
 from workbench.estimate import estimate
 from workbench.plan.next_steps import searched_verdict
 from workbench.scenario import load_scenario
-from workbench.units import (count_text, hours_text, parse_count, parse_duration,
+from workbench.units import (count_text, duration_text, hours_text, parse_count, parse_duration,
                              tokens_text)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,3 +117,22 @@ def test_the_training_panel_takes_and_shows_counts_and_times():
     assert "Deadline must be a time" in panel.fields["training.deadline"][1].value
     panel.deadline.value = ""
     assert st.scenario.training.deadline is None and not st.problems
+
+
+def test_where_it_fits_the_planners_faster_layout_is_offered_with_both_times():
+    from workbench.plan.next_steps import FASTER_BY, faster_step
+
+    s = load_scenario(ROOT / "examples" / "brief-8xh200-70b.yaml", ["training.method=lora"])
+    e = estimate(s)
+    assert e.memory.fits
+    step = faster_step(s, e)
+    assert step is not None and step.kind == "layout"
+    assert step.figures["step_s"] < e.time.step * (1 - FASTER_BY)
+    assert f"(yours: {duration_text(e.run.time_to_train_s)})" in step.says
+    # the layout it names, set on the scenario, gives the step it says
+    faster = load_scenario(ROOT / "examples" / "brief-8xh200-70b.yaml", [
+        "training.method=lora", *(f"{k}={v}" for k, v in step.set.items())])
+    assert estimate(faster).time.step == pytest.approx(step.figures["step_s"])
+    # the 8B example's own layout is already within FASTER_BY of the planner's fastest
+    s8 = load_scenario(EXAMPLE)
+    assert faster_step(s8, estimate(s8)) is None

@@ -36,7 +36,6 @@ from widgets.scenario_files import ScenarioFiles, example_files, read_example
 from widgets.state import ScenarioState
 from widgets.verdict_view import verdict_html
 from widgets.words import problem_words, tip_html
-from workbench.estimate.run.verdict import limit_fails
 from workbench.glossary import GLOSSARY
 from workbench.units import memory_text
 
@@ -210,9 +209,9 @@ class App:
         if est is None:
             return
         if s.valid:
-            # the planner's options when memory does not fit, or the run misses its deadline
-            self.fit_instead.search(est if not est.memory.fits or limit_fails(est.verdict)
-                                    else None)
+            # the planner's options when memory does not fit or the run misses its deadline;
+            # where it fits, the planner's faster layout
+            self.fit_instead.search(est)
         # a refused edit leaves every chart drawn, each saying which scenario it shows
         note = "" if s.valid else f"last valid scenario ({self._name(est)}): your edit was refused"
         for plot in (self.memory.widget, self.step.widget, self.timeline.widget,

@@ -22,6 +22,8 @@ STYLE = ("<style>.wb-fit-table th, .wb-fit-table td {padding: 1px 6px; line-heig
          ".wb-fit-table td.wb-fit-reason {white-space: normal}</style>")
 SEARCHING = ("<p class='wb-fit-searching' style='color:#57606a'><i>Does not fit: searching "
              "what would fit instead (full fine-tuning, LoRA, QLoRA)&hellip;</i></p>")
+FASTER_SEARCHING = ("<p class='wb-fit-searching' style='color:#57606a'><i>It fits: searching "
+                    "the planner's fastest layout on this hardware&hellip;</i></p>")
 
 
 def fit_instead_html(fits: list[MethodFit], world: int, gpu: str, current: str = "") -> str:
@@ -92,8 +94,9 @@ class FitInstead:
         that fits this hardware, more nodes; the methods reused), and show them; a later
         search cancels it."""
         from workbench.plan.methods import METHOD_LABELS, compare_methods
-        from workbench.plan.next_steps import searched_verdict
+        from workbench.plan.next_steps import faster_step, searched_verdict
         from workbench.plan.search import Cancelled
+        from workbench.estimate.run.verdict import limit_fails
 
         self._generation += 1
         mine = self._generation
@@ -101,7 +104,9 @@ class FitInstead:
             self.widget.value = ""
             return
         scenario = est.scenario
-        self.widget.value = SEARCHING
+        # a scenario that fits and meets its limits: only how to go faster is searched
+        fits = est.memory.fits and not limit_fails(est.verdict)
+        self.widget.value = FASTER_SEARCHING if fits else SEARCHING
 
         def current(*_args) -> bool:
             return mine == self._generation
@@ -110,14 +115,26 @@ class FitInstead:
             time.sleep(delay)
             if not current():
                 return
+            if fits:
+                try:
+                    step = faster_step(scenario, est)
+                    text = (next_steps_html([step], None).replace(
+                        "What you can do instead", "How to go faster") if step else
+                        "<p class='wb-faster-none' style='color:#57606a'>Your layout is the "
+                        "planner's fastest on this hardware (within 5 %).</p>")
+                except Exception as exc:   # never a traceback on the page
+                    text = error_html(f"how to go faster: {exc}")
+                if current():
+                    self.widget.value = text
+                return
             try:
-                fits = compare_methods(scenario, progress=current)
+                fits_m = compare_methods(scenario, progress=current)
                 if not current():
                     return
-                v = searched_verdict(scenario, est, methods=fits, budget_s=None)
+                v = searched_verdict(scenario, est, methods=fits_m, budget_s=None)
                 steps = [n for n in v.next if n.kind in ("layout", "nodes")]
                 text = (next_steps_html(steps, v.search_s)
-                        + fit_instead_html(fits, scenario.hardware.world,
+                        + fit_instead_html(fits_m, scenario.hardware.world,
                                            scenario.hardware.gpu.name,
                                            METHOD_LABELS.get(scenario.training.method, "")))
             except Cancelled:

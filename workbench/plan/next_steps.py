@@ -133,6 +133,37 @@ def _in_scope(words: str) -> str:
     return f" [quick search: {words}]" if words else ""
 
 
+# a layout the planner finds is offered as faster only when it saves more than this share of
+# the step: the step-time estimate's own spread between layouts of one model on one machine is
+# larger than a percent or two (docs/engine-accuracy.md), so a smaller gain is no answer
+FASTER_BY = 0.05
+
+
+def faster_step(s: Scenario, est, budget_s: float | None = None) -> NextStep | None:
+    """Where the scenario fits: the planner's fastest layout on the same hardware, when its step
+    is more than ``FASTER_BY`` shorter than the scenario's own, with the time each takes for
+    the scenario's tokens; None where the scenario's layout is as fast (or the search did not
+    finish within ``budget_s``)."""
+    from workbench.estimate import estimate
+    from workbench.plan.summary import describe_layout
+
+    try:
+        found = _planned(s, Budget(budget_s), {})
+    except ScenarioError:
+        return None
+    if found is None:
+        return None
+    best = estimate(found.scenario_of(1))
+    if best.time.step >= est.time.step * (1 - FASTER_BY):
+        return None
+    gain = 1 - best.time.step / est.time.step
+    return NextStep(
+        f"The planner's fastest layout on this hardware is {gain:.0%} faster per step: "
+        f"{describe_layout(found.row(1))}{_tight(best)}: {_gives(best)} (yours: "
+        f"{duration_text(est.run.time_to_train_s)}).", "layout", _flat_set(best.scenario, s),
+        _figures(best))
+
+
 def search_steps(s: Scenario, est, methods: list | None = None,
                  budget_s: float | None = SEARCH_BUDGET_S) -> tuple[list[NextStep], list[str]]:
     """The planner's answers within ``budget_s`` seconds (see the module docstring): the

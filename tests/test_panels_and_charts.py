@@ -94,7 +94,8 @@ def test_training_panel_expert_tp_only_for_moe_models_on_engines_offering_it():
     tr = TrainingPanel(st)
     assert tr.rows["expert_tp"].layout.display == "none"        # generic: no switches
     with_etp = [n for n, e in ENGINES.items() if e.offers("expert_tp")]
-    without = [n for n, e in ENGINES.items() if not e.offers("expert_tp")]
+    without = [n for n, e in ENGINES.items() if not e.offers("expert_tp")
+               and "pretrain" in e.methods]   # the scenario pre-trains
     if not with_etp:
         return
     tr.engine.value = with_etp[0]
@@ -256,10 +257,16 @@ def test_training_panel_offers_only_the_engines_switches():
     assert shown() == set() and "op" not in tr.recompute.options
     assert chosen(tr.fp8_recipe) is None and tr.fp8_recipe.label.startswith("engine default")
     assert tr.compile.value is False
-    for name in ENGINES:                                  # every engine: still valid
-        tr.engine.value = name
-        assert st.valid, (name, st.problems)
-        assert st.scenario.parallel.zero in ENGINES[name].zero
+    for name in ENGINES:     # every engine that pre-trains: still valid; the others refuse
+        tr.engine.value = name   # the method in words, naming the engines that train it
+        if "pretrain" in ENGINES[name].methods:
+            assert st.valid, (name, st.problems)
+            assert st.scenario.parallel.zero in ENGINES[name].zero
+        else:
+            said = tr.fields["training.method"][1].value
+            assert not st.valid and "the engines that train pretrain: generic" in said, said
+            assert st.doc["training"].get("method", "pretrain") == "pretrain"
+            assert tr.method.value == "pretrain"     # the field keeps the person's method
 
 
 def _children():
@@ -737,6 +744,10 @@ def test_training_panel_method_shows_the_adapters_and_writes_the_document():
     tr.method.value = "lora"
     assert st.valid and tr.optimizer_in_backward.disabled
     tr.engine.value = "torchtitan"                      # no LoRA, no 8-bit optimizers there
+    assert not st.valid and st.doc["training"]["method"] == "lora"   # refused, not changed
+    assert "the engines that train lora: generic, torchtune, hf, litgpt" in \
+        tr.fields["training.method"][1].value
+    tr.method.value = "full"
     assert st.valid, st.problems
     t = st.scenario.training
     assert t.method == "full" and t.lora is None and t.optimizer == "adamw"
@@ -791,7 +802,8 @@ def test_memory_chart_and_table_split_frozen_weights_and_show_paged_states():
 
 def test_the_plan_tab_says_what_would_fit_instead():
     """The brief's 70B does not fit its 8 H200: the Plan tab lists the planner's best layout
-    per fine-tuning method (in a thread); a scenario that fits shows nothing there."""
+    per fine-tuning method (in a thread); a scenario that fits shows how to go faster (the
+    planner's fastest layout when more than 5 % faster), or that its layout is the fastest."""
     from widgets.app import App
     from workbench.plan.methods import compare_methods
 
@@ -810,15 +822,17 @@ def test_the_plan_tab_says_what_would_fit_instead():
     app.panels["Training"].method.value = "lora"        # LoRA of the 70B fits this box
     app.fit_instead.wait()
     if app.state.estimate.memory.fits:
-        assert app.fit_instead.widget.value == ""
+        assert "How to go faster" in app.fit_instead.widget.value
+        assert "(yours: " in app.fit_instead.widget.value
     else:
         assert "What would fit instead of LoRA" in app.fit_instead.widget.value
     app.panels["Training"].method.value = "full"
     app.fit_instead.wait()
     assert "What would fit instead of full fine-tuning" in app.fit_instead.widget.value
-    app.files.picker.value = "llama3-8b-8xh100"               # fits: nothing to add
+    app.files.picker.value = "llama3-8b-8xh100"          # fits, and fast as laid out
     app.fit_instead.wait()
-    assert app.state.estimate.memory.fits and app.fit_instead.widget.value == ""
+    assert app.state.estimate.memory.fits
+    assert "Your layout is the planner's fastest" in app.fit_instead.widget.value
 
 
 def test_the_verdict_at_the_top_of_plan_is_never_green_while_a_part_fails():

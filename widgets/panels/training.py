@@ -215,7 +215,8 @@ class TrainingPanel(Panel):
 
     def _engine_set(self, name: str) -> dict:
         """Choosing an engine drops the switches it lacks and moves recompute and ZeRO to
-        values it offers, so the panel never causes a validator message of its own."""
+        values it offers; the method is the person's choice and stays (an engine that cannot
+        train it is refused by the validator, in words, naming the engines that do)."""
         eng = ENGINES[name]
         changes = {path: None for switch, path in {**SWITCH_PATHS,
                                                    **DOCUMENT_SWITCH_PATHS}.items()
@@ -226,11 +227,8 @@ class TrainingPanel(Panel):
             changes["training.recompute"] = (eng.recompute_default
                                              if eng.recompute_default in eng.recompute
                                              else eng.recompute[0])
-        method = self.current("training.method", "pretrain")
-        if method not in eng.methods:     # torchtune fine-tunes only
-            new = "full" if "full" in eng.methods else eng.methods[0]
-            changes["training.method"] = new
-            changes.update(self._method_set(new))
+        # the method stays what the person chose: an engine that cannot train it is refused
+        # in words under the method field, naming the engines that do (never changed silently)
         if self.current("training.optimizer") not in (eng.optimizers or CLASSIC_OPTIMIZERS):
             changes["training.optimizer"] = "adamw"
         if eng.precisions and self.current("training.precision") not in eng.precisions:
@@ -355,6 +353,11 @@ class TrainingPanel(Panel):
             methods = engine_allows(free, "training.method", methods) or list(eng.methods)
             optimizers = engine_allows(dataclasses.replace(s, training=dataclasses.replace(
                 s.training, engine=eng.name)), "training.optimizer", optimizers)
+        # the method the document holds stays listed when the engine cannot train it: the
+        # field shows it beside the validator's words (which engines do), never another
+        held = get_path(self.state.doc, "training.method", None) or "pretrain"
+        if held in METHODS and held not in methods:
+            methods = [*methods, held]
         set_options(self.method, [(METHOD_LABELS[m], m) for m in methods])
         set_options(self.optimizer, [(OPTIMIZER_LABELS.get(o, o), o) for o in optimizers])
         method = self.current("training.method", "pretrain")

@@ -3,6 +3,7 @@ targets, storages and trained parts, the optimizer step inside backward, activat
 """
 from __future__ import annotations
 
+from workbench.engines import ENGINES
 from workbench.scenario.rules.table import E, P, Condition, layout_rule, why
 
 
@@ -14,7 +15,9 @@ layout_rule(
     "engine's QLoRA storages, whole-MLP adapters and parts trained in full beside them",
     Condition("training.method", ("training.method", E),
               lambda v: v.tr.method in v.eng.methods,
-              lambda v: why(v, "methods", "trains with method " + ", ".join(v.eng.methods))),
+              lambda v: why(v, "methods", "trains with method " + ", ".join(v.eng.methods))
+              + f"; the engines that train {v.tr.method}: " + ", ".join(
+                  name for name, e in ENGINES.items() if v.tr.method in e.methods)),
     Condition("training.lora.targets", ("training.lora.targets", "model.mlp"),
               lambda v: (v.tr.lora is None or v.m.mlp == "swiglu"
                          or "gate" not in v.tr.lora.targets),

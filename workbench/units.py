@@ -132,29 +132,30 @@ def _digits(text: str) -> str:
     return re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text.strip())
 
 
+def _scaled(text: str, pattern: re.Pattern, units: dict[str, float], plain: float
+            ) -> float | None:
+    """A number followed by a unit of ``units`` (any case; none: ``plain``), as ``pattern``
+    splits it; None when the text is not one."""
+    m = pattern.fullmatch(_digits(text))
+    if m is None:
+        return None
+    number, unit = m.groups()
+    if unit and unit.lower() not in units:
+        return None
+    return float(number) * (units[unit.lower()] if unit else plain)
+
+
 def parse_count(text: str) -> float | None:
     """A count as people type it: ``"100M"``, ``"1.5 B"``, ``"2T"``, ``"524k"``, ``"1,024"``,
     ``"1.4e12"`` (``COUNT_SUFFIXES``); None when the text is not one."""
-    m = _COUNT.fullmatch(_digits(text))
-    if m is None:
-        return None
-    number, suffix = m.groups()
-    if suffix and suffix.lower() not in COUNT_SUFFIXES:
-        return None
-    return float(number) * (COUNT_SUFFIXES[suffix.lower()] if suffix else 1.0)
+    return _scaled(text, _COUNT, COUNT_SUFFIXES, 1.0)
 
 
 def parse_duration(text: str, plain: float = HOUR) -> float | None:
     """A duration in seconds as people type it: ``"24h"``, ``"2 days"``, ``"90 min"``,
     ``"1.5 weeks"`` (``DURATION_UNITS``); a bare number is in ``plain`` seconds (hours by
     default); None when the text is not one."""
-    m = _DURATION.fullmatch(_digits(text))
-    if m is None:
-        return None
-    number, unit = m.groups()
-    if unit and unit.lower() not in DURATION_UNITS:
-        return None
-    return float(number) * (DURATION_UNITS[unit.lower()] if unit else plain)
+    return _scaled(text, _DURATION, DURATION_UNITS, plain)
 
 
 def count_text(n: float) -> str:

@@ -194,4 +194,4 @@ def test_an_adapter_checkpoint_is_the_adapters_beside_the_base_kept_once():
     assert checkpoint_bytes(q) == (adapters * CHECKPOINT_BYTES_PER_PARAM,
                                    2.0 * total_params(m))
     drives = next(c for c in estimate(q).checks if c.name == "drives")
-    assert drives.status == "pass" and "(the adapters) beside the 141 GB base" in drives.reason
+    assert drives.status == "pass" and "(what trains) beside the 141 GB base" in drives.reason

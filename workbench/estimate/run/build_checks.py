@@ -109,7 +109,7 @@ def build_checks(s: Scenario, mem: MemoryEstimate) -> list[Check]:
         size = f"{ckpt / 1e9:,.0f} GB" if ckpt >= 1e9 else f"{ckpt / 1e6:,.0f} MB"
         out.append(Check("drives", "pass" if ok else "fail",
                          f"one checkpoint is {size} per node"
-                         + (f" (the adapters) beside the {base / 1e9:,.0f} GB base model it "
+                         + (f" (what trains) beside the {base / 1e9:,.0f} GB base model it "
                             "loads" if base else "")
                          + (f" plus {nvme_use / 1e9:,.0f} GB of NVMe offload" if nvme_use else "")
                          + f" on {cap / 1e12:,.1f} TB; writing it takes {write:,.0f} s at "

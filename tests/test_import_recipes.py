@@ -87,3 +87,20 @@ def test_run_lengths_are_kept_where_the_batch_follows_from_the_gpus(tmp_path):
                       f"--micro-batch-size 1 --global-batch-size 128 {flag} --bf16\n")
         out = import_configs([sh])
         assert out.problems == [] and out.scenario["training"]["tokens"] == tokens, flag
+
+
+def test_a_model_that_is_no_decoder_is_refused_by_name(tmp_path):
+    """Issue 52: a BERT config.json became a Llama-style decoder with a gated MLP."""
+    import json
+
+    for cfg in ({"architectures": ["BertForMaskedLM"], "model_type": "bert"},
+                {"model_type": "t5"},
+                {"architectures": ["WhisperForConditionalGeneration"], "model_type": "x"}):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps({**cfg, "hidden_size": 768, "num_hidden_layers": 12,
+                                    "num_attention_heads": 12, "intermediate_size": 3072,
+                                    "vocab_size": 30522, "hidden_act": "gelu"}))
+        out = import_configs([path])
+        assert len(out.problems) == 1, out.problems
+        assert "is not a decoder-only language model" in str(out.problems[0])
+        assert "model" not in out.scenario or "layers" not in out.scenario["model"]

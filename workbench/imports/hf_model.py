@@ -34,6 +34,14 @@ GATED = {"llama": False, "mistral": False, "qwen2": False, "qwen3": False, "mixt
 PRETRAINED_TIE_DEFAULT = True      # configuration_utils.py PretrainedConfig
 # hidden_act values of those gated MLPs (activations.py ACT2FN names)
 GATED_ACTS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast")
+# Model types that are no decoder-only language model (transformers models/<type>/: encoders
+# and encoder-decoders, speech and vision towers): refused by name, never read as a decoder
+NOT_DECODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra", "deberta",
+                "deberta-v2", "modernbert", "t5", "mt5", "umt5", "bart", "mbart", "pegasus",
+                "marian", "whisper", "wav2vec2", "hubert", "vit", "clip", "siglip", "dinov2")
+# the architectures a decoder-only language model's config names (``*ForCausalLM``, GPT-2's
+# ``GPT2LMHeadModel``)
+DECODER_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 # keys that change the shape but the workbench does not model: refused with what to do
 UNMODELLED = {"kv_lora_rank": "multi-head latent attention: use model.preset deepseek-v3 or "
                               "the explicit MLA fields"}
@@ -102,6 +110,15 @@ def read(name: str, text: str) -> Reading:
     cfg = parse_table(name, text)
     c = Collector(name, FORMAT)
     mtype = str(cfg.get("model_type", ""))
+    arch = cfg.get("architectures")
+    named = [str(a) for a in arch] if isinstance(arch, list) else []
+    if mtype.lower() in NOT_DECODERS or (named and not any(
+            a.endswith(DECODER_SUFFIXES) for a in named)):
+        c.problem("model_type", f"{mtype} ({', '.join(named)})" if named else mtype,
+                  "is not a decoder-only language model: the workbench estimates decoder-only "
+                  "transformers (Llama, Qwen, Mistral, Gemma, ...); give such a model's "
+                  "config.json or a catalog preset")
+        return c.reading
     for key, why in UNMODELLED.items():
         if cfg.get(key):
             c.problem(key, cfg[key], f"is not read from a config.json ({why})")

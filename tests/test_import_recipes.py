@@ -104,3 +104,27 @@ def test_a_model_that_is_no_decoder_is_refused_by_name(tmp_path):
         assert len(out.problems) == 1, out.problems
         assert "is not a decoder-only language model" in str(out.problems[0])
         assert "model" not in out.scenario or "layers" not in out.scenario["model"]
+
+
+def test_an_import_keeps_the_box_on_the_page_where_no_file_states_other_hardware(tmp_path):
+    """Issue 54: opening an SFT config replaced the person's 8 x H200 box with the workbench's
+    default hardware."""
+    from pathlib import Path
+
+    from workbench.scenario import load_scenario
+
+    box = load_scenario(Path(__file__).resolve().parent.parent / "examples"
+                        / "brief-8xh200-70b.yaml").document["hardware"]
+    path = tmp_path / "config_sft.yaml"
+    path.write_text(RECIPE)
+    out = import_configs([path], hardware=box)
+    assert out.problems == [] and out.scenario["hardware"] == box
+    assert {k for k, d in out.defaulted.items() if d["by"] == "page"} == {
+        f"hardware.{k}" for k in box}
+    # a file that states the GPU count wins over the page's
+    acc = tmp_path / "accelerate.yaml"
+    acc.write_text("distributed_type: MULTI_GPU\nnum_processes: 2\nnum_machines: 1\n"
+                   "mixed_precision: bf16\n")
+    out = import_configs([acc, path], hardware=box)
+    assert out.scenario["hardware"]["gpus_per_node"] == 2
+    assert out.scenario["hardware"]["host"] == box["host"]

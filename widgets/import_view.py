@@ -18,8 +18,8 @@ def imported_html(out: Imported) -> str:
             f"{len(out.stated)} fields from the files, {len(out.defaulted)} defaulted.")
     rows = "".join(
         f"<li><code>{html.escape(path)}</code> = {html.escape(printable(value_text(d['value'])))}"
-        f" <span style='color:#57606a'>({html.escape(d['by'])} default: "
-        f"{html.escape(printable(d['why'], 300))})</span></li>"
+        f" <span style='color:#57606a'>({_whose(d)}{html.escape(printable(d['why'], 300))})"
+        "</span></li>"
         for path, d in out.defaulted.items())
     notes = "".join(f"<li>{html.escape(printable(n, 400))}</li>" for n in out.notes)
     body = ""
@@ -31,6 +31,12 @@ def imported_html(out: Imported) -> str:
         body += ("<details class='wb-import-notes'><summary style='cursor:pointer'>Notes"
                  f"</summary><ul style='font-size:12px'>{notes}</ul></details>")
     return head + body + "</div>"
+
+
+def _whose(d: dict) -> str:
+    """Whose default a field took, in words ("library default: "); the page's own values
+    (kept where no file states them) say so in their reason."""
+    return "" if d["by"] == "page" else f"{html.escape(d['by'])} default: "
 
 
 def import_problems_html(problems: list[Problem]) -> str:

@@ -187,7 +187,9 @@ class ScenarioFiles:
                 self.load_text(text)
                 return
         try:
-            out = import_uploads(files)
+            # the box on the page stays where no file states other hardware
+            page = self.state.scenario.document.get("hardware") if self.state.scenario else None
+            out = import_uploads(files, hardware=page)
         except ScenarioError as exc:        # unreadable: too large, not UTF-8, unknown format
             self.import_status.value = import_problems_html(exc.problems)
             return

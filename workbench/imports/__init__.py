@@ -92,11 +92,13 @@ def read_one(name: str, text: str | None, fmt: str | None = None) -> Reading:
     return mod.read(name, text)
 
 
-def import_configs(sources: Iterable[Source], fmt: str | None = None) -> Imported:
+def import_configs(sources: Iterable[Source], fmt: str | None = None,
+                   hardware: dict | None = None) -> Imported:
     """The scenario the files make. ``sources``: paths (or Hub model ids), or (name, text)
-    pairs. Unreadable files raise ScenarioError; the readers' and the merge's problems, then
-    the validator's, are in ``Imported.problems`` (the document is still returned, so a page
-    can show it with its problems)."""
+    pairs; ``hardware``: a hardware section whose fields the files do not state are kept (the
+    page's box), before the workbench's defaults. Unreadable files raise ScenarioError; the
+    readers' and the merge's problems, then the validator's, are in ``Imported.problems`` (the
+    document is still returned, so a page can show it with its problems)."""
     sources = list(sources)
     if not sources:
         raise ScenarioError([Problem("import", None, "needs at least one file")])
@@ -107,7 +109,7 @@ def import_configs(sources: Iterable[Source], fmt: str | None = None) -> Importe
             readings.append(read_one(name, text, fmt))
         except ScenarioError as exc:     # DocumentError too: one line naming the file
             problems += exc.problems
-    out = complete(merge(readings))
+    out = complete(merge(readings), hardware)
     out.problems = problems + out.problems
     if not out.problems:
         out.problems = validate(out.scenario)
@@ -130,9 +132,11 @@ def validate(doc: dict) -> list[Problem]:
                     "no scenario file holds") for path in long_integers(doc)]
 
 
-def import_uploads(files: Iterable[tuple[str, bytes]], fmt: str | None = None) -> Imported:
+def import_uploads(files: Iterable[tuple[str, bytes]], fmt: str | None = None,
+                   hardware: dict | None = None) -> Imported:
     """:func:`import_configs` for uploaded files (the dashboard's "Open scenario"): each a
-    (file name, bytes) pair, held to the scenario's size limit and UTF-8 like a file."""
+    (file name, bytes) pair, held to the scenario's size limit and UTF-8 like a file;
+    ``hardware``: the page's, kept where no file states it."""
     from workbench.documents.text import MAX_BYTES
 
     texts, problems = [], []
@@ -146,7 +150,7 @@ def import_uploads(files: Iterable[tuple[str, bytes]], fmt: str | None = None) -
             problems.append(Problem(name, None, "is not UTF-8 text"))
     if problems:
         raise ScenarioError(problems)
-    return import_configs(texts, fmt)
+    return import_configs(texts, fmt, hardware)
 
 
 __all__ = ["FORMATS", "Imported", "Reading", "detect", "import_configs", "import_uploads",

@@ -11,6 +11,8 @@ tokens = steps x global_batch x seq_len).
 """
 from __future__ import annotations
 
+import copy
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,8 +128,10 @@ def _fill(out: Imported, path: str, value: Any, why: str, by: str = "workbench")
         out.defaulted[path] = {"value": value, "by": by, "why": why, "source": None}
 
 
-def complete(out: Imported) -> Imported:
-    """Fill what no file said, and derive dp, global_batch and tokens."""
+def complete(out: Imported, hardware: dict | None = None) -> Imported:
+    """Fill what no file said, and derive dp, global_batch and tokens. ``hardware``: the
+    hardware section already in use (the page's box): each of its fields no file states is
+    kept, before any workbench default."""
     from workbench.engines import ENGINES
     from workbench.imports import training_args as ta
     from workbench.scenario.types import Parallel, Training
@@ -140,6 +144,9 @@ def complete(out: Imported) -> Imported:
         if section in doc and not isinstance(doc[section], dict):
             out.problems.append(Problem(section, doc[section], "expected a table of keys"))
             return out
+    for key, value in (hardware or {}).items():
+        _fill(out, f"hardware.{key}", copy.deepcopy(value), "kept from the page: no file "
+              "states it", by="page")
     _fill(out, "hardware.gpu", DEFAULT_GPU, "no file names the GPU (Accelerate and Trainer "
           "configs do not); set hardware.gpu")
     for key in ("gpus_per_node", "nodes"):

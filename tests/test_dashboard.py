@@ -669,6 +669,15 @@ def test_the_page_under_a_persons_hands(voila):
         page.locator(".wb-tokens input").fill("1.4T")
         page.locator(".wb-tokens input").press("Enter")
         verdict.get_by_text("1.4 T tokens in").first.wait_for(timeout=60_000)
+        # the box exists: its build check is advice, and the LoRA that fits is a Yes
+        assert verdict.inner_text().startswith("No:")
+        page.locator(".wb-owned input").check()
+        verdict.get_by_text("Your machine exists, so these are advice").first.wait_for(
+            timeout=60_000)
+        assert verdict.inner_text().startswith("Yes, with care")
+        _shot(page, "owned", "wb-app-verdict")
+        page.locator(".wb-owned input").uncheck()
+        verdict.get_by_text("One node cannot be built").first.wait_for(timeout=60_000)
         # a model found by typing part of its name (the browser lists the labels holding it)
         find = page.locator(".wb-find-model input")
         for label, name in (("Qwen2.5 72B (qwen2.5-72b)", "Qwen2.5 72B"),

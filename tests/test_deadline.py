@@ -136,3 +136,18 @@ def test_where_it_fits_the_planners_faster_layout_is_offered_with_both_times():
     # the 8B example's own layout is already within FASTER_BY of the planner's fastest
     s8 = load_scenario(EXAMPLE)
     assert faster_step(s8, estimate(s8)) is None
+
+
+def test_a_box_that_exists_gets_its_build_checks_as_advice():
+    """Issue 54: the person owns the 8 x H200 box on a desktop CPU; the headline said No for a
+    LoRA that fits, because one node "cannot be built"."""
+    brief = ROOT / "examples" / "brief-8xh200-70b.yaml"
+    planned = estimate(load_scenario(brief, ["training.method=lora"])).verdict
+    assert not planned.ok and planned.part("build").status == "fail"
+    owned = estimate(load_scenario(brief, ["training.method=lora",
+                                           "hardware.owned=true"])).verdict
+    part = owned.part("build")
+    assert owned.ok and owned.says.startswith("Yes, with care") and part.status == "warn"
+    assert part.says.startswith("Your machine exists, so these are advice")
+    assert "PCIe lanes" in part.says and "the step time assumes the intra-node link" in part.says
+    assert not [n for n in owned.next if n.kind == "build"]

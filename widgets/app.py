@@ -91,6 +91,7 @@ class App:
                             (self.panels["Training"].tokens, "wb-tokens"),
                             (self.panels["Training"].deadline, "wb-deadline"),
                             (self.panels["Model"].find, "wb-find-model"),
+                            (self.panels["Hardware"].owned, "wb-owned"),
                             (self.panels["Training"].optimizer, "wb-optimizer"),
                             (self.panels["Training"].compile, "wb-compile"),
                             (self.panels["Training"].recompute, "wb-recompute"),

@@ -71,6 +71,11 @@ class HardwarePanel(Panel):
         self.nics = int_box("NICs per node", 0, 64)
         # RDMA is a property of the inter-node link: the box switches between a link and its
         # RDMA sibling in the catalog (400gbe <-> 400gbe-rdma); InfiniBand is always RDMA
+        # a machine that exists: the build checks are advice, not the answer
+        self.owned = check("I own this machine (it exists)")
+        self.owned.tooltip = ("Ticked: the box exists as given, so what a plan would fail "
+                              "(PCIe lanes, power, cooling) is advice; unticked: it is being "
+                              "planned, and a node that cannot be built is a No.")
         self.rdma = check("RDMA (GPUDirect)")
         self.rdma.observe(self._toggle_rdma, names="value")
         self.cpu = dropdown("CPU", [("not given", "")] + _choices("cpu"))
@@ -98,6 +103,7 @@ class HardwarePanel(Panel):
 
         self.box = w.VBox([
             w.HTML("<b>Hardware</b>"),
+            self.bind("hardware.owned", self.owned, to_doc=lambda v: True if v else None),
             self.bind("hardware.gpu", self.gpu),
             self.bind("hardware.gpus_per_node", self.gpus_per_node, on_set=gpn),
             self.bind("hardware.nodes", self.nodes, on_set=nodes),

@@ -30,7 +30,7 @@ HARDWARE_DEFAULTS = {
 
 # The keys each hardware table accepts.
 HARDWARE_FIELDS = ("gpu", "gpus_per_node", "nodes", "intra_node", "inter_node", "host", "storage",
-                   "gpu_power_limit_w")
+                   "gpu_power_limit_w", "owned")
 INTER_NODE_FIELDS = ("link", "nics_per_node")
 HOST_FIELDS = ("cpu", "memory", "memory_gb", "channels", "sockets")
 STORAGE_FIELDS = ("drive", "drives")
@@ -160,6 +160,7 @@ class _Resolver:
             "drive", sd.get("drive", HARDWARE_DEFAULTS["storage"]["drive"]),
             "hardware.storage.drive")
         drives = c.integer(sd, "drives", "hardware.storage", 1, lo=0, hi=64)
+        owned = c.boolean(d, "owned", p, False)
 
         doc = {"gpu": gpu_doc, "gpus_per_node": per_node, "nodes": nodes, "intra_node": intra_doc,
                **({"gpu_power_limit_w": d["gpu_power_limit_w"]} if "gpu_power_limit_w" in d
@@ -167,15 +168,17 @@ class _Resolver:
                "inter_node": {"link": inter_link_doc, "nics_per_node": nics},
                "host": {"cpu": cpu_doc, "memory": mem_doc, "memory_gb": mem_gb,
                         "channels": channels, "sockets": sockets},
-               "storage": {"drive": drive_doc, "drives": drives}}
+               "storage": {"drive": drive_doc, "drives": drives},
+               **({"owned": True} if owned else {})}
         parts = (gpu, per_node, nodes, intra, inter_link, nics, mem, mem_gb, channels, sockets,
-                 drive, drives)
+                 drive, drives, owned)
         if any(x is None for x in parts):
             return None, doc
         hw = Hardware(gpu=gpu, gpus_per_node=per_node, nodes=nodes, intra_node=intra,
                       inter_node=InterNode(inter_link, nics),
                       host=Host(cpu, mem, mem_gb, channels, sockets),
-                      storage=Storage(drive, drives), gpu_power_limit_w=gpu.power_limit_w)
+                      storage=Storage(drive, drives), gpu_power_limit_w=gpu.power_limit_w,
+                      owned=owned)
         return hw, doc
 
     def _power_limit(self, gpu: GPU | None, d: dict) -> GPU | None:

@@ -51,6 +51,9 @@ class Hardware:
     gpu_power_limit_w: float = 0.0   # board power limit the GPUs run under (nvidia-smi -pl),
     #                           W: half to all of the GPU's power_w; it lowers the clock GEMMs
     #                           hold by (limit / power_w)^(1/3). 0 = the GPU's own power_w
+    owned: bool = False       # the machine exists (you own or rent it as it is): the build
+    #                           checks are advice, not part of the answer (false: it is being
+    #                           planned, and a node that cannot be built fails the verdict)
 
     @property
     def world(self) -> int:

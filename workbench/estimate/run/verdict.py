@@ -114,7 +114,7 @@ def verdict(s: Scenario, est, found: list | None = None, search_s: float = 0.0,
     nvme = _nvme_part(est)
     if nvme is not None:
         parts.append(nvme)
-    parts += [_build_part(est), _time_part(s, est)]
+    parts += [_build_part(est, s.hardware), _time_part(s, est)]
     cost = _cost_part(s, est)
     if cost is not None:
         parts.append(cost)
@@ -242,8 +242,12 @@ def _nvme_part(est) -> Part | None:
                 f"{have / TB:,.2f} TB per node.")
 
 
-def _build_part(est) -> Part:
+def _build_part(est, hardware=None) -> Part:
+    """The build checks of one node; on a machine that exists (``hardware.owned``) a failed
+    check is advice (warn), never the answer."""
     checks = est.checks
+    owned = bool(hardware is not None and hardware.owned)
+    s_intra = hardware.intra_node.name if hardware is not None else ""
     if not checks:
         return Part("build", "pass", "Nothing to build: a calibrated machine exists already.")
     fails = [c for c in checks if c.status == "fail"]
@@ -253,7 +257,15 @@ def _build_part(est) -> Part:
     def said(cs) -> str:
         return "; ".join(f"{CHECK_WORDS.get(c.name, c.name)}: {c.reason}" for c in cs)
 
-    if fails:
+    if fails and owned:
+        # the machine exists: what a plan would fail is advice about the box as it runs
+        text = ("Your machine exists, so these are advice, not the answer: " + said(fails)
+                + "." + (" The GPUs then share the CPU's lanes through PCIe switches or run at "
+                         "reduced width; the step time assumes the intra-node link as given "
+                         f"({s_intra})." if any(c.name == "pcie_lanes" for c in fails)
+                         else ""))
+        status = "warn"
+    elif fails:
         text = "One node cannot be built as given: " + said(fails) + "."
         status = "fail"
     elif warns:

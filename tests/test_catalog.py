@@ -163,3 +163,22 @@ def test_a_model_the_catalog_lacks_is_refused_never_replaced():
     with pytest.raises(ScenarioError, match="did you mean qwen2.5-7b"):
         parse_scenario({"hardware": {"gpu": "h100-sxm"}, "model": {"preset": "qwen2.5-8b"},
                         "parallel": {"dp": 8}})
+
+
+def test_lora_groups_stand_for_the_projections_a_gelu_model_has():
+    """Issue 54: "all-linear" was refused on a model with a two-matrix (GELU) MLP, because it
+    expanded to a gate projection the model does not have."""
+    from workbench.errors import ScenarioError
+    from workbench.scenario import parse_scenario
+
+    doc = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"dp": 8},
+           "model": {"preset": "starcoder2-7b"}, "training": {"method": "lora"}}
+    s = parse_scenario(doc)                               # the default group, all-linear
+    assert s.training.lora.targets == ("q", "k", "v", "o", "up", "down")
+    assert s.document["training"]["lora"]["targets"] == ["q", "k", "v", "o", "up", "down"]
+    assert parse_scenario(s.to_dict()).training.lora == s.training.lora   # reads back
+    doc["training"]["lora"] = {"targets": "mlp"}
+    assert parse_scenario(doc).training.lora.targets == ("up", "down")
+    doc["training"]["lora"] = {"targets": ["gate", "up"]}                 # named: refused
+    with pytest.raises(ScenarioError, match="a GELU MLP has no gate projection"):
+        parse_scenario(doc)

@@ -49,6 +49,7 @@ def parse_scenario(doc: Any, *, layout_required: bool = True,
     training, train_doc = read_training(c, top.get("training", {}))
     if c.problems:
         raise ScenarioError(c.problems)
+    training, train_doc = _groups_on_the_model(model, training, train_doc, top)
     scenario = Scenario(hardware, model, parallel, training,
                         document={"hardware": hw_doc, "model": model_doc,
                                   "parallel": par_doc, "training": train_doc},
@@ -61,6 +62,22 @@ def parse_scenario(doc: Any, *, layout_required: bool = True,
         scenario = dataclasses.replace(scenario, layout_problems=tuple(lc.problems),
                                        layout_given="parallel" in top)
     return scenario
+
+
+def _groups_on_the_model(model, training, train_doc: dict, top: dict):
+    """LoRA targets named by a group ("all-linear", "mlp", or left to the default) stand for
+    the projections the model has: a GELU MLP has no gate (PEFT's "all-linear" adapts every
+    linear layer there is). A gate named on its own stays the validator's to refuse."""
+    lora = training.lora
+    raw = ((top.get("training") or {}).get("lora") or {})
+    named = raw.get("targets", "all-linear") if isinstance(raw, dict) else None
+    if (lora is None or model.mlp == "swiglu" or "gate" not in lora.targets
+            or not isinstance(named, str)):
+        return training, train_doc
+    targets = tuple(t for t in lora.targets if t != "gate")
+    training = dataclasses.replace(training, lora=dataclasses.replace(lora, targets=targets))
+    train_doc = {**train_doc, "lora": {**train_doc["lora"], "targets": list(targets)}}
+    return training, train_doc
 
 
 PARALLEL_FIELDS = ("dp", "zero", "shard_group", "tp", "sequence_parallel", "pp", "pp_schedule",

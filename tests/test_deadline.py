@@ -151,3 +151,19 @@ def test_a_box_that_exists_gets_its_build_checks_as_advice():
     assert part.says.startswith("Your machine exists, so these are advice")
     assert "PCIe lanes" in part.says and "the step time assumes the intra-node link" in part.says
     assert not [n for n in owned.next if n.kind == "build"]
+
+
+def test_a_failing_verdict_names_the_inputs_left_to_defaults():
+    """Issue 52 item 5: a No a defaulted micro-batch caused read as the person's fault."""
+    from workbench.scenario import parse_scenario
+
+    doc = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "model": {"preset": "llama3-70b"},
+           "parallel": {"dp": 8, "zero": 3}, "training": {"micro_batch": 2}}
+    v = estimate(parse_scenario(doc)).verdict
+    assert not v.ok
+    said = v.says.split("Not given, so defaulted: ")[1]
+    assert "global batch 256" in said and "sequence length 4,096" in said
+    assert "recompute selective" in said and "micro-batch" not in said and "ZeRO" not in said
+    # a verdict that passes, or fails on the build alone, names none
+    ok = estimate(parse_scenario({**doc, "model": {"preset": "llama3-8b"}})).verdict
+    assert ok.ok and "Not given" not in ok.says

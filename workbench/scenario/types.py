@@ -252,6 +252,14 @@ class Training:
         return self.attention != "eager"
 
 
+# The inputs a failing verdict names when the document left them to their defaults: they change
+# memory or step time the most and are the ones a person's own run is likely to set otherwise.
+KEY_INPUTS = {"training.micro_batch": "micro-batch", "training.global_batch": "global batch",
+              "training.seq_len": "sequence length", "training.recompute": "recompute",
+              "training.precision": "precision", "training.optimizer": "optimizer",
+              "training.offload": "offload", "parallel.zero": "ZeRO stage"}
+
+
 @dataclass(frozen=True)
 class Scenario:
     hardware: Hardware
@@ -265,6 +273,9 @@ class Scenario:
     # and whether a parallel block was given at all.
     layout_problems: tuple = field(default=(), compare=False, hash=False)
     layout_given: bool = field(default=True, compare=False, hash=False)
+    # The inputs that shape memory and time which the document left to their defaults
+    # (``KEY_INPUTS``' paths): a failing verdict names them, so a "No" a default caused reads so.
+    defaulted: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def microbatches(self) -> int:

@@ -18,7 +18,7 @@ from workbench.hardware.resolve import read_hardware
 from workbench.scenario.model import read_model
 from workbench.scenario.rules import check_rules
 from workbench.scenario.training import read_training
-from workbench.scenario.types import SCHEDULES, ZERO_STAGES, Parallel, Scenario
+from workbench.scenario.types import KEY_INPUTS, SCHEDULES, ZERO_STAGES, Parallel, Scenario
 
 
 def parse_scenario(doc: Any, *, layout_required: bool = True,
@@ -50,10 +50,13 @@ def parse_scenario(doc: Any, *, layout_required: bool = True,
     if c.problems:
         raise ScenarioError(c.problems)
     training, train_doc = _groups_on_the_model(model, training, train_doc, top)
+    given = {f"{section}.{k}" for section in ("training", "parallel")
+             if isinstance(top.get(section), dict) for k in top[section]}
     scenario = Scenario(hardware, model, parallel, training,
                         document={"hardware": hw_doc, "model": model_doc,
                                   "parallel": par_doc, "training": train_doc},
-                        assumptions=tuple(c.assumptions))
+                        assumptions=tuple(c.assumptions),
+                        defaulted=tuple(p for p in KEY_INPUTS if p not in given))
     c.problems += check_rules(scenario, layout=False)
     lc.problems += check_rules(scenario, layout=True)
     if c.problems:

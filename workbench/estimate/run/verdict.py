@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.estimate.memory.fit import band_words
-from workbench.scenario.types import Scenario
+from workbench.scenario.types import KEY_INPUTS, Scenario
 from workbench.units import (HOUR, TB, duration_text, hours_text, memory_text, money_text,
                              percent_text, tokens_text)
 
@@ -363,7 +363,20 @@ def _sentence(s: Scenario, est, parts: list[Part], ok: bool) -> str:
             why.append(f"one node cannot be built ({', '.join(names)})")
         else:
             why.append(p.says.rstrip("."))
-    return f"No: {s.model.name} on {hw.world} x {hw.gpu.name}: " + "; ".join(why) + "."
+    text = f"No: {s.model.name} on {hw.world} x {hw.gpu.name}: " + "; ".join(why) + "."
+    shaping = [p for p in parts if not p.ok and p.name in (*MEMORY_PARTS, *LIMIT_PARTS)]
+    if shaping and s.defaulted:
+        text += (" Not given, so defaulted: " + ", ".join(
+            f"{KEY_INPUTS[path]} {_value_words(s, path)}" for path in s.defaulted)
+            + " (set them if your run differs).")
+    return text
+
+
+def _value_words(s: Scenario, path: str) -> str:
+    """A scenario field's value as the verdict names a default ("1", "selective")."""
+    section, name = path.split(".")
+    value = getattr(getattr(s, section), name)
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 # ---- next steps ---------------------------------------------------------------------------

@@ -886,3 +886,17 @@ def test_training_panel_drops_megatron_only_settings_it_has_no_field_for():
     t = st.scenario.training
     assert t.state_dtypes is None
     assert t.fp8_param_gather          # torchtitan gathers FP8 weights too: kept
+
+
+def test_a_trial_of_a_lora_scenario_says_the_adapters_run():
+    """Issue 54: a trial of a LoRA scenario did not say adapters ran."""
+    from widgets.panels.trial import what_ran_html
+    from workbench.trial import prepare_trial
+
+    for sets, said in ((["training.method=lora"], "LoRA: adapters of rank 16 on q, k, v, o"),
+                       (["training.method=qlora", "parallel.zero=0"],
+                        "QLoRA: adapters of rank 16"),
+                       (["training.method=full"], "full fine-tuning: every weight trains")):
+        s = load_scenario(ROOT / "examples" / "llama3-8b-8xh100.yaml", sets)
+        trial, notes = prepare_trial(s, 2, "gloo")
+        assert said in what_ran_html(s, trial, [], notes), sets

@@ -45,6 +45,20 @@ def untested(full, trial) -> list[str]:
     return out
 
 
+def _method_words(tr) -> str:
+    """What trains in the trial, in words (LoRA / QLoRA: the adapters on their projections,
+    the base frozen, QLoRA's stored format; full fine-tuning: every weight)."""
+    if tr.adapters:
+        lora = tr.lora
+        stored = (f", stored {lora.quant}" + (" with double quantisation"
+                                             if lora.double_quant else "")
+                  if tr.method == "qlora" else "")
+        return (f"; {'QLoRA' if tr.method == 'qlora' else 'LoRA'}: "
+                f"adapters of rank {lora.rank} on {html.escape(', '.join(lora.targets))} "
+                f"train, the base is frozen{html.escape(stored)}")
+    return "; full fine-tuning: every weight trains" if tr.method == "full" else ""
+
+
 def what_ran_html(full, trial, untested_words: list[str], notes: list[str]) -> str:
     """The trial's model shape, layout, and what it does not test."""
     m, par, tr = trial.model, trial.parallel, trial.training
@@ -57,7 +71,7 @@ def what_ran_html(full, trial, untested_words: list[str], notes: list[str]) -> s
             f"layers, hidden {m.hidden}, {m.heads} heads ({m.kv_heads} key/value), FFN "
             f"{m.ffn_hidden}, vocabulary {m.vocab}; sequence {tr.seq_len}, "
             f"{tip_html('micro-batch')} {tr.micro_batch}, {tr.precision}; layout {layout}, "
-            f"{tip_html('ZeRO')} {par.zero}, {par.world} processes."
+            f"{tip_html('ZeRO')} {par.zero}, {par.world} processes{_method_words(tr)}."
             + (f"<br><b>Not tested here</b>:<ul style='margin:2px 0'>{items}</ul>"
                if items else "") + "</div>")
 
